@@ -1,0 +1,1 @@
+"""Alembic migrations of the warehouse (shipped in the wheel as ``warehouse.migrations``)."""

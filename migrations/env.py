@@ -1,0 +1,51 @@
+"""Alembic environment: drop every view, run the migrations, recreate the views when at head.
+
+Views are not in ``target_metadata``; they are defined once in :mod:`warehouse.views`. Dropping them first lets
+batch mode on SQLite rebuild a table that a view reads (alembic issue 1207).
+"""
+from __future__ import annotations
+
+from alembic import context
+from sqlalchemy import create_engine, pool
+
+from warehouse.schema import metadata
+from warehouse.views import VIEW_NAMES, create_views, drop_views
+
+config = context.config
+
+
+def _include_name(name, type_, parent_names):
+    if type_ == "table":
+        return name not in VIEW_NAMES
+    return True
+
+
+def _run(connection) -> None:
+    context.configure(connection=connection, target_metadata=metadata, render_as_batch=True,
+                      compare_type=True, include_name=_include_name)
+    with context.begin_transaction():
+        drop_views(connection)
+        context.run_migrations()
+        script = context.script
+        if context.get_context().get_current_revision() == script.get_current_head():
+            create_views(connection)
+
+
+def run_migrations_online() -> None:
+    connection = config.attributes.get("connection")
+    if connection is not None:
+        _run(connection)
+        return
+    engine = create_engine(config.get_main_option("sqlalchemy.url"), poolclass=pool.NullPool)
+    with engine.connect() as conn:
+        _run(conn)
+        conn.commit()
+
+
+if context.is_offline_mode():
+    context.configure(url=config.get_main_option("sqlalchemy.url"), target_metadata=metadata,
+                      literal_binds=True, render_as_batch=True)
+    with context.begin_transaction():
+        context.run_migrations()
+else:
+    run_migrations_online()

@@ -1,0 +1,1 @@
+"""Alembic revisions, named ``NNNN_<slug>.py``."""

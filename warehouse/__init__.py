@@ -1,0 +1,18 @@
+"""A SQL warehouse for Tenstorrent tt-metal Tracy ops profiles (``ops_perf_results_*.csv``).
+
+Architecture at a glance (each module does one thing; ``cli`` only parses arguments and renders):
+
+- ``csvfile``     streaming, validated reading of one CSV and the lossless cell encoding
+- ``signposts``   sections, blocks, layers and markers: the attribution state machine
+- ``categories``  the oracle's op-code categories
+- ``devicelog``   chip frequency and arch from ``profile_log_device.csv``
+- ``schema``      the tables (SQLAlchemy Core); ``views`` the summary views (plain SQL)
+- ``db``          engines, SQLite pragmas, Alembic upgrade / check
+- ``ingest``      CSV -> one transaction of run, section, signpost and op rows
+- ``export``      run -> the original CSV
+- ``runs``        listing runs and resolving ``RUN`` references
+- ``report``      the OPT_BASELINE JSON / Markdown from the views
+- ``query``       read-only SQL and schema listing
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,260 @@
+"""The ``warehouse`` command: a thin skin over the library. Each command validates its arguments, calls one
+library function and renders the result; every :class:`WarehouseError` becomes one ``Error: ...`` line."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from warehouse import __version__
+from warehouse.errors import WarehouseError
+
+FORMATS = click.Choice(["table", "csv", "json", "md"])
+
+
+class _Group(click.Group):
+    """Turns library errors into one ``Error:`` line and the error's exit status, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except WarehouseError as e:
+            click.echo(f"Error: {e}", err=True)
+            ctx.exit(e.exit_code)
+        except KeyboardInterrupt:
+            click.echo("Error: interrupted; nothing of the file being ingested was stored", err=True)
+            ctx.exit(130)
+
+
+def _engine(ctx: click.Context, *, create: bool = True, readonly: bool = False):
+    from warehouse.db import open_db
+    return open_db(ctx.obj["db"], create=create, readonly=readonly)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--db", envvar="WAREHOUSE_DB", default=None, metavar="PATH|URL",
+              help="SQLite file or SQLAlchemy URL (env WAREHOUSE_DB; default ./warehouse.db).")
+@click.version_option(__version__, prog_name="warehouse")
+@click.pass_context
+def cli(ctx: click.Context, db: str | None) -> None:
+    """A SQL warehouse for Tenstorrent tt-metal Tracy ops profiles."""
+    ctx.ensure_object(dict)
+    ctx.obj["db"] = db
+
+
+# ---------------------------------------------------------------------------------------------------- ingest
+@cli.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--label", help="A label for the runs (model, branch...).")
+@click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="A tag for the runs (repeatable).")
+@click.option("--freq-mhz", type=float, help="Chip frequency; default: the device log beside the CSV, else 1350.")
+@click.pass_context
+def ingest(ctx: click.Context, paths: tuple[str, ...], label: str | None, tags: tuple[str, ...],
+           freq_mhz: float | None) -> None:
+    """Store ops_perf_results CSVs (files, folders searched recursively, globs) as runs."""
+    from warehouse.ingest import find_csvs, ingest_file, parse_tags
+    from warehouse.errors import InputError
+
+    tag_map = parse_tags(tags)
+    if freq_mhz is not None and freq_mhz <= 0:
+        raise click.BadParameter("must be positive", param_hint="--freq-mhz")
+    files = list(find_csvs(paths))
+    engine = _engine(ctx)
+    failed = 0
+    sizes = {f: (f.stat().st_size if f.is_file() else 0) for f in files}
+    show = sys.stderr.isatty() and (len(files) > 1 or sum(sizes.values()) > 20 * 1024 * 1024)
+    bar = click.progressbar(length=sum(sizes.values()) or 1, label="ingest", file=sys.stderr) if show else None
+    done = 0
+    try:
+        if bar:
+            bar.__enter__()
+        for f in files:
+            def progress(n: int, base: int = done) -> None:
+                if bar:
+                    bar.update(base + n - bar.pos)
+            try:
+                r = ingest_file(engine, f, label=label, tags=tag_map, freq_mhz=freq_mhz, progress=progress)
+            except InputError as e:
+                failed += 1
+                click.echo(f"Error: {e}", err=True)
+            else:
+                if r.existing:
+                    click.echo(f"{f}: already ingested as run {r.run_id}")
+                else:
+                    warn = f", {len(r.warnings)} warning(s)" if r.warnings else ""
+                    click.echo(f"{f}: run {r.run_id}: {r.ops} ops, {r.sections} sections, "
+                               f"{r.signposts} signposts, {r.seconds:.2f} s{warn}")
+            done += sizes[f]
+            if bar:
+                bar.update(done - bar.pos)
+    finally:
+        if bar:
+            bar.__exit__(None, None, None)
+    if failed:
+        ctx.exit(1)
+
+
+# ---------------------------------------------------------------------------------------------------- runs
+@cli.command()
+@click.option("--label", help="Only runs with this label.")
+@click.option("--warnings", is_flag=True, help="Show the warnings recorded at ingest.")
+@click.option("--json", "as_json", is_flag=True, help="JSON instead of a table.")
+@click.pass_context
+def runs(ctx: click.Context, label: str | None, warnings: bool, as_json: bool) -> None:
+    """List the runs (oldest capture first)."""
+    from warehouse import render
+    from warehouse.runs import list_runs
+
+    rows = list_runs(_engine(ctx), label=label, warnings=warnings)
+    if as_json:
+        click.echo(render.to_json(rows))
+        return
+    cols = ["id", "captured", "label", "tags", "file", "ops"]
+    data = [[r["id"], r["captured_at"] or "", r["label"] or "",
+             " ".join(f"{k}={v}" for k, v in r["tags"].items()), r["file_name"], r["op_count"]] for r in rows]
+    click.echo(render.table(cols, data))
+    if warnings:
+        for r in rows:
+            for w in r["warnings"]:
+                where = f"row {w['row']}: " if w["row"] is not None else ""
+                click.echo(f"run {r['id']}: {where}{w['message']}")
+
+
+# ---------------------------------------------------------------------------------------------------- export
+@cli.command()
+@click.argument("run")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="File (default: stdout).")
+@click.pass_context
+def export(ctx: click.Context, run: str, output: str | None) -> None:
+    """Write a run back as its original CSV."""
+    from warehouse.export import export_run
+    from warehouse.runs import resolve_run
+
+    engine = _engine(ctx, create=False)
+    with engine.connect() as conn:
+        run_id = resolve_run(conn, run)
+    if output:
+        tmp = Path(output + ".part")
+        with open(tmp, "wb") as f:
+            export_run(engine, run_id, f)
+        os.replace(tmp, output)
+    else:
+        export_run(engine, run_id, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+
+
+# ---------------------------------------------------------------------------------------------------- report
+@cli.command()
+@click.argument("run")
+@click.option("--label", help="With RUN=latest: the newest run with this label.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Write the JSON report here.")
+@click.option("--md", "md_out", type=click.Path(dir_okay=False), help="Write the Markdown report here.")
+@click.option("--quiet", "-q", is_flag=True, help="Do not print the report text.")
+@click.pass_context
+def report(ctx: click.Context, run: str, label: str | None, json_out: str | None, md_out: str | None,
+           quiet: bool) -> None:
+    """The OPT_BASELINE report of a run (id or 'latest'), as profile_summary.py prints it."""
+    from warehouse.report import build_report, render_json, render_text
+    from warehouse.runs import resolve_run
+
+    engine = _engine(ctx, create=False)
+    with engine.connect() as conn:
+        run_id = resolve_run(conn, run, label)
+    res = build_report(engine, run_id)
+    txt = render_text(res)
+    if json_out:
+        Path(json_out).write_text(render_json(res))
+    if md_out:
+        Path(md_out).write_text(txt + "\n")
+    if not quiet:
+        click.echo(txt)
+
+
+# ---------------------------------------------------------------------------------------------------- sql
+@cli.command()
+@click.argument("statement", required=False)
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@click.pass_context
+def sql(ctx: click.Context, statement: str | None, fmt: str) -> None:
+    """Run one read-only SQL statement (argument, or standard input)."""
+    from warehouse import render
+    from warehouse.query import run_sql
+
+    if statement is None:
+        statement = sys.stdin.read()
+    cols, rows = run_sql(_engine(ctx, create=False, readonly=True), statement)
+    if cols:
+        click.echo(render.render(cols, rows, fmt))
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def schema(ctx: click.Context, as_json: bool) -> None:
+    """List tables and views with their columns."""
+    from warehouse import render
+    from warehouse.query import describe_schema
+
+    objs = describe_schema(_engine(ctx))
+    if as_json:
+        click.echo(render.to_json(objs))
+        return
+    for o in objs:
+        doc = f"  -- {o['doc']}" if o["doc"] else ""
+        click.echo(f"{o['type']} {o['name']}{doc}")
+        for c in o["columns"]:
+            click.echo(f"    {c['name']} {c['type']}")
+
+
+# ---------------------------------------------------------------------------------------------------- db
+@cli.group(cls=_Group)
+def db() -> None:
+    """Schema management: upgrade, current, check."""
+
+
+@db.command()
+@click.option("--revision", default="head", show_default=True)
+@click.pass_context
+def upgrade(ctx: click.Context, revision: str) -> None:
+    """Upgrade the warehouse's schema (creates it when new)."""
+    from warehouse.db import current_revision, make_engine, resolve_url, upgrade as do_upgrade
+
+    engine = make_engine(resolve_url(ctx.obj["db"]))
+    do_upgrade(engine, revision)
+    with engine.connect() as conn:
+        click.echo(f"at revision {current_revision(conn)}")
+
+
+@db.command()
+@click.pass_context
+def current(ctx: click.Context) -> None:
+    """Print the warehouse's revision and the code's head."""
+    from warehouse.db import current_revision, head_revision, make_engine, resolve_url
+
+    engine = make_engine(resolve_url(ctx.obj["db"]))
+    with engine.connect() as conn:
+        rev = current_revision(conn)
+    head = head_revision()
+    click.echo(f"{rev or 'empty'} (head {head}){'' if rev == head else ': run `warehouse db upgrade`'}")
+
+
+@db.command()
+@click.pass_context
+def check(ctx: click.Context) -> None:
+    """Compare the tables with the models (alembic check); exit 1 on a difference."""
+    from warehouse.db import check_schema
+
+    problems = check_schema(_engine(ctx, create=False))
+    for p in problems:
+        click.echo(p)
+    if problems:
+        ctx.exit(1)
+    click.echo("schema matches the models")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(obj={}, prog_name="warehouse")

@@ -1,0 +1,224 @@
+"""Engines, SQLite pragmas, transactions and the Alembic schema lifecycle.
+
+``open_db`` is the only way the rest of the package gets an engine: it creates a new database at head, refuses
+one that is behind (naming ``warehouse db upgrade``), and on SQLite turns on WAL and a busy timeout so that
+concurrent nightly jobs wait for each other instead of failing.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from pathlib import Path
+from typing import Iterator
+
+from alembic import command
+from alembic.config import Config
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
+
+from warehouse.errors import SchemaOutdated, UsageError, WarehouseError
+
+DEFAULT_DB = "warehouse.db"
+BUSY_TIMEOUT_MS = 120_000
+_LOCK_ID = 0x77617265  # PostgreSQL advisory lock that serialises schema creation / upgrade
+
+
+def resolve_url(db: str | None) -> str:
+    """A SQLAlchemy URL for ``--db``: a URL as is, else a SQLite file path (default ``warehouse.db``)."""
+    db = db or os.environ.get("WAREHOUSE_DB") or DEFAULT_DB
+    if "://" in db:
+        try:
+            make_url(db)
+        except ArgumentError as e:
+            raise UsageError(f"--db {db!r} is not a valid database URL: {e}") from None
+        return db
+    return "sqlite:///" + str(Path(db).expanduser().resolve())
+
+
+def migrations_dir() -> Path:
+    """The Alembic script directory: inside the installed package, or ``migrations/`` of a source checkout."""
+    here = Path(__file__).resolve().parent
+    for cand in (here / "migrations", here.parent / "migrations"):
+        if (cand / "env.py").exists():
+            return cand
+    raise WarehouseError("the Alembic migrations are missing from this installation; reinstall the package")
+
+
+def alembic_config(url: str, connection: Connection | None = None) -> Config:
+    """An Alembic config for ``url`` (and an open connection to run on, when given)."""
+    cfg = Config()
+    cfg.set_main_option("script_location", str(migrations_dir()))
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    if connection is not None:
+        cfg.attributes["connection"] = connection
+    return cfg
+
+
+def head_revision() -> str:
+    """The newest revision this code knows."""
+    return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:
+    # isolation_level None: the driver must not open transactions behind our back; we emit BEGIN ourselves.
+    dbapi_conn.isolation_level = None
+    cur = dbapi_conn.cursor()
+    cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    cur.execute("PRAGMA foreign_keys = ON")
+    try:
+        cur.execute("PRAGMA journal_mode = WAL")
+    except Exception:  # a read-only file cannot switch modes; reads work regardless
+        pass
+    cur.execute("PRAGMA synchronous = NORMAL")
+    cur.close()
+
+
+def _sqlite_begin(conn: Connection) -> None:
+    # A writer takes the write lock up front (BEGIN IMMEDIATE), so that two writers queue on busy_timeout
+    # instead of one failing with "database is locked" when it upgrades a read lock.
+    mode = "BEGIN IMMEDIATE" if conn.get_execution_options().get("write") else "BEGIN"
+    conn.exec_driver_sql(mode)
+
+
+def make_engine(url: str, readonly: bool = False) -> Engine:
+    """An engine for ``url``; SQLite gets WAL, a busy timeout and explicit BEGIN handling."""
+    u = make_url(url)
+    if u.get_backend_name() == "sqlite":
+        path = u.database
+        if readonly and path and path != ":memory:":
+            if not Path(path).exists():
+                raise UsageError(f"no warehouse at {path}; ingest a CSV first")
+            engine = create_engine(f"sqlite:///file:{path}?mode=ro&uri=true")
+        else:
+            if path and path != ":memory:":
+                parent = Path(path).parent
+                if not parent.exists():
+                    raise UsageError(f"folder {parent} does not exist; create it or pass another --db")
+            engine = create_engine(url)
+        event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "begin", _sqlite_begin)
+        return engine
+    kwargs = {}
+    if readonly and u.get_backend_name() == "postgresql":
+        kwargs["connect_args"] = {"options": "-c default_transaction_read_only=on"}
+    try:
+        return create_engine(url, pool_pre_ping=True, **kwargs)
+    except ModuleNotFoundError as e:
+        raise UsageError(f"the driver for {u.drivername} is not installed ({e.name}); "
+                         "for PostgreSQL: pip install 'tt-profile-warehouse[postgres]'") from None
+
+
+@contextlib.contextmanager
+def write_tx(engine: Engine) -> Iterator[Connection]:
+    """One write transaction: committed whole on success, rolled back whole on any error."""
+    with engine.connect().execution_options(write=True) as conn:
+        with conn.begin():
+            yield conn
+
+
+def current_revision(conn: Connection) -> str | None:
+    """The database's Alembic revision (None for an empty database)."""
+    return MigrationContext.configure(conn).get_current_revision()
+
+
+@contextlib.contextmanager
+def _schema_lock(conn: Connection) -> Iterator[None]:
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _LOCK_ID})
+        conn.commit()
+        try:
+            yield
+        finally:
+            conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _LOCK_ID})
+            conn.commit()
+    else:
+        yield
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Run the migrations up to ``revision`` (views are dropped before and recreated at head)."""
+    url = engine.url.render_as_string(hide_password=False)
+    with engine.connect().execution_options(write=True) as conn:
+        with _schema_lock(conn):
+            command.upgrade(alembic_config(url, conn), revision)
+            conn.commit()
+
+
+def downgrade(engine: Engine, revision: str) -> None:
+    """Run the migrations down to ``revision`` (``base`` empties the database)."""
+    url = engine.url.render_as_string(hide_password=False)
+    with engine.connect().execution_options(write=True) as conn:
+        with _schema_lock(conn):
+            command.downgrade(alembic_config(url, conn), revision)
+            conn.commit()
+
+
+def _is_empty(conn: Connection) -> bool:
+    return not inspect(conn).get_table_names()
+
+
+def open_db(db: str | None, *, create: bool = True, readonly: bool = False) -> Engine:
+    """The engine of a warehouse that is at head: a new database is created at head, one that is behind is
+    refused with the command that upgrades it."""
+    url = resolve_url(db)
+    engine = make_engine(url)
+    head = head_revision()
+    try:
+        with engine.connect() as conn:
+            rev = current_revision(conn)
+            empty = rev is None and _is_empty(conn)
+    except OperationalError as e:
+        raise WarehouseError(f"cannot open the warehouse {engine.url.render_as_string()}: {e.orig}") from None
+    if empty:
+        if not create:
+            raise UsageError(f"no warehouse at {engine.url.render_as_string()}; ingest a CSV first")
+        if readonly:
+            pass
+        upgrade(engine)
+    elif rev != head:
+        with engine.connect() as conn:
+            rev = current_revision(conn)
+        if rev != head:
+            raise SchemaOutdated(f"the warehouse {engine.url.render_as_string()} is at revision {rev}, this "
+                                 f"version needs {head}: run `warehouse db upgrade`")
+    if readonly:
+        engine.dispose()
+        return make_engine(url, readonly=True)
+    return engine
+
+
+def check_schema(engine: Engine) -> list[str]:
+    """Differences between the tables and the models (``alembic check``), as a list of problems."""
+    from alembic.autogenerate import compare_metadata
+
+    from warehouse.schema import metadata
+    from warehouse.views import VIEW_NAMES
+
+    with engine.connect() as conn:
+        mc = MigrationContext.configure(conn, opts={"compare_type": True,
+                                                   "include_name": _include_name(set(VIEW_NAMES))})
+        diffs = compare_metadata(mc, metadata)
+    return [str(d) for d in diffs]
+
+
+def _include_name(views: set[str]):
+    def include(name, type_, parent_names):
+        if type_ == "table":
+            return name not in views and name != "alembic_version"
+        return True
+    return include
+
+
+def retry_locked(fn, *args, attempts: int = 5, **kwargs):
+    """Call ``fn``; on SQLite's "database is locked" (busy timeout exhausted) try again with back-off."""
+    for i in range(attempts):
+        try:
+            return fn(*args, **kwargs)
+        except OperationalError as e:
+            if "locked" not in str(e.orig) or i == attempts - 1:
+                raise
+            time.sleep(0.5 * (i + 1))

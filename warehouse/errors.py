@@ -1,0 +1,33 @@
+"""The library's exceptions. The CLI turns each into one ``Error: ...`` line and a non-zero exit."""
+from __future__ import annotations
+
+
+class WarehouseError(Exception):
+    """Base of every error the warehouse reports to a user (never a traceback)."""
+
+    exit_code = 1
+
+
+class InputError(WarehouseError):
+    """A CSV that cannot be ingested. Names the file, and the row and column when known."""
+
+    def __init__(self, path: str, message: str, row: int | None = None, column: str | None = None):
+        self.path, self.row, self.column, self.reason = str(path), row, column, message
+        where = self.path
+        if row is not None:
+            where += f": row {row}"
+        if column is not None:
+            where += f": column {column!r}"
+        super().__init__(f"{where}: {message}")
+
+
+class SchemaOutdated(WarehouseError):
+    """The database is behind the code's head revision."""
+
+
+class NotFound(WarehouseError):
+    """A run, label or object that does not exist."""
+
+
+class UsageError(WarehouseError):
+    """Arguments that make no sense together, or a refused operation."""

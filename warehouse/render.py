@@ -1,0 +1,79 @@
+"""Rendering rows for the terminal: aligned tables, CSV, JSON and Markdown."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any, Sequence
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.6g}" if abs(v) < 1e15 else repr(v)
+    if isinstance(v, (dict, list)):
+        return json.dumps(v, ensure_ascii=False)
+    return str(v)
+
+
+def table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A plain aligned text table (numbers right-aligned)."""
+    cells = [[_cell(v) for v in r] for r in rows]
+    widths = [len(c) for c in columns]
+    for r in cells:
+        for i, v in enumerate(r):
+            widths[i] = max(widths[i], len(v))
+    numeric = [all(isinstance(r[i], (int, float, Decimal)) or r[i] is None for r in rows) and rows
+               for i in range(len(columns))]
+    def line(vals):
+        return "  ".join(v.rjust(w) if numeric[i] else v.ljust(w) for i, (v, w) in enumerate(zip(vals, widths))).rstrip()
+    out = [line(list(columns)), "  ".join("-" * w for w in widths)]
+    out += [line(r) for r in cells]
+    return "\n".join(out)
+
+
+def markdown(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A GitHub Markdown table."""
+    out = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+    out += ["| " + " | ".join(_cell(v).replace("|", "\\|") for v in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def to_csv(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(columns)
+    w.writerows([[("" if v is None else v) for v in r] for r in rows])
+    return buf.getvalue().rstrip("\n")
+
+
+def _default(v: Any) -> Any:
+    if isinstance(v, Decimal):
+        return float(v)
+    if isinstance(v, (datetime, date)):
+        return v.isoformat()
+    if isinstance(v, bytes):
+        return v.hex()
+    raise TypeError(type(v).__name__)
+
+
+def to_json(obj: Any) -> str:
+    return json.dumps(obj, indent=1, default=_default, ensure_ascii=False)
+
+
+def records(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
+    return [dict(zip(columns, r)) for r in rows]
+
+
+def render(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str) -> str:
+    """Rows in one of the output formats: table, csv, json, md."""
+    if fmt == "csv":
+        return to_csv(columns, rows)
+    if fmt == "json":
+        return to_json(records(columns, rows))
+    if fmt == "md":
+        return markdown(columns, rows)
+    return table(columns, rows)

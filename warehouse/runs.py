@@ -1,0 +1,61 @@
+"""Listing runs and resolving the ``RUN`` argument of commands (an id, or ``latest``)."""
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, Engine, func, select
+
+from warehouse import schema as t
+from warehouse.errors import NotFound, UsageError
+
+
+def order_key():
+    """Runs in capture order (ingest time when the file name has no capture time), then id."""
+    return (func.coalesce(t.run.c.captured_at, t.run.c.ingested_at), t.run.c.id)
+
+
+def resolve_run(conn: Connection, ref: str, label: str | None = None) -> int:
+    """The id of ``ref``: a number, or ``latest`` (the newest capture, optionally with ``label``)."""
+    ref = str(ref).strip()
+    if ref.lower() == "latest":
+        q = select(t.run.c.id)
+        if label is not None:
+            q = q.where(t.run.c.label == label)
+        found = conn.execute(q.order_by(*(c.desc() for c in order_key())).limit(1)).scalar()
+        if found is None:
+            raise NotFound("no runs" + (f" with label {label!r}" if label else "") + "; ingest a CSV first")
+        return found
+    try:
+        run_id = int(ref)
+    except ValueError:
+        raise UsageError(f"RUN {ref!r}: expected a run id (see `warehouse runs`) or 'latest'") from None
+    if conn.execute(select(t.run.c.id).where(t.run.c.id == run_id)).scalar() is None:
+        raise NotFound(f"no run {run_id}; `warehouse runs` lists them")
+    return run_id
+
+
+def list_runs(engine: Engine, label: str | None = None, warnings: bool = False) -> list[dict[str, Any]]:
+    """Every run (oldest capture first) with its tags, and its warnings when asked."""
+    with engine.connect() as conn:
+        q = select(t.run.c.id, t.run.c.captured_at, t.run.c.ingested_at, t.run.c.label, t.run.c.file_name,
+                   t.run.c.op_count, t.run.c.signpost_count, t.run.c.freq_mhz, t.run.c.freq_source, t.run.c.arch,
+                   t.run.c.trace_matches_eager, t.run.c.export_exact, t.run.c.source_path)
+        if label is not None:
+            q = q.where(t.run.c.label == label)
+        runs = [dict(r) for r in conn.execute(q.order_by(*order_key())).mappings()]
+        tags: dict[int, dict[str, str]] = {}
+        for rid, k, v in conn.execute(select(t.run_tag.c.run_id, t.run_tag.c.key, t.run_tag.c.value)
+                                      .order_by(t.run_tag.c.run_id, t.run_tag.c.key)):
+            tags.setdefault(rid, {})[k] = v
+        warn: dict[int, list[dict[str, Any]]] = {}
+        if warnings:
+            for w in conn.execute(select(t.run_warning).order_by(t.run_warning.c.id)).mappings():
+                warn.setdefault(w["run_id"], []).append(
+                    {"row": w["row_no"], "column": w["column_name"], "message": w["message"]})
+    for r in runs:
+        r["tags"] = tags.get(r["id"], {})
+        for k in ("captured_at", "ingested_at"):
+            r[k] = r[k].isoformat(sep=" ") if r[k] is not None else None
+        if warnings:
+            r["warnings"] = warn.get(r["id"], [])
+    return runs

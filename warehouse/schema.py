@@ -1,0 +1,161 @@
+"""The warehouse tables (SQLAlchemy Core). The summary views live in :mod:`warehouse.views`, not here.
+
+One row of ``run`` per ingested CSV; ``op`` and ``signpost`` hold its rows with typed columns for what SQL
+needs. Every cell of every row is kept for a byte-exact export: the cells of the *static* columns (attributes,
+kernel sources, shapes, memory configs: the same for every call of a program) are interned as one
+``cell_tuple`` shared by all rows and runs that have it, and strings longer than
+:data:`warehouse.csvfile.LONG_TEXT` inside it are interned once more in ``text_value``. The *volatile* cells
+(durations, cycles, timestamps, counters) stay inline in ``op.cells`` / ``signpost.cells``.
+"""
+from __future__ import annotations
+
+from sqlalchemy import (BigInteger, Boolean, Column, DateTime, Double, ForeignKey, Index, Integer, LargeBinary,
+                        MetaData, String, Table, Text, UniqueConstraint)
+
+# Stable constraint names on every back end, so that migrations can name what they alter.
+metadata = MetaData(naming_convention={
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+})
+
+# 64-bit ids on PostgreSQL; SQLite only auto-increments a column declared exactly INTEGER PRIMARY KEY.
+Id = BigInteger().with_variant(Integer(), "sqlite")
+
+
+def _run_fk() -> Column:
+    return Column("run_id", Id, ForeignKey("run.id", ondelete="CASCADE"), nullable=False)
+
+
+run = Table(
+    "run", metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("sha256", String(64), nullable=False, unique=True),
+    Column("source_path", Text, nullable=False),
+    Column("file_name", Text, nullable=False),
+    Column("size_bytes", BigInteger, nullable=False),
+    Column("row_count", Integer, nullable=False, comment="data rows in the file (ops + signposts)"),
+    Column("op_count", Integer, nullable=False),
+    Column("signpost_count", Integer, nullable=False),
+    Column("columns", Text, nullable=False, comment="JSON list: the header, in file order"),
+    Column("static_columns", Text, nullable=False, comment="JSON list of header indexes interned in cell_tuple"),
+    Column("name_column", String(16), nullable=False, comment="OP CODE or OP NAME"),
+    Column("newline", String(2), nullable=False),
+    Column("final_newline", Boolean, nullable=False),
+    Column("bom", Boolean, nullable=False),
+    Column("export_exact", Boolean, nullable=False, comment="export reproduces the file byte for byte"),
+    Column("captured_at", DateTime, nullable=True, comment="from _YYYY_MM_DD_HH_MM_SS in the file name"),
+    Column("ingested_at", DateTime, nullable=False),
+    Column("freq_mhz", Double, nullable=False),
+    Column("freq_source", Text, nullable=False, comment="option | default | path of profile_log_device.csv"),
+    Column("arch", String(32), nullable=True),
+    Column("label", Text, nullable=True),
+    Column("trace_matches_eager", Boolean, nullable=False),
+    Column("seconds", Double, nullable=True, comment="ingest wall time"),
+)
+Index("ix_run_label_captured", run.c.label, run.c.captured_at)
+
+run_tag = Table(
+    "run_tag", metadata,
+    _run_fk(),
+    Column("key", String(128), nullable=False),
+    Column("value", Text, nullable=False),
+    UniqueConstraint("run_id", "key"),
+)
+
+run_warning = Table(
+    "run_warning", metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    _run_fk(),
+    Column("row_no", Integer, nullable=True),
+    Column("column_name", Text, nullable=True),
+    Column("message", Text, nullable=False),
+)
+Index("ix_run_warning_run", run_warning.c.run_id)
+
+section = Table(
+    "section", metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    _run_fk(),
+    Column("name", Text, nullable=False, comment="eager, trace, or the base name of a custom pair"),
+    Column("kind", String(16), nullable=False, comment="eager | trace | custom"),
+    Column("ordinal", Integer, nullable=False, comment="order of the section's start in the file"),
+    Column("start_row", Integer, nullable=False),
+    Column("end_row", Integer, nullable=True, comment="NULL: never closed"),
+)
+Index("ix_section_run", section.c.run_id, section.c.kind)
+
+text_value = Table(
+    "text_value", metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("digest", LargeBinary(16), nullable=False, unique=True),
+    Column("value", Text, nullable=False),
+)
+
+cell_tuple = Table(
+    "cell_tuple", metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("digest", LargeBinary(16), nullable=False, unique=True),
+    Column("cells", Text, nullable=False, comment="JSON list: a string is a cell, an integer a text_value id"),
+)
+
+op_code = Table(
+    "op_code", metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("name", Text, nullable=False, unique=True),
+    Column("category", Text, nullable=False),
+    Column("is_compute", Boolean, nullable=False, comment="conv / matmul: compute in the layer cost split"),
+)
+
+signpost = Table(
+    "signpost", metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    _run_fk(),
+    Column("row_no", Integer, nullable=False, comment="1-based data row in the file"),
+    Column("name", Text, nullable=False),
+    Column("message", Text, nullable=True, comment="the ATTRIBUTES cell"),
+    Column("host_ts", BigInteger, nullable=True),
+    Column("kind", String(16), nullable=False,
+           comment="section_start | section_end | block | layer | marker"),
+    Column("static_id", Id, ForeignKey("cell_tuple.id"), nullable=False),
+    Column("cells", Text, nullable=False),
+    UniqueConstraint("run_id", "row_no"),
+)
+
+op = Table(
+    "op", metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    _run_fk(),
+    Column("row_no", Integer, nullable=False, comment="1-based data row in the file"),
+    Column("section_id", Id, ForeignKey("section.id", ondelete="CASCADE"), nullable=True,
+           comment="the eager / trace section (the oracle's); custom sections: view op_custom_section"),
+    Column("pos", Integer, nullable=True, comment="index among the run's ops of the same section name"),
+    Column("block", Text, nullable=True),
+    Column("layer", Text, nullable=True),
+    Column("attribution", String(16), nullable=True, comment="signpost | eager_position"),
+    Column("marker_row", Integer, nullable=True, comment="row_no of the last marker signpost before"),
+    Column("op_code_id", Id, ForeignKey("op_code.id"), nullable=False),
+    Column("op_type", Text, nullable=True),
+    Column("device_id", Integer, nullable=True),
+    Column("global_call_count", BigInteger, nullable=True),
+    Column("kernel_ns", Double, nullable=True),
+    Column("fw_ns", Double, nullable=True),
+    Column("op2op_ns", Double, nullable=True),
+    Column("fw_start_cycle", Double, nullable=True),
+    Column("fw_end_cycle", Double, nullable=True),
+    Column("host_start_ns", BigInteger, nullable=True),
+    Column("host_end_ns", BigInteger, nullable=True),
+    Column("cores", Integer, nullable=True),
+    Column("fidelity", Text, nullable=True),
+    Column("trace_id", Text, nullable=True, comment="METAL TRACE ID, stripped"),
+    Column("replay_session", Text, nullable=True, comment="METAL TRACE REPLAY SESSION ID, stripped"),
+    Column("input0_shape", Text, nullable=True, comment="logical W x Z x Y x X of input 0"),
+    Column("input0_memory", Text, nullable=True),
+    Column("output0_memory", Text, nullable=True),
+    Column("static_id", Id, ForeignKey("cell_tuple.id"), nullable=False),
+    Column("cells", Text, nullable=False),
+)
+Index("ix_op_run_row", op.c.run_id, op.c.row_no, unique=True)
+Index("ix_op_section_pos", op.c.section_id, op.c.pos)

@@ -1,0 +1,128 @@
+"""The summary views, defined once, in SQL that runs unchanged on SQLite and PostgreSQL.
+
+``migrations/env.py`` drops them all before migrating and recreates them at head, so a migration never has to
+care about them. Every view keeps ``run_id`` (and ``section``) so that SQL can compare runs. Times are in
+microseconds, as in the report. The section views cover the oracle's sections (``eager``, ``trace``); the
+position ``pos`` is the op's index in its section (all sections of the same name in a run, concatenated).
+"""
+from __future__ import annotations
+
+from sqlalchemy import Connection, text
+
+# The layer key of the oracle: the layer, else "[<block> glue]".
+_LAYER_KEY = "CASE WHEN layer <> '' THEN layer ELSE '[' || CASE WHEN block <> '' THEN block ELSE '?' END || ' glue]' END"
+
+
+def _median(name: str, value: str, where: str) -> str:
+    # Portable median: the middle row, or the mean of the two middle rows (statistics.median).
+    return f"""
+CREATE VIEW {name} AS
+WITH v AS (
+  SELECT run_id, section, {value} AS v,
+         ROW_NUMBER() OVER (PARTITION BY run_id, section ORDER BY {value}) AS rn,
+         COUNT(*) OVER (PARTITION BY run_id, section) AS n
+  FROM op_detail WHERE section_kind IN ('eager', 'trace') AND {where})
+SELECT run_id, section, AVG(v) AS median FROM v
+WHERE rn IN ((n + 1) / 2, (n + 2) / 2) GROUP BY run_id, section"""
+
+
+def _group(name: str, key: str, doc: str) -> tuple[str, str, str]:
+    return name, doc, f"""
+CREATE VIEW {name} AS
+SELECT g.run_id, g.section, g.key, g.ops, g.kernel_us,
+       g.kernel_us / CASE WHEN t.kernel_sum_us = 0 THEN 1.0 ELSE t.kernel_sum_us END AS share,
+       g.gap_us, g.first_pos
+FROM (SELECT run_id, section, {key} AS key, COUNT(*) AS ops, SUM(kernel_us) AS kernel_us,
+             SUM(gap_us) AS gap_us, MIN(pos) AS first_pos
+      FROM op_detail WHERE section_kind IN ('eager', 'trace') GROUP BY run_id, section, {key}) g
+JOIN section_totals_raw t ON t.run_id = g.run_id AND t.section = g.section"""
+
+
+# (name, one line for the README, SQL), in creation order: a view may read only the views above it.
+VIEWS: list[tuple[str, str, str]] = [
+    ("op_detail", "every op with its run, section, op code, category and times in us (gap 0 for a section's first op)", """
+CREATE VIEW op_detail AS
+SELECT o.id AS op_id, o.run_id, o.row_no, s.name AS section, s.kind AS section_kind, o.pos,
+       COALESCE(o.block, '') AS block, COALESCE(o.layer, '') AS layer, o.attribution, o.marker_row,
+       c.name AS op_code, c.category, CASE WHEN c.is_compute THEN 1 ELSE 0 END AS is_compute,
+       o.op_type, o.device_id, o.global_call_count,
+       COALESCE(o.kernel_ns, 0) / 1000.0 AS kernel_us, COALESCE(o.fw_ns, 0) / 1000.0 AS fw_us,
+       CASE WHEN o.pos = 0 THEN 0.0 ELSE COALESCE(o.op2op_ns, 0) / 1000.0 END AS gap_us,
+       o.fw_start_cycle, o.fw_end_cycle, o.host_start_ns, o.host_end_ns, COALESCE(o.cores, 0) AS cores,
+       COALESCE(o.fidelity, '') AS fidelity, COALESCE(o.trace_id, '') AS trace_id,
+       COALESCE(o.replay_session, '') AS replay_session, COALESCE(o.input0_shape, '') AS input0_shape,
+       COALESCE(o.input0_memory, '') AS input0_memory, COALESCE(o.output0_memory, '') AS output0_memory
+FROM op o
+JOIN op_code c ON c.id = o.op_code_id
+LEFT JOIN section s ON s.id = o.section_id"""),
+    ("section_totals_raw", "per run and section: ops and unrounded kernel / FW / op-to-op sums, span in cycles", """
+CREATE VIEW section_totals_raw AS
+SELECT run_id, section, COUNT(*) AS ops, SUM(kernel_us) AS kernel_sum_us, SUM(fw_us) AS fw_sum_us,
+       SUM(gap_us) AS op2op_sum_us,
+       MIN(CASE WHEN fw_start_cycle > 0 THEN fw_start_cycle END) AS first_start_cycle,
+       MAX(CASE WHEN fw_end_cycle > 0 THEN fw_end_cycle END) AS last_end_cycle,
+       SUM(CASE WHEN cores > 0 AND cores < 120 THEN 1 ELSE 0 END) AS ops_below_120_cores
+FROM op_detail WHERE section_kind IN ('eager', 'trace') GROUP BY run_id, section"""),
+    ("section_gap_median", "per run and section: median op-to-op gap (us) of the non-zero gaps after the first op",
+     _median("section_gap_median", "gap_us", "pos > 0 AND gap_us > 0")),
+    ("section_cores_median", "per run and section: median core count per op",
+     _median("section_cores_median", "cores", "1 = 1")),
+    ("section_summary", "per run and section: the report's totals (ops, sums, medians, span at the run's frequency)", """
+CREATE VIEW section_summary AS
+SELECT t.run_id, t.section, t.ops, t.kernel_sum_us, t.fw_sum_us, t.op2op_sum_us,
+       g.median AS op2op_median_us,
+       (t.last_end_cycle - t.first_start_cycle) / r.freq_mhz AS span_us, r.freq_mhz,
+       c.median AS cores_median, t.ops_below_120_cores
+FROM section_totals_raw t
+JOIN run r ON r.id = t.run_id
+LEFT JOIN section_gap_median g ON g.run_id = t.run_id AND g.section = t.section
+LEFT JOIN section_cores_median c ON c.run_id = t.run_id AND c.section = t.section"""),
+    ("section_fidelity", "per run and section: ops per math fidelity (first_pos keeps the file's order)", """
+CREATE VIEW section_fidelity AS
+SELECT run_id, section, fidelity, COUNT(*) AS ops, MIN(pos) AS first_pos
+FROM op_detail WHERE section_kind IN ('eager', 'trace') AND fidelity <> '' GROUP BY run_id, section, fidelity"""),
+    _group("by_op_code", "op_code", "per run and section and op code: ops, kernel us, share, op-to-op us"),
+    _group("by_category", "category", "per run and section and category (the oracle's regex list)"),
+    _group("by_block", "CASE WHEN block <> '' THEN block ELSE '?' END", "per run and section and block (m: signposts)"),
+    _group("by_layer", _LAYER_KEY, "per run and section and layer (c: signposts; else [block glue])"),
+    ("layer_cost_split", "per run, section and layer with a conv / matmul: compute, movement, split, finish us", """
+CREATE VIEW layer_cost_split AS
+WITH l AS (
+  SELECT run_id, section, layer, pos, kernel_us, is_compute FROM op_detail
+  WHERE section_kind IN ('eager', 'trace') AND layer <> '' AND SUBSTR(layer, LENGTH(layer) - 4) <> '|post'),
+b AS (
+  SELECT run_id, section, layer, MIN(CASE WHEN is_compute = 1 THEN pos END) AS a,
+         MAX(CASE WHEN is_compute = 1 THEN pos END) AS z, MIN(pos) AS first_pos
+  FROM l GROUP BY run_id, section, layer)
+SELECT l.run_id, l.section, l.layer, COUNT(*) AS ops, SUM(l.is_compute) AS compute_ops,
+       SUM(CASE WHEN l.is_compute = 1 THEN l.kernel_us ELSE 0 END) AS compute_us,
+       SUM(CASE WHEN l.is_compute = 0 AND l.pos > b.a AND l.pos < b.z THEN l.kernel_us ELSE 0 END) AS movement_us,
+       SUM(CASE WHEN l.pos < b.a THEN l.kernel_us ELSE 0 END) AS split_us,
+       SUM(CASE WHEN l.pos > b.z THEN l.kernel_us ELSE 0 END) AS finish_us,
+       SUM(CASE WHEN l.is_compute = 0 AND l.pos > b.a AND l.pos < b.z THEN 1 ELSE 0 END) AS movement_ops,
+       SUM(CASE WHEN l.pos < b.a THEN 1 ELSE 0 END) AS split_ops,
+       SUM(CASE WHEN l.pos > b.z THEN 1 ELSE 0 END) AS finish_ops,
+       b.first_pos
+FROM l JOIN b ON b.run_id = l.run_id AND b.section = l.section AND b.layer = l.layer
+WHERE b.a IS NOT NULL
+GROUP BY l.run_id, l.section, l.layer, b.first_pos"""),
+]
+
+VIEW_NAMES: list[str] = [name for name, _, _ in VIEWS]
+
+
+def create_views(conn: Connection) -> None:
+    """Create every view (the schema must be at head)."""
+    for _, _, sql in VIEWS:
+        conn.execute(text(sql))
+
+
+# Views that earlier versions created and this one no longer does: still dropped before migrating.
+RETIRED_VIEWS: list[str] = []
+
+
+def drop_views(conn: Connection) -> None:
+    """Drop the warehouse's views, current and retired (a user's own views are left alone)."""
+    cascade = " CASCADE" if conn.dialect.name == "postgresql" else ""
+    for name in list(reversed(VIEW_NAMES)) + RETIRED_VIEWS:
+        conn.execute(text(f"DROP VIEW IF EXISTS {name}{cascade}"))
