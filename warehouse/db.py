@@ -18,7 +18,7 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 
 from warehouse.errors import SchemaOutdated, UsageError, WarehouseError
 
@@ -107,9 +107,9 @@ def make_engine(url: str, readonly: bool = False) -> Engine:
         kwargs["connect_args"] = {"options": "-c default_transaction_read_only=on"}
     try:
         return create_engine(url, pool_pre_ping=True, **kwargs)
-    except ModuleNotFoundError as e:
-        raise UsageError(f"the driver for {u.drivername} is not installed ({e.name}); "
-                         "for PostgreSQL: pip install 'tt-profile-warehouse[postgres]'") from None
+    except (ModuleNotFoundError, NoSuchModuleError) as e:
+        raise UsageError(f"no database driver for {u.drivername} ({e}); for PostgreSQL: "
+                         "pip install 'tt-profile-warehouse[postgres]' and use postgresql+psycopg://") from None
 
 
 @contextlib.contextmanager

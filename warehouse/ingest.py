@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from sqlalchemy import Connection, Engine, select, update
+from sqlalchemy import Connection, Engine, select, text, update
 from sqlalchemy.exc import IntegrityError
 
 from warehouse import schema as t
@@ -213,8 +213,7 @@ class _FileIngest:
         self.codes: dict[str, array] = {"eager": array("q"), "trace": array("q")}
         self.section_ids: dict[str, list[int]] = {"eager": [], "trace": []}
         self.n_ops = self.n_signposts = self.n_sections = 0
-        self.warnings: list[tuple[int | None, str | None, str]] = [(w.row, w.column, w.message)
-                                                                   for w in reader.warnings]
+        self.warnings: list[tuple[int | None, str | None, str]] = []
         self.arch: str | None = None
 
     def _store_section(self, span: SectionSpan) -> int:
@@ -300,6 +299,9 @@ class _FileIngest:
         for span in spans:
             self._store_section(span)
         self.warnings += [(None, None, w) for w in warnings]
+        # the reader's own warnings (duplicate columns, short rows) first, in row order with ours
+        self.warnings = sorted([(w.row, w.column, w.message) for w in self.reader.warnings] + self.warnings,
+                               key=lambda w: (w[0] is None, w[0] or 0))
         return self._inherit_trace()
 
     def _inherit_trace(self) -> bool:
@@ -318,6 +320,17 @@ class _FileIngest:
                               .values(block=from_eager(e.c.block), layer=from_eager(e.c.layer),
                                       attribution="eager_position"))
         return same
+
+
+# The stable identity of an op across runs: (section name, block, layer, op code, occurrence).
+_OCCURRENCE = """
+UPDATE op SET occurrence = n.k FROM (
+  SELECT o.id, ROW_NUMBER() OVER (
+           PARTITION BY COALESCE(s.name, ''), COALESCE(o.block, ''), COALESCE(o.layer, ''), o.op_code_id
+           ORDER BY o.row_no) - 1 AS k
+  FROM op o LEFT JOIN section s ON s.id = o.section_id WHERE o.run_id = :run) n
+WHERE n.id = op.id
+"""
 
 
 def ingest_file(engine: Engine, path: Path, *, label: str | None = None, tags: dict[str, str] | None = None,
@@ -349,6 +362,7 @@ def ingest_file(engine: Engine, path: Path, *, label: str | None = None, tags: d
                 conn.execute(t.run_tag.insert(), [{"run_id": run_id, "key": k, "value": v} for k, v in tags.items()])
             job = _FileIngest(conn, reader, run_id)
             same = job.run(progress)
+            conn.execute(text(_OCCURRENCE), {"run": run_id})
             if job.warnings:
                 conn.execute(t.run_warning.insert(), [{"run_id": run_id, "row_no": r, "column_name": c,
                                                        "message": m} for r, c, m in job.warnings])

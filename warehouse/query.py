@@ -11,6 +11,7 @@ from sqlalchemy import Engine, inspect, text
 from sqlalchemy.exc import DBAPIError, ResourceClosedError, SQLAlchemyError
 
 from warehouse.errors import UsageError
+from warehouse.schema import TABLE_DOCS
 from warehouse.views import VIEWS
 
 
@@ -49,7 +50,6 @@ def describe_schema(engine: Engine) -> list[dict[str, Any]]:
                 continue
             cols = [{"name": c["name"], "type": str(c["type"]) if c.get("type") is not None else ""}
                     for c in insp.get_columns(name)]
-            out.append({"name": name, "type": kind, "doc": docs.get(name, insp.get_table_comment(name).get("text")
-                                                                     if kind == "table" else ""),
+            out.append({"name": name, "type": kind, "doc": docs.get(name, TABLE_DOCS.get(name, "")),
                         "columns": cols})
     return out

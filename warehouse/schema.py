@@ -135,6 +135,8 @@ op = Table(
     Column("block", Text, nullable=True),
     Column("layer", Text, nullable=True),
     Column("attribution", String(16), nullable=True, comment="signpost | eager_position"),
+    Column("occurrence", Integer, nullable=True,
+           comment="index among the run's ops of the same section, block, layer, op code"),
     Column("marker_row", Integer, nullable=True, comment="row_no of the last marker signpost before"),
     Column("op_code_id", Id, ForeignKey("op_code.id"), nullable=False),
     Column("op_type", Text, nullable=True),
@@ -159,3 +161,16 @@ op = Table(
 )
 Index("ix_op_run_row", op.c.run_id, op.c.row_no, unique=True)
 Index("ix_op_section_pos", op.c.section_id, op.c.pos)
+
+# One line per table, for `warehouse schema` and the README.
+TABLE_DOCS = {
+    "run": "one ingested CSV: hash, file, header, frequency, arch, label, capture time",
+    "run_tag": "key = value tags of a run (--tag)",
+    "run_warning": "what ingest noticed and tolerated in a run (short rows, unclosed sections...)",
+    "section": "eager / trace sections and custom S .. S_end pairs, with their rows",
+    "signpost": "signpost rows: name, message, host time, kind (section_start/end, block, layer, marker)",
+    "op": "one row per device op: typed columns for SQL, attribution, and the cells for export",
+    "op_code": "op codes with their report category and whether they are compute (conv / matmul)",
+    "cell_tuple": "interned static cells (attributes, shapes, memory...) shared by rows and runs",
+    "text_value": "interned long strings (ATTRIBUTES, kernel sources) shared by tuples",
+}

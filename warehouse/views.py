@@ -1,5 +1,9 @@
 """The summary views, defined once, in SQL that runs unchanged on SQLite and PostgreSQL.
 
+Sums are running window sums in position order, read at each group's last op: floating-point addition is not
+associative, and summing in the file's order on every back end gives exactly the oracle's numbers (and so the
+oracle's order of near-tied rows), whatever plan the database picks.
+
 ``migrations/env.py`` drops them all before migrating and recreates them at head, so a migration never has to
 care about them. Every view keeps ``run_id`` (and ``section``) so that SQL can compare runs. Times are in
 microseconds, as in the report. The section views cover the oracle's sections (``eager``, ``trace``); the
@@ -29,13 +33,18 @@ WHERE rn IN ((n + 1) / 2, (n + 2) / 2) GROUP BY run_id, section"""
 def _group(name: str, key: str, doc: str) -> tuple[str, str, str]:
     return name, doc, f"""
 CREATE VIEW {name} AS
-SELECT g.run_id, g.section, g.key, g.ops, g.kernel_us,
-       g.kernel_us / CASE WHEN t.kernel_sum_us = 0 THEN 1.0 ELSE t.kernel_sum_us END AS share,
-       g.gap_us, g.first_pos
-FROM (SELECT run_id, section, {key} AS key, COUNT(*) AS ops, SUM(kernel_us) AS kernel_us,
-             SUM(gap_us) AS gap_us, MIN(pos) AS first_pos
-      FROM op_detail WHERE section_kind IN ('eager', 'trace') GROUP BY run_id, section, {key}) g
-JOIN section_totals_raw t ON t.run_id = g.run_id AND t.section = g.section"""
+WITH r AS (
+  SELECT run_id, section, {key} AS key, pos,
+         SUM(kernel_us) OVER w AS kernel_us, SUM(gap_us) OVER w AS gap_us, COUNT(*) OVER w AS ops,
+         MIN(pos) OVER w AS first_pos,
+         ROW_NUMBER() OVER (PARTITION BY run_id, section, {key} ORDER BY pos DESC) AS from_last
+  FROM op_detail WHERE section_kind IN ('eager', 'trace')
+  WINDOW w AS (PARTITION BY run_id, section, {key} ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW))
+SELECT r.run_id, r.section, r.key, r.ops, r.kernel_us,
+       r.kernel_us / CASE WHEN t.kernel_sum_us = 0 THEN 1.0 ELSE t.kernel_sum_us END AS share,
+       r.gap_us, r.first_pos
+FROM r JOIN section_totals_raw t ON t.run_id = r.run_id AND t.section = r.section
+WHERE r.from_last = 1"""
 
 
 # (name, one line for the README, SQL), in creation order: a view may read only the views above it.
@@ -57,12 +66,20 @@ JOIN op_code c ON c.id = o.op_code_id
 LEFT JOIN section s ON s.id = o.section_id"""),
     ("section_totals_raw", "per run and section: ops and unrounded kernel / FW / op-to-op sums, span in cycles", """
 CREATE VIEW section_totals_raw AS
-SELECT run_id, section, COUNT(*) AS ops, SUM(kernel_us) AS kernel_sum_us, SUM(fw_us) AS fw_sum_us,
-       SUM(gap_us) AS op2op_sum_us,
-       MIN(CASE WHEN fw_start_cycle > 0 THEN fw_start_cycle END) AS first_start_cycle,
-       MAX(CASE WHEN fw_end_cycle > 0 THEN fw_end_cycle END) AS last_end_cycle,
-       SUM(CASE WHEN cores > 0 AND cores < 120 THEN 1 ELSE 0 END) AS ops_below_120_cores
-FROM op_detail WHERE section_kind IN ('eager', 'trace') GROUP BY run_id, section"""),
+WITH r AS (
+  SELECT run_id, section,
+         COUNT(*) OVER w AS ops, SUM(kernel_us) OVER w AS kernel_sum_us, SUM(fw_us) OVER w AS fw_sum_us,
+         SUM(gap_us) OVER w AS op2op_sum_us,
+         MIN(CASE WHEN fw_start_cycle > 0 THEN fw_start_cycle END) OVER p AS first_start_cycle,
+         MAX(CASE WHEN fw_end_cycle > 0 THEN fw_end_cycle END) OVER p AS last_end_cycle,
+         SUM(CASE WHEN cores > 0 AND cores < 120 THEN 1 ELSE 0 END) OVER p AS ops_below_120_cores,
+         ROW_NUMBER() OVER (PARTITION BY run_id, section ORDER BY pos DESC) AS from_last
+  FROM op_detail WHERE section_kind IN ('eager', 'trace')
+  WINDOW p AS (PARTITION BY run_id, section),
+         w AS (PARTITION BY run_id, section ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW))
+SELECT run_id, section, ops, kernel_sum_us, fw_sum_us, op2op_sum_us, first_start_cycle, last_end_cycle,
+       ops_below_120_cores
+FROM r WHERE from_last = 1"""),
     ("section_gap_median", "per run and section: median op-to-op gap (us) of the non-zero gaps after the first op",
      _median("section_gap_median", "gap_us", "pos > 0 AND gap_us > 0")),
     ("section_cores_median", "per run and section: median core count per op",
@@ -88,24 +105,34 @@ FROM op_detail WHERE section_kind IN ('eager', 'trace') AND fidelity <> '' GROUP
     ("layer_cost_split", "per run, section and layer with a conv / matmul: compute, movement, split, finish us", """
 CREATE VIEW layer_cost_split AS
 WITH l AS (
-  SELECT run_id, section, layer, pos, kernel_us, is_compute FROM op_detail
-  WHERE section_kind IN ('eager', 'trace') AND layer <> '' AND SUBSTR(layer, LENGTH(layer) - 4) <> '|post'),
-b AS (
-  SELECT run_id, section, layer, MIN(CASE WHEN is_compute = 1 THEN pos END) AS a,
-         MAX(CASE WHEN is_compute = 1 THEN pos END) AS z, MIN(pos) AS first_pos
-  FROM l GROUP BY run_id, section, layer)
-SELECT l.run_id, l.section, l.layer, COUNT(*) AS ops, SUM(l.is_compute) AS compute_ops,
-       SUM(CASE WHEN l.is_compute = 1 THEN l.kernel_us ELSE 0 END) AS compute_us,
-       SUM(CASE WHEN l.is_compute = 0 AND l.pos > b.a AND l.pos < b.z THEN l.kernel_us ELSE 0 END) AS movement_us,
-       SUM(CASE WHEN l.pos < b.a THEN l.kernel_us ELSE 0 END) AS split_us,
-       SUM(CASE WHEN l.pos > b.z THEN l.kernel_us ELSE 0 END) AS finish_us,
-       SUM(CASE WHEN l.is_compute = 0 AND l.pos > b.a AND l.pos < b.z THEN 1 ELSE 0 END) AS movement_ops,
-       SUM(CASE WHEN l.pos < b.a THEN 1 ELSE 0 END) AS split_ops,
-       SUM(CASE WHEN l.pos > b.z THEN 1 ELSE 0 END) AS finish_ops,
-       b.first_pos
-FROM l JOIN b ON b.run_id = l.run_id AND b.section = l.section AND b.layer = l.layer
-WHERE b.a IS NOT NULL
-GROUP BY l.run_id, l.section, l.layer, b.first_pos"""),
+  SELECT run_id, section, layer, pos, kernel_us, is_compute,
+         MIN(CASE WHEN is_compute = 1 THEN pos END) OVER p AS a,
+         MAX(CASE WHEN is_compute = 1 THEN pos END) OVER p AS z
+  FROM op_detail
+  WHERE section_kind IN ('eager', 'trace') AND layer <> '' AND SUBSTR(layer, LENGTH(layer) - 4) <> '|post'
+  WINDOW p AS (PARTITION BY run_id, section, layer)),
+c AS (
+  SELECT run_id, section, layer, pos, is_compute, kernel_us,
+         CASE WHEN is_compute = 1 THEN 'compute' WHEN pos < a THEN 'split' WHEN pos > z THEN 'finish'
+              ELSE 'movement' END AS part
+  FROM l WHERE a IS NOT NULL),
+r AS (
+  SELECT run_id, section, layer,
+         COUNT(*) OVER w AS ops, SUM(is_compute) OVER w AS compute_ops,
+         SUM(CASE WHEN part = 'compute' THEN kernel_us ELSE 0 END) OVER w AS compute_us,
+         SUM(CASE WHEN part = 'movement' THEN kernel_us ELSE 0 END) OVER w AS movement_us,
+         SUM(CASE WHEN part = 'split' THEN kernel_us ELSE 0 END) OVER w AS split_us,
+         SUM(CASE WHEN part = 'finish' THEN kernel_us ELSE 0 END) OVER w AS finish_us,
+         SUM(CASE WHEN part = 'movement' THEN 1 ELSE 0 END) OVER w AS movement_ops,
+         SUM(CASE WHEN part = 'split' THEN 1 ELSE 0 END) OVER w AS split_ops,
+         SUM(CASE WHEN part = 'finish' THEN 1 ELSE 0 END) OVER w AS finish_ops,
+         MIN(pos) OVER w AS first_pos,
+         ROW_NUMBER() OVER (PARTITION BY run_id, section, layer ORDER BY pos DESC) AS from_last
+  FROM c
+  WINDOW w AS (PARTITION BY run_id, section, layer ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW))
+SELECT run_id, section, layer, ops, compute_ops, compute_us, movement_us, split_us, finish_us,
+       movement_ops, split_ops, finish_ops, first_pos
+FROM r WHERE from_last = 1"""),
 ]
 
 VIEW_NAMES: list[str] = [name for name, _, _ in VIEWS]

@@ -1,0 +1,15 @@
+"""The corpus cases copied from ``../shared/corpus`` into ``tests/data`` (real files and sectioned cases)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+DATA = Path(__file__).parent / "data"
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def cases() -> dict[str, Path]:
+    """``{case name: CSV path}``: real files by stem, sectioned cases by folder name."""
+    out = {p.stem: p for p in sorted((DATA / "real").glob("*.csv"))}
+    for d in sorted((DATA / "seedfmt").iterdir()):
+        out[d.name] = next(d.rglob("ops_perf_results*.csv"))
+    return out

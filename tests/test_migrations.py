@@ -1,0 +1,122 @@
+"""Schema lifecycle: the stairway, alembic check, refusing a database behind head, the wheel carrying migrations."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from alembic import command
+from alembic.script import ScriptDirectory
+from sqlalchemy import inspect, text
+
+from corpus import cases
+from warehouse.db import alembic_config, downgrade, head_revision, make_engine, open_db, resolve_url, upgrade
+from warehouse.views import VIEW_NAMES
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def revisions() -> list[str]:
+    script = ScriptDirectory.from_config(alembic_config("sqlite://"))
+    return [r.revision for r in reversed(list(script.walk_revisions()))]
+
+
+def test_revision_files_are_named_and_reversible():
+    for f in (ROOT / "migrations" / "versions").glob("0*.py"):
+        assert f.name[:4].isdigit() and f.name[4] == "_"
+        src = f.read_text()
+        assert "def downgrade() -> None:\n    pass" not in src
+
+
+def test_stairway(db_url):
+    """Every revision upgrades, downgrades and upgrades again."""
+    engine = make_engine(resolve_url(db_url))
+    revs = revisions()
+    for i, rev in enumerate(revs):
+        upgrade(engine, rev)
+        downgrade(engine, revs[i - 1] if i else "base")
+        upgrade(engine, rev)
+    assert set(VIEW_NAMES) <= set(inspect(engine).get_view_names())
+    downgrade(engine, "base")
+    assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
+    assert not inspect(engine).get_view_names()
+    engine.dispose()
+
+
+def test_alembic_check(wh, db_url):
+    assert wh("db", "upgrade").exit_code == 0
+    r = wh("db", "check")
+    assert r.exit_code == 0, r.output
+    assert "schema matches" in r.output
+    url = resolve_url(db_url)
+    command.check(alembic_config(url))  # raises when the models and the migrations differ
+    assert wh("db", "current").output.startswith(f"{head_revision()} (head {head_revision()})")
+
+
+def test_behind_head_is_refused_then_upgraded_with_data(wh, db_url):
+    engine = make_engine(resolve_url(db_url))
+    upgrade(engine, revisions()[0])
+    engine.dispose()
+    r = wh("runs")
+    assert r.exit_code == 1
+    assert r.output.startswith("Error: ") and "`warehouse db upgrade`" in r.output
+    assert wh("db", "current").output.startswith(f"{revisions()[0]} (head")
+
+
+@pytest.mark.parametrize("case", ["dlv3_same", "ttperfreport__ops_perf_results_2025_09_18_11_39_20"])
+def test_upgrade_keeps_runs(db_url, case, tmp_path):
+    """A run ingested at head, taken down to the first revision and up again, reports and exports the same."""
+    from click.testing import CliRunner
+    from warehouse.cli import cli
+
+    def inv(*a):
+        return CliRunner().invoke(cli, ["--db", db_url, *map(str, a)], catch_exceptions=False)
+    assert inv("ingest", cases()[case]).exit_code == 0
+    before = inv("report", "1", "--json", tmp_path / "a.json")
+    engine = make_engine(resolve_url(db_url))
+    with engine.connect() as c:
+        occ = c.execute(text("SELECT id, occurrence FROM op ORDER BY id")).all()
+    downgrade(engine, revisions()[0])
+    upgrade(engine, "head")
+    with engine.connect() as c:
+        assert c.execute(text("SELECT id, occurrence FROM op ORDER BY id")).all() == occ
+    engine.dispose()
+    after = inv("report", "1", "--json", tmp_path / "b.json")
+    assert after.output == before.output
+    assert json.loads((tmp_path / "a.json").read_text()) == json.loads((tmp_path / "b.json").read_text())
+    assert inv("export", "1", "-o", tmp_path / "x.csv").exit_code == 0
+    assert (tmp_path / "x.csv").read_bytes() == cases()[case].read_bytes()
+
+
+def test_new_database_is_created_at_head(sqlite_db):
+    engine = open_db(sqlite_db)
+    with engine.connect() as c:
+        assert c.execute(text("SELECT version_num FROM alembic_version")).scalar() == head_revision()
+        assert c.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+    engine.dispose()
+
+
+def test_wheel_carries_migrations(tmp_path):
+    """Build the wheel, install it into a bare folder, and ingest from another directory."""
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                    str(wheels), str(ROOT)], check=True)
+    target = tmp_path / "site"
+    whl = next(wheels.glob("*.whl"))
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(whl)],
+                   check=True)
+    assert (target / "warehouse" / "migrations" / "versions" / "0001_initial_schema.py").exists()
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    import os
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    p = subprocess.run([sys.executable, "-m", "warehouse", "ingest", str(cases()["dlv3_same"])], cwd=work,
+                       env=env, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "run 1: 774 ops" in p.stdout
+    p = subprocess.run([sys.executable, "-c", "import warehouse; print(warehouse.__file__)"], cwd=work, env=env,
+                       capture_output=True, text=True)
+    assert p.stdout.startswith(str(target))
+    assert (work / "warehouse.db").exists()
