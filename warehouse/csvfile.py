@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 import re
 from dataclasses import dataclass, field
@@ -56,44 +57,77 @@ class Warning_:
     message: str
 
 
-def sha256_of(path: Path) -> tuple[str, int]:
-    """Content hash and size of a file, read in 1 MiB blocks."""
+@dataclass
+class FileScan:
+    """What one pass over the bytes tells: content hash, size, BOM, line ends, final newline."""
+
+    sha256: str
+    size: int
+    bom: bool
+    newline: str
+    consistent_newlines: bool
+    final_newline: bool
+
+
+def scan_file(path: Path) -> FileScan:
+    """Hash a file and look at its line ends, in 1 MiB blocks (bounded memory, C speed)."""
     h = hashlib.sha256()
-    size = 0
+    size = crlf = lf = 0
+    first = b""
+    last = b""
+    newline = None
     try:
         with open(path, "rb") as f:
             while block := f.read(1 << 20):
                 h.update(block)
+                if not size:
+                    first = block[:3]
+                if newline is None and b"\n" in block:
+                    i = block.index(b"\n")
+                    newline = "\r\n" if (block[i - 1:i] if i else last[-1:]) == b"\r" else "\n"
+                lf += block.count(b"\n")
+                crlf += block.count(b"\r\n") + (1 if last.endswith(b"\r") and block.startswith(b"\n") else 0)
                 size += len(block)
+                last = block[-1:]
     except FileNotFoundError:
         raise InputError(path, "no such file") from None
     except IsADirectoryError:
         raise InputError(path, "is a directory") from None
     except OSError as e:
         raise InputError(path, f"cannot be read: {e.strerror}") from None
-    return h.hexdigest(), size
+    return FileScan(h.hexdigest(), size, first == b"\xef\xbb\xbf", newline or "\n",
+                    crlf == 0 or crlf == lf, last == b"\n")
 
 
 class CsvReader:
     """Iterate over the data rows of one CSV as ``(row_no, cells)``; ``row_no`` 1 is the first row after the
     header. Raises :class:`InputError` naming the row for anything that cannot be stored faithfully."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, scan: FileScan):
         self.path = Path(path)
+        self.scan = scan
         self.warnings: list[Warning_] = []
-        self.exact = True  # False once something is seen that the export cannot reproduce byte for byte
-        self.final_newline = True
+        self.exact = scan.consistent_newlines  # False once something is seen that export cannot reproduce
         self.rows_read = 0
-        self.bytes_read = 0
+        if scan.size == 0:
+            raise self._fail(None, "the file is empty; expected an ops_perf_results CSV with a header row")
         self._f: IO[bytes] = open(self.path, "rb")
+        # The fast path: the C decoder and the C csv parser. A decoding error sends us to _locate_decode_error.
+        self._text = io.TextIOWrapper(self._f, encoding="utf-8-sig", errors="strict", newline="")
+        self._reader = csv.reader(self._text, strict=False)
         try:
             self.layout = self._read_header()
         except BaseException:
-            self._f.close()
+            self.close()
             raise
 
+    @property
+    def bytes_read(self) -> int:
+        """How far into the file the parser is (for progress bars)."""
+        return self._f.tell() if not self._f.closed else self.scan.size
+
     def close(self) -> None:
-        self._f.close()
+        self._text.close()
 
     def __enter__(self) -> "CsvReader":
         return self
@@ -104,47 +138,40 @@ class CsvReader:
     def _fail(self, row: int | None, message: str, column: str | None = None) -> InputError:
         return InputError(self.path, message, row=row, column=column)
 
-    def _lines(self) -> Iterator[str]:
-        """Decoded physical lines (line ends kept), checking the encoding and the line ends as they pass."""
-        newline = None
-        for raw in self._f:
-            self._line_no += 1
-            self.bytes_read += len(raw)
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                row = max(self.rows_read, 0) + (0 if self._in_header else 1)
-                raise self._fail(row, f"byte {e.start} of line {self._line_no} is not UTF-8 "
-                                      f"(0x{raw[e.start]:02x}); re-save the file as UTF-8") from None
-            if not line.endswith("\n"):
-                self.final_newline = False
-            else:
-                ending = "\r\n" if line.endswith("\r\n") else "\n"
-                if newline is None:
-                    newline = ending
-                    self._newline = ending
-                elif ending != newline:
-                    self.exact = False
-            yield line
+    def _locate_decode_error(self) -> InputError:
+        """The slow path: re-read line by line to name the row and byte that are not UTF-8."""
+        rows = -1
+        with open(self.path, "rb") as f:
+            if self.scan.bom:
+                f.read(3)
+            line_no = 0
+
+            def lines() -> Iterator[str]:
+                nonlocal line_no
+                for raw in f:
+                    line_no += 1
+                    try:
+                        yield raw.decode("utf-8")
+                    except UnicodeDecodeError as e:
+                        raise self._fail(max(rows + 1, 0), f"byte {e.start} of line {line_no} is not UTF-8 "
+                                         f"(0x{raw[e.start]:02x}); re-save the file as UTF-8") from None
+            for _ in csv.reader(lines(), strict=False):
+                rows += 1
+        return self._fail(None, "is not UTF-8; re-save the file as UTF-8")
+
+    def _next(self) -> list[str]:
+        try:
+            return next(self._reader)
+        except UnicodeDecodeError:
+            raise self._locate_decode_error() from None
+        except csv.Error as e:
+            raise self._fail(self.rows_read + 1, f"not valid CSV ({e})") from None
 
     def _read_header(self) -> Layout:
-        self._line_no = 0
-        self._in_header = True
-        self._newline = "\n"
-        head = self._f.read(3)
-        bom = head == b"\xef\xbb\xbf"
-        if not bom:
-            self._f.seek(0)
-        if not head:
-            raise self._fail(None, "the file is empty; expected an ops_perf_results CSV with a header row")
-        self._reader = csv.reader(self._lines(), strict=False)
         try:
-            header = next(self._reader)
+            header = self._next()
         except StopIteration:
             raise self._fail(None, "the file is empty; expected an ops_perf_results CSV with a header row") from None
-        except csv.Error as e:
-            raise self._fail(0, f"the header is not valid CSV ({e})") from None
-        self._in_header = False
         name_column = next((n for n in NAME_COLUMNS if n in header), None)
         if name_column is None:
             raise self._fail(0, "the header has no 'OP CODE' or 'OP NAME' column; is this a tt-metal "
@@ -156,19 +183,17 @@ class CsvReader:
             index[name] = i
         static = [i for i, n in enumerate(header) if not VOLATILE.search(n)]
         volatile = [i for i, n in enumerate(header) if VOLATILE.search(n)]
-        return Layout(str(self.path), header, name_column, self._newline, bom, static, volatile, index)
+        return Layout(str(self.path), header, name_column, self.scan.newline, self.scan.bom, static, volatile,
+                      index)
 
     def rows(self) -> Iterator[tuple[int, list[str]]]:
         """The data rows. Short rows are padded with empty cells (with a warning); long rows are an error."""
         width = len(self.layout.header)
-        reader = self._reader
         while True:
             try:
-                cells = next(reader)
+                cells = self._next()
             except StopIteration:
                 break
-            except csv.Error as e:
-                raise self._fail(self.rows_read + 1, f"not valid CSV ({e})") from None
             self.rows_read += 1
             n = len(cells)
             if n != width:
@@ -185,7 +210,6 @@ class CsvReader:
                                               f"{n} cells but the header has {width}: padded with empty cells"))
                 cells.extend([""] * (width - n))
             yield self.rows_read, cells
-        self.layout.newline = self._newline
 
 
 def encode_inline(cells: list[str]) -> str:

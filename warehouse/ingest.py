@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import glob
+from operator import itemgetter
 import json
 import math
 import re
@@ -17,7 +18,7 @@ from sqlalchemy.exc import IntegrityError
 
 from warehouse import schema as t
 from warehouse.categories import category, is_compute
-from warehouse.csvfile import LONG_TEXT, CsvReader, Layout, digest, encode_inline, sha256_of
+from warehouse.csvfile import LONG_TEXT, CsvReader, Layout, digest, encode_inline, scan_file
 from warehouse.db import write_tx
 from warehouse.devicelog import resolve_freq
 from warehouse.errors import InputError, UsageError
@@ -74,7 +75,7 @@ def _float(s: str) -> float | None:
     if not s:
         return None
     try:
-        v = float(s)
+        v = float(s)  # float() ignores surrounding blanks, as the oracle's strip() does
     except ValueError:
         return None
     return v if math.isfinite(v) else None
@@ -93,54 +94,78 @@ def _int(s: str) -> int | None:
     return v if -_INT64 <= v < _INT64 else None
 
 
+_DIM = re.compile(r"\s*([0-9]+)(?:\[([0-9]+)\])?")
+
+
 def _logical(v: str) -> str:
     """'32[16]' (padded[logical]) -> '16'; '7' -> '7'; anything else '?' (as the oracle)."""
-    m = re.match(r"\s*([0-9]+)(?:\[([0-9]+)\])?", v)
+    m = _DIM.match(v)
     return (m.group(2) or m.group(1)) if m else "?"
 
 
+# Typed op columns taken from the CSV, in insert order: (column, CSV header, parser).
+_STRIP = str.strip
+_TYPED: list[tuple[str, str, Callable[[str], object] | None]] = [
+    ("op_type", "OP TYPE", None),
+    ("device_id", "DEVICE ID", _int),
+    ("global_call_count", "GLOBAL CALL COUNT", _int),
+    ("kernel_ns", "DEVICE KERNEL DURATION [ns]", _float),
+    ("fw_ns", "DEVICE FW DURATION [ns]", _float),
+    ("op2op_ns", "OP TO OP LATENCY [ns]", _float),
+    ("fw_start_cycle", "DEVICE FW START CYCLE", _float),
+    ("fw_end_cycle", "DEVICE FW END CYCLE", _float),
+    ("host_start_ns", "HOST START TS", _int),
+    ("host_end_ns", "HOST END TS", _int),
+    ("cores", "CORE COUNT", _int),
+    ("fidelity", "MATH FIDELITY", _STRIP),
+    ("trace_id", "METAL TRACE ID", _STRIP),
+    ("replay_session", "METAL TRACE REPLAY SESSION ID", _STRIP),
+    ("input0_memory", "INPUT_0_MEMORY", _STRIP),
+    ("output0_memory", "OUTPUT_0_MEMORY", _STRIP),
+]
+# The columns of an op row as _FileIngest builds it, in this order.
+OP_COLUMNS = (["run_id", "row_no", "section_id", "pos", "block", "layer", "attribution", "marker_row",
+               "op_code_id", "input0_shape", "static_id", "cells"] + [c for c, _, _ in _TYPED])
+SIGNPOST_COLUMNS = ["run_id", "row_no", "name", "message", "host_ts", "kind", "static_id", "cells"]
+
+
 class _Cells:
-    """Typed values of one row, by header name."""
+    """Typed values of one row, found by header name once per file. ``row`` must end with one extra empty
+    cell: a column the file lacks reads that cell."""
 
     def __init__(self, layout: Layout):
         c = layout.col
+        none = len(layout.header)  # the extra empty cell
         self.name = c(layout.name_column)
         self.op_type = c("OP TYPE")
         self.attributes = c("ATTRIBUTES")
         self.host_start = c("HOST START TS")
-        self.cols = {k: c(v) for k, v in {
-            "device_id": "DEVICE ID", "global_call_count": "GLOBAL CALL COUNT",
-            "kernel_ns": "DEVICE KERNEL DURATION [ns]", "fw_ns": "DEVICE FW DURATION [ns]",
-            "op2op_ns": "OP TO OP LATENCY [ns]", "fw_start_cycle": "DEVICE FW START CYCLE",
-            "fw_end_cycle": "DEVICE FW END CYCLE", "host_start_ns": "HOST START TS", "host_end_ns": "HOST END TS",
-            "cores": "CORE COUNT", "fidelity": "MATH FIDELITY", "trace_id": "METAL TRACE ID",
-            "replay_session": "METAL TRACE REPLAY SESSION ID", "input0_memory": "INPUT_0_MEMORY",
-            "output0_memory": "OUTPUT_0_MEMORY", "arch": "DEVICE ARCH"}.items()}
+        self.arch = c("DEVICE ARCH")
+        self._get = itemgetter(*[none if c(h) is None else c(h) for _, h, _ in _TYPED])
+        self._parse = [p for _, _, p in _TYPED]
         # The oracle reads INPUT_0_<d>_PAD[LOGICAL] when it is non-empty, else INPUT_0_<d>.
-        self.shape = [(c(f"INPUT_0_{d}_PAD[LOGICAL]"), c(f"INPUT_0_{d}")) for d in "WZYX"]
-        self.ints = ("device_id", "global_call_count", "host_start_ns", "host_end_ns", "cores")
-        self.floats = ("kernel_ns", "fw_ns", "op2op_ns", "fw_start_cycle", "fw_end_cycle")
-        self.texts = ("fidelity", "trace_id", "replay_session", "input0_memory", "output0_memory")
+        self._pad = itemgetter(*[none if c(f"INPUT_0_{d}_PAD[LOGICAL]") is None else c(f"INPUT_0_{d}_PAD[LOGICAL]")
+                                 for d in "WZYX"])
+        self._plain = itemgetter(*[none if c(f"INPUT_0_{d}") is None else c(f"INPUT_0_{d}") for d in "WZYX"])
+        self._shapes: dict[tuple, str] = {}
 
-    def typed(self, cells: list[str]) -> dict:
-        cols = self.cols
-        out: dict = {}
-        for k in self.floats:
-            i = cols[k]
-            out[k] = _float(cells[i].strip()) if i is not None else None
-        for k in self.ints:
-            i = cols[k]
-            out[k] = _int(cells[i].strip()) if i is not None else None
-        for k in self.texts:
-            i = cols[k]
-            out[k] = (cells[i].strip() or None) if i is not None else None
-        dims = []
-        for pad, plain in self.shape:
-            v = (cells[pad] if pad is not None else "") or (cells[plain] if plain is not None else "")
-            dims.append(_logical(v))
-        out["input0_shape"] = "x".join(dims)
-        out["op_type"] = cells[self.op_type] if self.op_type is not None else None
+    def typed(self, row: list[str]) -> list:
+        """The _TYPED values of a row, parsed (None for empty or unparsable cells)."""
+        out = []
+        for p, v in zip(self._parse, self._get(row)):
+            if p is None:
+                out.append(v)
+            else:
+                v = p(v)
+                out.append(v if v != "" else None)
         return out
+
+    def shape(self, row: list[str]) -> str:
+        key = (self._pad(row), self._plain(row))
+        v = self._shapes.get(key)
+        if v is None:
+            v = self._shapes[key] = "x".join(_logical(a or b) for a, b in zip(*key))
+        return v
 
 
 class _Interner:
@@ -148,7 +173,7 @@ class _Interner:
 
     def __init__(self, conn: Connection, layout: Layout):
         self.conn = conn
-        self.static_idx = layout.static_idx
+        self._static = itemgetter(*layout.static_idx) if layout.static_idx else (lambda row: ())
         self.texts: dict[str, int] = {}
         self.tuples: dict[tuple, int] = {}
         self.codes: dict[str, tuple[int, bool]] = {}
@@ -178,7 +203,9 @@ class _Interner:
         return i
 
     def tuple_id(self, cells: list[str]) -> int:
-        key = tuple([cells[i] for i in self.static_idx])
+        key = self._static(cells)
+        if not isinstance(key, tuple):  # itemgetter of one index gives the item itself
+            key = (key,)
         i = self.tuples.get(key)
         if i is None:
             enc = json.dumps([self.text_id(c) if len(c) > LONG_TEXT else c for c in key], ensure_ascii=False)
@@ -197,6 +224,14 @@ class _Interner:
         return v
 
 
+def _insert_sql(conn: Connection, table: str, columns: list[str]) -> str:
+    """A plain INSERT for the driver's executemany: the hot path skips SQLAlchemy's per-row processing."""
+    mark = {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(conn.dialect.paramstyle)
+    if mark is None:  # pragma: no cover - SQLite and psycopg use one of the above
+        raise UsageError(f"unsupported driver paramstyle {conn.dialect.paramstyle!r}")
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))})"
+
+
 class _FileIngest:
     """The state of one file's ingest inside its transaction."""
 
@@ -206,9 +241,13 @@ class _FileIngest:
         self.cells = _Cells(self.layout)
         self.intern = _Interner(conn, self.layout)
         self.attr = Attribution()
-        self.volatile_idx = self.layout.volatile_idx
-        self.ops: list[dict] = []
-        self.signposts: list[dict] = []
+        vol = self.layout.volatile_idx
+        self._volatile = (itemgetter(*vol) if len(vol) > 1 else (lambda r: (r[vol[0]],)) if vol
+                          else (lambda r: ()))
+        self.ops: list[tuple] = []
+        self.signposts: list[tuple] = []
+        self._op_sql = _insert_sql(conn, "op", OP_COLUMNS)
+        self._sp_sql = _insert_sql(conn, "signpost", SIGNPOST_COLUMNS)
         self.pos: dict[str, int] = {}
         self.codes: dict[str, array] = {"eager": array("q"), "trace": array("q")}
         self.section_ids: dict[str, list[int]] = {"eager": [], "trace": []}
@@ -242,48 +281,43 @@ class _FileIngest:
                                                         t.signpost.c.row_no == ev.promoted_row)
                               .values(kind="section_start"))
         msg = cells[c.attributes].strip() if c.attributes is not None else ""
-        self.signposts.append({
-            "run_id": self.run_id, "row_no": row_no, "name": name, "message": msg or None,
-            "host_ts": _int(cells[c.host_start].strip()) if c.host_start is not None else None,
-            "kind": ev.kind, "static_id": self.intern.tuple_id(cells),
-            "cells": encode_inline([cells[i] for i in self.volatile_idx])})
+        host = _int(cells[c.host_start]) if c.host_start is not None else None
+        self.signposts.append((self.run_id, row_no, name, msg or None, host, ev.kind, self.intern.tuple_id(cells),
+                               encode_inline(self._volatile(cells))))
         self.n_signposts += 1
 
     def _op(self, row_no: int, cells: list[str]) -> None:
         a = self.attr
-        name = cells[self.cells.name]
-        code_id, _ = self.intern.op_code(name)
-        rec = self.cells.typed(cells)
+        code_id, _ = self.intern.op_code(cells[self.cells.name])
+        static_id = self.intern.tuple_id(cells)
+        inline = encode_inline(self._volatile(cells))
+        cells.append("")  # the cell that columns missing from this file read (see _Cells)
         sec = a.section
         if sec is not None:
             p = self.pos.get(sec.name, 0)
             self.pos[sec.name] = p + 1
             self.codes[sec.name].append(code_id)
-            rec.update(section_id=sec.key, pos=p, block=a.block or None, layer=a.layer or None,
-                       attribution="signpost" if (a.block or a.layer) else None)
+            sec_id = sec.key
         else:
-            rec.update(section_id=None, pos=None, block=a.block or None, layer=a.layer or None,
-                       attribution="signpost" if (a.block or a.layer) else None)
-        if self.arch is None:
-            i = self.cells.cols["arch"]
-            self.arch = (cells[i].strip() or None) if i is not None else None
-        rec.update(run_id=self.run_id, row_no=row_no, marker_row=a.marker_row, op_code_id=code_id,
-                   static_id=self.intern.tuple_id(cells),
-                   cells=encode_inline([cells[i] for i in self.volatile_idx]))
-        self.ops.append(rec)
+            p = sec_id = None
+        block, layer = a.block or None, a.layer or None
+        if self.arch is None and self.cells.arch is not None:
+            self.arch = cells[self.cells.arch].strip() or None
+        self.ops.append((self.run_id, row_no, sec_id, p, block, layer, "signpost" if (block or layer) else None,
+                         a.marker_row, code_id, self.cells.shape(cells), static_id, inline,
+                         *self.cells.typed(cells)))
         self.n_ops += 1
 
     def _flush(self) -> None:
         if self.signposts:
-            self.conn.execute(t.signpost.insert(), self.signposts)
+            self.conn.exec_driver_sql(self._sp_sql, self.signposts)
             self.signposts = []
         if self.ops:
-            self.conn.execute(t.op.insert(), self.ops)
+            self.conn.exec_driver_sql(self._op_sql, self.ops)
             self.ops = []
 
     def run(self, progress: Callable[[int], None] | None) -> bool:
         """Stream every row into the database; returns whether the trace inherits the eager attribution."""
-        name_i = self.cells.name
         type_i = self.cells.op_type
         for row_no, cells in self.reader.rows():
             if type_i is not None and cells[type_i] == "signpost":
@@ -338,14 +372,15 @@ def ingest_file(engine: Engine, path: Path, *, label: str | None = None, tags: d
     """Store one CSV as a run, whole or not at all. Content already stored gives ``existing=True``."""
     t0 = time.perf_counter()
     path = Path(path)
-    sha, size = sha256_of(path)
+    scan = scan_file(path)
+    sha, size = scan.sha256, scan.size
     with engine.connect() as conn:
         found = conn.execute(select(t.run.c.id).where(t.run.c.sha256 == sha)).scalar()
     if found is not None:
         return IngestResult(str(path), found, existing=True)
     freq, freq_source, log_arch = resolve_freq(path, freq_mhz)
     try:
-        with write_tx(engine) as conn, CsvReader(path) as reader:
+        with write_tx(engine) as conn, CsvReader(path, scan) as reader:
             found = conn.execute(select(t.run.c.id).where(t.run.c.sha256 == sha)).scalar()
             if found is not None:  # another process stored it while we waited for the write lock
                 return IngestResult(str(path), found, existing=True)
@@ -369,7 +404,7 @@ def ingest_file(engine: Engine, path: Path, *, label: str | None = None, tags: d
             seconds = time.perf_counter() - t0
             conn.execute(update(t.run).where(t.run.c.id == run_id).values(
                 row_count=reader.rows_read, op_count=job.n_ops, signpost_count=job.n_signposts,
-                newline=lay.newline, final_newline=reader.final_newline,
+                newline=lay.newline, final_newline=scan.final_newline,
                 export_exact=reader.exact, trace_matches_eager=same, arch=log_arch or job.arch, seconds=seconds))
     except IntegrityError:
         # Two processes raced on the same content: the other one committed first.
