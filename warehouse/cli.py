@@ -173,6 +173,111 @@ def report(ctx: click.Context, run: str, label: str | None, json_out: str | None
         click.echo(txt)
 
 
+# ---------------------------------------------------------------------------------------------------- history
+BY = click.Choice(["section", "category", "block", "layer", "op-code", "op"])
+
+
+def _percent(value: str) -> float:
+    """'5%' or '5' -> 0.05."""
+    try:
+        v = float(value.strip().rstrip("%"))
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: expected a percentage such as 5%", param_hint="--threshold") from None
+    return v / 100.0
+
+
+@cli.command()
+@click.argument("a")
+@click.argument("b")
+@click.option("--by", type=BY, default="layer", show_default=True)
+@click.option("--section", help="Section name (default: trace when both runs have one, else eager; 'all' for "
+                                "ops outside sections).")
+@click.option("--top", type=int, default=0, help="Only the N largest changes (0: all).")
+@click.option("--format", "fmt", type=click.Choice(["table", "md", "json"]), default="table", show_default=True)
+@click.pass_context
+def compare(ctx: click.Context, a: str, b: str, by: str, section: str | None, top: int, fmt: str) -> None:
+    """Compare run B with run A (ids or 'latest'): totals first, then keys by absolute change."""
+    from warehouse import compare as cmp
+    from warehouse import render
+
+    res = cmp.compare_runs(_engine(ctx, create=False), a, b, by=by, section=section)
+    if fmt == "json":
+        click.echo(render.to_json(res))
+    elif fmt == "md":
+        click.echo(cmp.markdown(res, top or 30))
+    else:
+        click.echo(f"run {res['b']} vs run {res['a']}, section {res['section']}, by {by}")
+        click.echo(render.table(cmp.COLUMNS, cmp.as_rows(res, top or None)))
+
+
+@cli.command()
+@click.option("--label", help="Only runs with this label.")
+@click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Only runs with this tag (repeatable).")
+@click.option("--last", type=int, default=1, show_default=True, help="Check the N newest runs.")
+@click.option("--window", type=int, default=7, show_default=True, help="Against the median of N earlier runs.")
+@click.option("--threshold", default="5%", show_default=True, help="Smallest relative change reported.")
+@click.option("--min-us", type=float, default=1.0, show_default=True, help="Smallest absolute change reported.")
+@click.option("--by", "dims", type=BY, multiple=True, help="Series to check (repeatable; default: section, "
+                                                           "block, layer, op-code).")
+@click.option("--section", help="Section name (default: trace when present, else eager).")
+@click.option("--format", "fmt", type=click.Choice(["table", "md", "json"]), default="table", show_default=True)
+@click.pass_context
+def regressions(ctx: click.Context, label: str | None, tags: tuple[str, ...], last: int, window: int,
+                threshold: str, min_us: float, dims: tuple[str, ...], section: str | None, fmt: str) -> None:
+    """Newest runs against the history of matching runs; exit status 3 when something regressed."""
+    from warehouse import regressions as reg
+    from warehouse import render
+    from warehouse.ingest import parse_tags
+
+    if last < 1 or window < 1:
+        raise click.BadParameter("--last and --window must be at least 1")
+    res = reg.find_regressions(_engine(ctx, create=False), label=label, tags=parse_tags(tags), last=last,
+                               window=window, threshold=_percent(threshold), min_us=min_us,
+                               by=list(dims) or None, section=section)
+    if fmt == "json":
+        click.echo(render.to_json(res))
+    elif fmt == "md":
+        click.echo(reg.markdown(res))
+    else:
+        n, m = len(res["regressions"]), len(res["improvements"])
+        click.echo(f"{n} regression(s), {m} improvement(s) in "
+                   + (", ".join(f"run {c['run_id']} (vs {len(c['window'])} runs)" for c in res["checked"])
+                      or "no run with history"))
+        if n or m:
+            click.echo(render.table(reg.COLUMNS, reg.as_rows(res)))
+    if res["regressions"]:
+        ctx.exit(3)
+
+
+@cli.command()
+@click.option("--by", type=click.Choice(["section", "category", "block", "layer", "op-code"]), default="block",
+              show_default=True)
+@click.option("--section", help="Section name (default: trace when present, else eager).")
+@click.option("--top", type=int, default=10, show_default=True, help="The N largest keys of the newest run.")
+@click.option("--label", help="Only runs with this label.")
+@click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE")
+@click.option("--last", type=int, default=30, show_default=True, help="The N newest runs (0: all).")
+@click.option("--plot", "plot_file", type=click.Path(dir_okay=False), help="Write a .png or .svg plot.")
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@click.pass_context
+def trend(ctx: click.Context, by: str, section: str | None, top: int, label: str | None, tags: tuple[str, ...],
+          last: int, plot_file: str | None, fmt: str) -> None:
+    """Kernel us of the largest keys over the runs: a table, or a plot with --plot."""
+    from warehouse import render
+    from warehouse import trend as tr
+    from warehouse.ingest import parse_tags
+
+    res = tr.trend(_engine(ctx, create=False), by=by, section=section, top=top, label=label,
+                   tags=parse_tags(tags), last=last or None)
+    if plot_file:
+        tr.plot(res, Path(plot_file))
+        click.echo(f"{plot_file}: {len(res['keys'])} series over {len(res['runs'])} runs")
+        return
+    cols = ["run"] + res["keys"]
+    rows = [[r] + [res["values"][k][i] for k in res["keys"]] for i, r in enumerate(res["runs"])]
+    click.echo(render.render(cols, rows, fmt))
+
+
 # ---------------------------------------------------------------------------------------------------- sql
 @cli.command()
 @click.argument("statement", required=False)

@@ -176,8 +176,6 @@ def open_db(db: str | None, *, create: bool = True, readonly: bool = False) -> E
     if empty:
         if not create:
             raise UsageError(f"no warehouse at {engine.url.render_as_string()}; ingest a CSV first")
-        if readonly:
-            pass
         upgrade(engine)
     elif rev != head:
         with engine.connect() as conn:
@@ -185,10 +183,26 @@ def open_db(db: str | None, *, create: bool = True, readonly: bool = False) -> E
         if rev != head:
             raise SchemaOutdated(f"the warehouse {engine.url.render_as_string()} is at revision {rev}, this "
                                  f"version needs {head}: run `warehouse db upgrade`")
+    _refresh_views(engine)
     if readonly:
         engine.dispose()
         return make_engine(url, readonly=True)
     return engine
+
+
+def _refresh_views(engine: Engine) -> None:
+    """Recreate the views when they are another version's (view changes need no migration)."""
+    from warehouse.views import create_views, drop_views, views_current
+
+    with engine.connect() as conn:
+        if views_current(conn):
+            return
+    with engine.connect().execution_options(write=True) as conn:
+        with _schema_lock(conn):
+            with conn.begin():
+                if not views_current(conn):
+                    drop_views(conn)
+                    create_views(conn)
 
 
 def check_schema(engine: Engine) -> list[str]:

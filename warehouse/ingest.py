@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from sqlalchemy import Connection, Engine, select, text, update
+from sqlalchemy import Connection, Engine, select, update
 from sqlalchemy.exc import IntegrityError
 
 from warehouse import schema as t
@@ -124,8 +124,8 @@ _TYPED: list[tuple[str, str, Callable[[str], object] | None]] = [
     ("output0_memory", "OUTPUT_0_MEMORY", _STRIP),
 ]
 # The columns of an op row as _FileIngest builds it, in this order.
-OP_COLUMNS = (["run_id", "row_no", "section_id", "pos", "block", "layer", "attribution", "marker_row",
-               "op_code_id", "input0_shape", "static_id", "cells"] + [c for c, _, _ in _TYPED])
+OP_COLUMNS = (["run_id", "row_no", "section_id", "pos", "block", "layer", "attribution", "occurrence",
+               "marker_row", "op_code_id", "input0_shape", "static_id", "cells"] + [c for c, _, _ in _TYPED])
 SIGNPOST_COLUMNS = ["run_id", "row_no", "name", "message", "host_ts", "kind", "static_id", "cells"]
 
 
@@ -249,6 +249,7 @@ class _FileIngest:
         self._op_sql = _insert_sql(conn, "op", OP_COLUMNS)
         self._sp_sql = _insert_sql(conn, "signpost", SIGNPOST_COLUMNS)
         self.pos: dict[str, int] = {}
+        self.seen: dict[tuple, int] = {}  # (section, block, layer, op code) -> ops so far: the occurrence
         self.codes: dict[str, array] = {"eager": array("q"), "trace": array("q")}
         self.section_ids: dict[str, list[int]] = {"eager": [], "trace": []}
         self.n_ops = self.n_signposts = self.n_sections = 0
@@ -301,10 +302,13 @@ class _FileIngest:
         else:
             p = sec_id = None
         block, layer = a.block or None, a.layer or None
+        key = (sec.name if sec is not None else None, block, layer, code_id)
+        occ = self.seen.get(key, 0)
+        self.seen[key] = occ + 1
         if self.arch is None and self.cells.arch is not None:
             self.arch = cells[self.cells.arch].strip() or None
         self.ops.append((self.run_id, row_no, sec_id, p, block, layer, "signpost" if (block or layer) else None,
-                         a.marker_row, code_id, self.cells.shape(cells), static_id, inline,
+                         occ, a.marker_row, code_id, self.cells.shape(cells), static_id, inline,
                          *self.cells.typed(cells)))
         self.n_ops += 1
 
@@ -344,27 +348,14 @@ class _FileIngest:
         eager, trace = self.codes["eager"], self.codes["trace"]
         same = eager == trace
         if same and len(trace):
+            # Same op codes at every position: the eager op's occurrence is the replayed op's too.
             e = t.op.alias("e")
-            eager_ids = self.section_ids["eager"]
-
-            def from_eager(col):
-                return (select(col).where(e.c.section_id.in_(eager_ids), e.c.pos == t.op.c.pos)
-                        .scalar_subquery())
-            self.conn.execute(update(t.op).where(t.op.c.section_id.in_(self.section_ids["trace"]))
-                              .values(block=from_eager(e.c.block), layer=from_eager(e.c.layer),
+            self.conn.execute(update(t.op)
+                              .where(t.op.c.section_id.in_(self.section_ids["trace"]),
+                                     e.c.section_id.in_(self.section_ids["eager"]), e.c.pos == t.op.c.pos)
+                              .values(block=e.c.block, layer=e.c.layer, occurrence=e.c.occurrence,
                                       attribution="eager_position"))
         return same
-
-
-# The stable identity of an op across runs: (section name, block, layer, op code, occurrence).
-_OCCURRENCE = """
-UPDATE op SET occurrence = n.k FROM (
-  SELECT o.id, ROW_NUMBER() OVER (
-           PARTITION BY COALESCE(s.name, ''), COALESCE(o.block, ''), COALESCE(o.layer, ''), o.op_code_id
-           ORDER BY o.row_no) - 1 AS k
-  FROM op o LEFT JOIN section s ON s.id = o.section_id WHERE o.run_id = :run) n
-WHERE n.id = op.id
-"""
 
 
 def ingest_file(engine: Engine, path: Path, *, label: str | None = None, tags: dict[str, str] | None = None,
@@ -397,7 +388,6 @@ def ingest_file(engine: Engine, path: Path, *, label: str | None = None, tags: d
                 conn.execute(t.run_tag.insert(), [{"run_id": run_id, "key": k, "value": v} for k, v in tags.items()])
             job = _FileIngest(conn, reader, run_id)
             same = job.run(progress)
-            conn.execute(text(_OCCURRENCE), {"run": run_id})
             if job.warnings:
                 conn.execute(t.run_warning.insert(), [{"run_id": run_id, "row_no": r, "column_name": c,
                                                        "message": m} for r, c, m in job.warnings])

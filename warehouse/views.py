@@ -11,10 +11,13 @@ position ``pos`` is the op's index in its section (all sections of the same name
 """
 from __future__ import annotations
 
-from sqlalchemy import Connection, text
+import hashlib
+
+from sqlalchemy import Connection, inspect, text
 
 # The layer key of the oracle: the layer, else "[<block> glue]".
-_LAYER_KEY = "CASE WHEN layer <> '' THEN layer ELSE '[' || CASE WHEN block <> '' THEN block ELSE '?' END || ' glue]' END"
+LAYER_KEY = ("CASE WHEN layer <> '' THEN layer ELSE '[' || CASE WHEN block <> '' THEN block ELSE '?' END "
+              "|| ' glue]' END")
 
 
 def _median(name: str, value: str, where: str) -> str:
@@ -47,12 +50,26 @@ FROM r JOIN section_totals_raw t ON t.run_id = r.run_id AND t.section = r.sectio
 WHERE r.from_last = 1"""
 
 
+BLOCK_KEY = "CASE WHEN block <> '' THEN block ELSE '?' END"
+
+
+def _series(name: str, key: str, doc: str) -> tuple[str, str, str]:
+    # Plain aggregates (no ordered sums): these views serve comparisons across many runs, where speed
+    # matters and the last bit of a float does not. Ops outside any section count under section ''.
+    return name, doc + " (run metadata, ops, kernel / FW / op-to-op us)", f"""
+CREATE VIEW {name} AS
+SELECT d.run_id, i.run_time, i.label, COALESCE(d.section, '') AS section, {key} AS key,
+       COUNT(*) AS ops, SUM(d.kernel_us) AS kernel_us, SUM(d.fw_us) AS fw_us, SUM(d.gap_us) AS gap_us
+FROM op_detail d JOIN run_info i ON i.run_id = d.run_id
+GROUP BY d.run_id, i.run_time, i.label, COALESCE(d.section, ''), {key}"""
+
+
 # (name, one line for the README, SQL), in creation order: a view may read only the views above it.
 VIEWS: list[tuple[str, str, str]] = [
     ("op_detail", "every op with its run, section, op code, category and times in us (gap 0 for a section's first op)", """
 CREATE VIEW op_detail AS
 SELECT o.id AS op_id, o.run_id, o.row_no, s.name AS section, s.kind AS section_kind, o.pos,
-       COALESCE(o.block, '') AS block, COALESCE(o.layer, '') AS layer, o.attribution, o.marker_row,
+       COALESCE(o.block, '') AS block, COALESCE(o.layer, '') AS layer, o.attribution, o.occurrence, o.marker_row,
        c.name AS op_code, c.category, CASE WHEN c.is_compute THEN 1 ELSE 0 END AS is_compute,
        o.op_type, o.device_id, o.global_call_count,
        COALESCE(o.kernel_ns, 0) / 1000.0 AS kernel_us, COALESCE(o.fw_ns, 0) / 1000.0 AS fw_us,
@@ -101,7 +118,7 @@ FROM op_detail WHERE section_kind IN ('eager', 'trace') AND fidelity <> '' GROUP
     _group("by_op_code", "op_code", "per run and section and op code: ops, kernel us, share, op-to-op us"),
     _group("by_category", "category", "per run and section and category (the oracle's regex list)"),
     _group("by_block", "CASE WHEN block <> '' THEN block ELSE '?' END", "per run and section and block (m: signposts)"),
-    _group("by_layer", _LAYER_KEY, "per run and section and layer (c: signposts; else [block glue])"),
+    _group("by_layer", LAYER_KEY, "per run and section and layer (c: signposts; else [block glue])"),
     ("layer_cost_split", "per run, section and layer with a conv / matmul: compute, movement, split, finish us", """
 CREATE VIEW layer_cost_split AS
 WITH l AS (
@@ -133,15 +150,45 @@ r AS (
 SELECT run_id, section, layer, ops, compute_ops, compute_us, movement_us, split_us, finish_us,
        movement_ops, split_ops, finish_ops, first_pos
 FROM r WHERE from_last = 1"""),
+    ("run_info", "runs with their time (capture, else ingest), label and a tag list, in run order", """
+CREATE VIEW run_info AS
+SELECT r.id AS run_id, COALESCE(r.captured_at, r.ingested_at) AS run_time, r.captured_at, r.ingested_at,
+       r.label, r.file_name, r.op_count, r.freq_mhz, r.arch, r.trace_matches_eager
+FROM run r"""),
+    _series("series_section", "'total'", "run totals per section: one row per run and section"),
+    _series("series_block", BLOCK_KEY, "per run, section and block"),
+    _series("series_layer", LAYER_KEY, "per run, section and layer"),
+    _series("series_op_code", "op_code", "per run, section and op code"),
+    _series("series_category", "category", "per run, section and category"),
+    ("op_identity", "every op with its identity across runs: section / block / layer / op code #occurrence", """
+CREATE VIEW op_identity AS
+SELECT d.run_id, i.run_time, i.label, d.section, d.block, d.layer, d.op_code, d.occurrence,
+       d.section || ' / ' || d.block || ' / ' || d.layer || ' / ' || d.op_code || ' #' || d.occurrence AS identity,
+       d.kernel_us, d.fw_us, d.gap_us, d.cores, d.replay_session
+FROM op_detail d JOIN run_info i ON i.run_id = d.run_id"""),
 ]
 
 VIEW_NAMES: list[str] = [name for name, _, _ in VIEWS]
+
+
+# A fingerprint of the view definitions, kept in the database as a one-row view: a warehouse at head whose
+# views came from another version of this module gets them recreated on open (see db.open_db).
+VIEWS_HASH = hashlib.sha256("\n".join(sql for _, _, sql in VIEWS).encode()).hexdigest()[:16]
+_STAMP = "warehouse_views"
 
 
 def create_views(conn: Connection) -> None:
     """Create every view (the schema must be at head)."""
     for _, _, sql in VIEWS:
         conn.execute(text(sql))
+    conn.execute(text(f"CREATE VIEW {_STAMP} AS SELECT '{VIEWS_HASH}' AS hash"))
+
+
+def views_current(conn: Connection) -> bool:
+    """Whether the database's views are this version's."""
+    if _STAMP not in inspect(conn).get_view_names():
+        return False
+    return conn.execute(text(f"SELECT hash FROM {_STAMP}")).scalar() == VIEWS_HASH
 
 
 # Views that earlier versions created and this one no longer does: still dropped before migrating.
@@ -151,5 +198,5 @@ RETIRED_VIEWS: list[str] = []
 def drop_views(conn: Connection) -> None:
     """Drop the warehouse's views, current and retired (a user's own views are left alone)."""
     cascade = " CASCADE" if conn.dialect.name == "postgresql" else ""
-    for name in list(reversed(VIEW_NAMES)) + RETIRED_VIEWS:
+    for name in [_STAMP] + list(reversed(VIEW_NAMES)) + RETIRED_VIEWS:
         conn.execute(text(f"DROP VIEW IF EXISTS {name}{cascade}"))
