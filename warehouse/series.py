@@ -90,10 +90,11 @@ def fetch_replays(conn: Connection, by: str, run_id: int, section: str) -> dict[
     else:
         key = {"category": "category", "block": BLOCK_KEY, "layer": LAYER_KEY, "op-code": "op_code"}[by]
     view = "op_identity" if by == "op" else "op_detail"
+    group = "" if key.startswith("'") else f"{key}, "  # PostgreSQL refuses a constant in GROUP BY
     rows = conn.execute(text(
         f"SELECT {key} AS key, replay_session, SUM(kernel_us) AS k FROM {view} "
         f"WHERE run_id = :r AND COALESCE(section, '') = :s AND replay_session <> '' "
-        f"GROUP BY {key}, replay_session"), {"r": run_id, "s": section}).all()
+        f"GROUP BY {group}replay_session"), {"r": run_id, "s": section}).all()
     per: dict[str, list[float]] = defaultdict(list)
     for k, _, v in rows:
         per[k].append(float(v or 0))

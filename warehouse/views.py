@@ -56,12 +56,13 @@ BLOCK_KEY = "CASE WHEN block <> '' THEN block ELSE '?' END"
 def _series(name: str, key: str, doc: str) -> tuple[str, str, str]:
     # Plain aggregates (no ordered sums): these views serve comparisons across many runs, where speed
     # matters and the last bit of a float does not. Ops outside any section count under section ''.
+    group = "" if key.startswith("'") else f", {key}"  # PostgreSQL refuses a constant in GROUP BY
     return name, doc + " (run metadata, ops, kernel / FW / op-to-op us)", f"""
 CREATE VIEW {name} AS
 SELECT d.run_id, i.run_time, i.label, COALESCE(d.section, '') AS section, {key} AS key,
        COUNT(*) AS ops, SUM(d.kernel_us) AS kernel_us, SUM(d.fw_us) AS fw_us, SUM(d.gap_us) AS gap_us
 FROM op_detail d JOIN run_info i ON i.run_id = d.run_id
-GROUP BY d.run_id, i.run_time, i.label, COALESCE(d.section, ''), {key}"""
+GROUP BY d.run_id, i.run_time, i.label, COALESCE(d.section, ''){group}"""
 
 
 # (name, one line for the README, SQL), in creation order: a view may read only the views above it.

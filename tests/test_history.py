@@ -1,0 +1,149 @@
+"""Regressions across nightly runs: injected slowdowns are found, noise is not; compare, trend, series views."""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import BACKENDS, _new_url, make_invoke
+from corpus import cases
+from warehouse.synthetic import nightly_series
+
+NIGHTS = 12
+SLOW_NIGHT = 10  # from this night on, every Conv2d is 25 % slower
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def nightly(request, tmp_path_factory):
+    """12 nightly captures of dlv3 with +-2 % noise; nights 0..9 tagged phase=before."""
+    folder = tmp_path_factory.mktemp("nights")
+    files = list(nightly_series(cases()["dlv3_same"], folder, NIGHTS, noise=0.02,
+                                slow={SLOW_NIGHT: ("Conv2d", 1.25)}, seed=7))
+    gen = _new_url(request.param, folder)
+    url = next(gen)
+    wh = make_invoke(url)
+    for n, f in enumerate(files):
+        phase = "before" if n < SLOW_NIGHT else "after"
+        r = wh("ingest", f, "--label", "dlv3", "--tag", f"phase={phase}")
+        assert r.exit_code == 0, r.output
+    yield wh
+    for _ in gen:
+        pass
+
+
+def test_slowdown_is_found(nightly):
+    r = nightly("regressions", "--label", "dlv3", "--format", "json")
+    assert r.exit_code == 3, r.output
+    res = json.loads(r.output)
+    regs = res["regressions"]
+    assert res["checked"][0]["run_id"] == NIGHTS and len(res["checked"][0]["window"]) == 7
+    assert {"by": "op-code", "key": "Conv2dDeviceOperation"}.items() <= next(
+        f for f in regs if f["by"] == "op-code").items()
+    conv = next(f for f in regs if f["by"] == "op-code")
+    assert 20 < conv["delta_pct"] < 30
+    assert any(f["by"] == "section" and f["key"] == "total" for f in regs)
+    assert any(f["by"] == "layer" for f in regs) and any(f["by"] == "block" for f in regs)
+    # noise is not reported: only the conv op code moved, nothing improved
+    assert [f["key"] for f in regs if f["by"] == "op-code"] == ["Conv2dDeviceOperation"]
+    assert res["improvements"] == []
+
+
+def test_noise_alone_is_quiet(nightly):
+    for last in ("1", "3"):
+        r = nightly("regressions", "--tag", "phase=before", "--last", last)
+        assert r.exit_code == 0, r.output
+        assert r.output.startswith("0 regression(s), 0 improvement(s)")
+
+
+def test_threshold_and_by(nightly):
+    assert nightly("regressions", "--label", "dlv3", "--threshold", "50%").exit_code == 0
+    r = nightly("regressions", "--label", "dlv3", "--by", "category", "--format", "md")
+    assert r.exit_code == 3
+    assert r.output.startswith("**1 regression(s), 0 improvement(s)**")
+    assert "conv2d / conv_transpose2d" in r.output
+    r = nightly("regressions", "--label", "nope")
+    assert r.exit_code == 1 and r.output.startswith("Error: no runs match")
+    r = nightly("regressions", "--threshold", "abc")
+    assert r.exit_code == 2
+
+
+def test_slowdown_window_moves_on(nightly):
+    """Two nights after the slowdown, the newest run is judged against a window that includes it."""
+    r = nightly("regressions", "--label", "dlv3", "--window", "2", "--format", "json")
+    assert r.exit_code == 0, r.output  # nights 10 and 11 are both slow: nothing new on night 11
+
+
+def test_compare(nightly):
+    r = nightly("compare", "1", str(NIGHTS), "--by", "op-code", "--format", "json")
+    assert r.exit_code == 0
+    res = json.loads(r.output)
+    assert res["section"] == "trace" and res["total"]["key"] == "total"
+    assert res["rows"][0]["key"] == "Conv2dDeviceOperation" and res["rows"][0]["delta_pct"] > 20
+    deltas = [abs(x["delta_us"]) for x in res["rows"]]
+    assert deltas == sorted(deltas, reverse=True)
+    md = nightly("compare", "1", "latest", "--by", "layer", "--format", "md", "--top", "5").output
+    assert md.startswith(f"**Run {NIGHTS} vs run 1**") and "| total |" in md
+    assert len([line for line in md.splitlines() if line.startswith("| ")]) == 1 + 1 + 5
+    table = nightly("compare", "1", "2", "--section", "eager").output
+    assert table.splitlines()[0] == "run 2 vs run 1, section eager, by layer"
+
+
+def test_compare_keys_in_one_run_only(wh):
+    assert wh("ingest", cases()["dlv3_same"]).exit_code == 0
+    assert wh("ingest", cases()["segenc_notrace"]).exit_code == 0
+    res = json.loads(wh("compare", "1", "2", "--by", "op-code", "--format", "json").output)
+    assert res["section"] == "eager"  # segenc has no trace
+    status = {x["key"]: x["status"] for x in res["rows"]}
+    assert status["Conv2dDeviceOperation"] == "only in A" and status["LayerNorm"] == "only in B"
+    assert status["HaloDeviceOperation"] == "both"
+    assert "only in B" in status.values()
+    only_b = next(x for x in res["rows"] if x["status"] == "only in B")
+    assert only_b["a_ops"] == 0 and only_b["delta_pct"] is None
+
+
+def test_trend_table_and_plot(nightly, tmp_path):
+    r = nightly("trend", "--by", "op-code", "--top", "3", "--format", "csv")
+    assert r.exit_code == 0
+    lines = r.output.splitlines()
+    assert lines[0].startswith("run,Conv2dDeviceOperation")
+    assert len(lines) == 1 + NIGHTS
+    png = tmp_path / "t.png"
+    r = nightly("trend", "--by", "block", "--plot", png)
+    if r.exit_code == 1:  # matplotlib missing: the message names the extra
+        assert "[plot]" in r.output
+        pytest.skip("matplotlib is not installed")
+    assert r.exit_code == 0 and png.read_bytes()[:4] == b"\x89PNG"
+    svg = tmp_path / "t.svg"
+    assert nightly("trend", "--plot", svg).exit_code == 0 and b"<svg" in svg.read_bytes()[:500]
+
+
+def test_trend_without_matplotlib(nightly, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    r = nightly("trend", "--plot", tmp_path / "x.png")
+    assert r.exit_code == 1
+    assert r.output.startswith("Error: plots need matplotlib: pip install 'tt-profile-warehouse[plot]'")
+
+
+def test_readme_sql_examples(nightly):
+    """The worked SQL examples of the README run and answer on a nightly warehouse."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    examples = re.findall(r"```sql\n(.*?)```", readme, re.S)
+    assert len(examples) >= 3
+    for sql in examples:
+        r = nightly("sql", sql, "--format", "json")
+        assert r.exit_code == 0, (sql, r.output)
+        assert json.loads(r.output), sql
+
+
+def test_replay_sessions_are_a_noise_source(wh, db_url):
+    from warehouse.db import open_db
+    from warehouse.series import fetch_replays
+    assert wh("ingest", cases()["clip_replays3"]).exit_code == 0
+    eng = open_db(db_url)
+    with eng.connect() as c:
+        per = fetch_replays(c, "section", 1, "trace")
+    eng.dispose()
+    assert len(per["total"]) == 3
