@@ -84,8 +84,17 @@ def test_upgrade_keeps_runs(db_url, case, tmp_path):
         assert c.execute(text("SELECT id, occurrence FROM op ORDER BY id")).all() == occ
     engine.dispose()
     after = inv("report", "1", "--json", tmp_path / "b.json")
-    assert after.output == before.output
-    assert json.loads((tmp_path / "a.json").read_text()) == json.loads((tmp_path / "b.json").read_text())
+    a, b = json.loads((tmp_path / "a.json").read_text()), json.loads((tmp_path / "b.json").read_text())
+    if db_url.startswith("postgresql"):
+        # PostgreSQL may store rewritten rows in another physical order, and float sums then differ in the last
+        # bit: the contract's rule (one unit of the last printed decimal) is what holds there.
+        from parity import diff
+        problems: list[str] = []
+        diff(a, b, "", problems)
+        assert not problems, problems
+    else:
+        assert after.output == before.output
+        assert a == b
     assert inv("export", "1", "-o", tmp_path / "x.csv").exit_code == 0
     assert (tmp_path / "x.csv").read_bytes() == cases()[case].read_bytes()
 

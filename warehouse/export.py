@@ -1,7 +1,6 @@
 """Run -> CSV: every cell back in its place, byte for byte for files tt-metal wrote."""
 from __future__ import annotations
 
-import heapq
 import io
 import json
 from typing import IO, Iterator
@@ -38,30 +37,26 @@ class _Tuples:
 
 def iter_rows(conn: Connection, run_id: int, width: int, static_idx: list[int], chunk: int = 20000
               ) -> Iterator[list[str]]:
-    """The run's rows in file order (ops and signposts merged by row number), as lists of cells."""
+    """The run's rows in file order, as lists of cells (read in chunks: memory stays flat)."""
     volatile_idx = [i for i in range(width) if i not in set(static_idx)]
     nv = len(volatile_idx)
     tuples = _Tuples(conn)
-
-    def stream(table) -> Iterator[tuple[int, int, str]]:
-        last = 0
-        while True:
-            rows = conn.execute(select(table.c.row_no, table.c.static_id, table.c.cells)
-                                .where(table.c.run_id == run_id, table.c.row_no > last)
-                                .order_by(table.c.row_no).limit(chunk)).all()
-            if not rows:
-                return
-            tuples.load({r[1] for r in rows})
-            yield from rows
-            last = rows[-1][0]
-
-    for _, static_id, cells in heapq.merge(stream(t.op), stream(t.signpost)):
-        row = [""] * width
-        for i, v in zip(static_idx, tuples.cache[static_id]):
-            row[i] = v
-        for i, v in zip(volatile_idx, decode_inline(cells, nv)):
-            row[i] = v
-        yield row
+    last = 0
+    c = t.row_cells.c
+    while True:
+        rows = conn.execute(select(c.row_no, c.static_id, c.cells).where(c.run_id == run_id, c.row_no > last)
+                            .order_by(c.row_no).limit(chunk)).all()
+        if not rows:
+            return
+        tuples.load({r[1] for r in rows})
+        for _, static_id, cells in rows:
+            row = [""] * width
+            for i, v in zip(static_idx, tuples.cache[static_id]):
+                row[i] = v
+            for i, v in zip(volatile_idx, decode_inline(cells, nv)):
+                row[i] = v
+            yield row
+        last = rows[-1][0]
 
 
 def export_run(engine: Engine, run_id: int, out: IO[bytes]) -> int:

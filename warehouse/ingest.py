@@ -125,8 +125,9 @@ _TYPED: list[tuple[str, str, Callable[[str], object] | None]] = [
 ]
 # The columns of an op row as _FileIngest builds it, in this order.
 OP_COLUMNS = (["run_id", "row_no", "section_id", "pos", "block", "layer", "attribution", "occurrence",
-               "marker_row", "op_code_id", "input0_shape", "static_id", "cells"] + [c for c, _, _ in _TYPED])
-SIGNPOST_COLUMNS = ["run_id", "row_no", "name", "message", "host_ts", "kind", "static_id", "cells"]
+               "marker_row", "op_code_id", "input0_shape"] + [c for c, _, _ in _TYPED])
+SIGNPOST_COLUMNS = ["run_id", "row_no", "name", "message", "host_ts", "kind"]
+CELL_COLUMNS = ["run_id", "row_no", "static_id", "cells"]
 
 
 class _Cells:
@@ -246,8 +247,10 @@ class _FileIngest:
                           else (lambda r: ()))
         self.ops: list[tuple] = []
         self.signposts: list[tuple] = []
+        self.cells_rows: list[tuple] = []
         self._op_sql = _insert_sql(conn, "op", OP_COLUMNS)
         self._sp_sql = _insert_sql(conn, "signpost", SIGNPOST_COLUMNS)
+        self._cells_sql = _insert_sql(conn, "row_cells", CELL_COLUMNS)
         self.pos: dict[str, int] = {}
         self.seen: dict[tuple, int] = {}  # (section, block, layer, op code) -> ops so far: the occurrence
         self.codes: dict[str, array] = {"eager": array("q"), "trace": array("q")}
@@ -283,15 +286,16 @@ class _FileIngest:
                               .values(kind="section_start"))
         msg = cells[c.attributes].strip() if c.attributes is not None else ""
         host = _int(cells[c.host_start]) if c.host_start is not None else None
-        self.signposts.append((self.run_id, row_no, name, msg or None, host, ev.kind, self.intern.tuple_id(cells),
-                               encode_inline(self._volatile(cells))))
+        self.signposts.append((self.run_id, row_no, name, msg or None, host, ev.kind))
+        self.cells_rows.append((self.run_id, row_no, self.intern.tuple_id(cells),
+                                encode_inline(self._volatile(cells))))
         self.n_signposts += 1
 
     def _op(self, row_no: int, cells: list[str]) -> None:
         a = self.attr
         code_id, _ = self.intern.op_code(cells[self.cells.name])
-        static_id = self.intern.tuple_id(cells)
-        inline = encode_inline(self._volatile(cells))
+        self.cells_rows.append((self.run_id, row_no, self.intern.tuple_id(cells),
+                                encode_inline(self._volatile(cells))))
         cells.append("")  # the cell that columns missing from this file read (see _Cells)
         sec = a.section
         if sec is not None:
@@ -308,8 +312,7 @@ class _FileIngest:
         if self.arch is None and self.cells.arch is not None:
             self.arch = cells[self.cells.arch].strip() or None
         self.ops.append((self.run_id, row_no, sec_id, p, block, layer, "signpost" if (block or layer) else None,
-                         occ, a.marker_row, code_id, self.cells.shape(cells), static_id, inline,
-                         *self.cells.typed(cells)))
+                         occ, a.marker_row, code_id, self.cells.shape(cells), *self.cells.typed(cells)))
         self.n_ops += 1
 
     def _flush(self) -> None:
@@ -319,6 +322,9 @@ class _FileIngest:
         if self.ops:
             self.conn.exec_driver_sql(self._op_sql, self.ops)
             self.ops = []
+        if self.cells_rows:
+            self.conn.exec_driver_sql(self._cells_sql, self.cells_rows)
+            self.cells_rows = []
 
     def run(self, progress: Callable[[int], None] | None) -> bool:
         """Stream every row into the database; returns whether the trace inherits the eager attribution."""

@@ -27,9 +27,19 @@ def _f(v: Any) -> float | None:
     return None if v is None else float(v)
 
 
-def _groups(conn: Connection, view: str, run_id: int, section: str, total: float) -> list[dict[str, Any]]:
-    rows = _q(conn, f"SELECT key, ops, kernel_us, gap_us, first_pos FROM {view} "
-                    "WHERE run_id = :r AND section = :s", r=run_id, s=section)
+def _by_section(conn: Connection, sql: str, run_id: int) -> dict[str, list[dict[str, Any]]]:
+    """Rows of a per-run query, split by section: one query per view serves both sections."""
+    out: dict[str, list[dict[str, Any]]] = {s: [] for s in SECTIONS}
+    for r in _q(conn, sql, r=run_id):
+        out.setdefault(r["section"], []).append(r)
+    return out
+
+
+GROUP_VIEWS = {"by_op": "by_op_code", "by_category": "by_category", "by_block": "by_block", "by_layer": "by_layer"}
+
+
+def _groups(rows: list[dict[str, Any]], total: float) -> list[dict[str, Any]]:
+    rows = list(rows)
     # The oracle sorts by kernel time, descending; ties keep the order of first appearance.
     rows.sort(key=lambda g: (-float(g["kernel_us"]), g["first_pos"]))
     return [{"key": g["key"], "ops": int(g["ops"]), "kernel_us": round(float(g["kernel_us"]), 1),
@@ -42,9 +52,8 @@ def _sum(v: Any, n: int) -> float | int:
     return round(float(v), 1) if n else 0
 
 
-def _precision_split(conn: Connection, run_id: int, section: str) -> dict[str, Any]:
-    rows = _q(conn, "SELECT * FROM layer_cost_split WHERE run_id = :r AND section = :s ORDER BY first_pos",
-              r=run_id, s=section)
+def _precision_split(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    rows = sorted(rows, key=lambda x: x["first_pos"])
     tot: dict[str, Any] = {"layers": 0, "compute_us": 0.0, "movement_us": 0.0, "split_us": 0.0, "finish_us": 0.0,
                            "compute_ops": 0, "ops": 0}
     per = []
@@ -64,26 +73,25 @@ def _precision_split(conn: Connection, run_id: int, section: str) -> dict[str, A
     return out
 
 
-def _section(conn: Connection, run_id: int, section: str, freq: float) -> dict[str, Any]:
-    s = _q(conn, "SELECT * FROM section_summary WHERE run_id = :r AND section = :s", r=run_id, s=section)
-    if not s:
+def _section(conn: Connection, run_id: int, section: str, freq: float, data: dict[str, Any]) -> dict[str, Any]:
+    split = _precision_split(data["layer_cost_split"][section])
+    if not data["summary"][section]:
         return {"ops": 0, "kernel_sum_us": 0, "fw_sum_us": 0, "op2op_sum_us": 0, "op2op_median_us": None,
                 "span_us": None, "freq_mhz": freq, "cores_median": None, "ops_below_120_cores": 0, "fidelity": {},
                 "by_op": [], "by_category": [], "by_block": [], "by_layer": [], "top_ops": [], "top_gaps": [],
-                "precision_split": _precision_split(conn, run_id, section)}
-    s = s[0]
+                "precision_split": split}
+    s = data["summary"][section][0]
     kernel_sum = float(s["kernel_sum_us"])
     total = kernel_sum or 1.0
     span = _f(s["span_us"])
     median = _f(s["op2op_median_us"])
-    fidelity = {r["fidelity"]: int(r["ops"]) for r in _q(
-        conn, "SELECT fidelity, ops FROM section_fidelity WHERE run_id = :r AND section = :s ORDER BY first_pos",
-        r=run_id, s=section)}
+    fidelity = {r["fidelity"]: int(r["ops"]) for r in sorted(data["fidelity"][section], key=lambda r: r["first_pos"])}
     top_ops = [{"index": o["pos"], "op": o["op_code"], "block": o["block"], "layer": o["layer"],
                 "kernel_us": round(float(o["kernel_us"]), 1), "fw_us": round(float(o["fw_us"]), 1),
                 "cores": int(o["cores"]), "fidelity": o["fidelity"], "input0": o["input0_shape"],
                 "in0_mem": o["input0_memory"], "out0_mem": o["output0_memory"]}
-               for o in _q(conn, "SELECT * FROM op_detail WHERE run_id = :r AND section = :s "
+               for o in _q(conn, "SELECT pos, op_code, block, layer, kernel_us, fw_us, cores, fidelity, input0_shape, "
+                                 "input0_memory, output0_memory FROM op_detail WHERE run_id = :r AND section = :s "
                                  f"ORDER BY kernel_us DESC, pos LIMIT {TOP}", r=run_id, s=section)]
     gaps = _q(conn, "SELECT pos, op_code, gap_us, block, layer FROM op_detail WHERE run_id = :r AND section = :s "
                     f"AND pos > 0 ORDER BY gap_us DESC, pos LIMIT {TOP}", r=run_id, s=section)
@@ -95,19 +103,18 @@ def _section(conn: Connection, run_id: int, section: str, freq: float) -> dict[s
             r=run_id, s=section)}
     top_gaps = [{"index": g["pos"], "op": g["op_code"], "after": before.get(g["pos"] - 1),
                  "gap_us": round(float(g["gap_us"]), 1), "block": g["block"], "layer": g["layer"]} for g in gaps]
-    return {
+    out = {
         "ops": int(s["ops"]), "kernel_sum_us": round(kernel_sum, 1), "fw_sum_us": round(float(s["fw_sum_us"]), 1),
         "op2op_sum_us": round(float(s["op2op_sum_us"]), 1),
         "op2op_median_us": round(median, 2) if median is not None else None,
         "span_us": round(span, 1) if span else None, "freq_mhz": freq,
         "cores_median": _f(s["cores_median"]), "ops_below_120_cores": int(s["ops_below_120_cores"]),
         "fidelity": fidelity,
-        "by_op": _groups(conn, "by_op_code", run_id, section, total),
-        "by_category": _groups(conn, "by_category", run_id, section, total),
-        "by_block": _groups(conn, "by_block", run_id, section, total),
-        "by_layer": _groups(conn, "by_layer", run_id, section, total),
-        "top_ops": top_ops, "top_gaps": top_gaps, "precision_split": _precision_split(conn, run_id, section),
     }
+    for key, view in GROUP_VIEWS.items():
+        out[key] = _groups(data[view][section], total)
+    out.update(top_ops=top_ops, top_gaps=top_gaps, precision_split=split)
+    return out
 
 
 def build_report(engine: Engine, run_id: int) -> dict[str, Any]:
@@ -125,8 +132,11 @@ def build_report(engine: Engine, run_id: int) -> dict[str, Any]:
             "trace_ids": sorted({r["trace_id"] for r in ids}),
             "replay_sessions": sorted({r["replay_session"] for r in ids}),
         }
+        data = {name: _by_section(conn, f"SELECT * FROM {name} WHERE run_id = :r", run_id)
+                for name in ("section_summary", "section_fidelity", "layer_cost_split", *GROUP_VIEWS.values())}
+        data["summary"], data["fidelity"] = data["section_summary"], data["section_fidelity"]
         for s in SECTIONS:
-            res[s] = _section(conn, run_id, s, freq)
+            res[s] = _section(conn, run_id, s, freq, data)
     return res
 
 

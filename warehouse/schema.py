@@ -5,7 +5,7 @@ needs. Every cell of every row is kept for a byte-exact export: the cells of the
 kernel sources, shapes, memory configs: the same for every call of a program) are interned as one
 ``cell_tuple`` shared by all rows and runs that have it, and strings longer than
 :data:`warehouse.csvfile.LONG_TEXT` inside it are interned once more in ``text_value``. The *volatile* cells
-(durations, cycles, timestamps, counters) stay inline in ``op.cells`` / ``signpost.cells``.
+(durations, cycles, timestamps, counters) stay inline in ``row_cells.cells``.
 """
 from __future__ import annotations
 
@@ -119,8 +119,6 @@ signpost = Table(
     Column("host_ts", BigInteger, nullable=True),
     Column("kind", String(16), nullable=False,
            comment="section_start | section_end | block | layer | marker"),
-    Column("static_id", Id, ForeignKey("cell_tuple.id"), nullable=False),
-    Column("cells", Text, nullable=False),
     UniqueConstraint("run_id", "row_no"),
 )
 
@@ -156,10 +154,19 @@ op = Table(
     Column("input0_shape", Text, nullable=True, comment="logical W x Z x Y x X of input 0"),
     Column("input0_memory", Text, nullable=True),
     Column("output0_memory", Text, nullable=True),
-    Column("static_id", Id, ForeignKey("cell_tuple.id"), nullable=False),
-    Column("cells", Text, nullable=False),
 )
 Index("ix_op_run_row", op.c.run_id, op.c.row_no, unique=True)
+
+# The cells of every row (op or signpost) for export, apart from the typed tables so that scans of ``op`` stay
+# narrow (the report reads ``op`` through the views; export reads only this).
+row_cells = Table(
+    "row_cells", metadata,
+    Column("run_id", Id, ForeignKey("run.id", ondelete="CASCADE"), primary_key=True),
+    Column("row_no", Integer, primary_key=True),
+    Column("static_id", Id, ForeignKey("cell_tuple.id"), nullable=False),
+    Column("cells", Text, nullable=False, comment="the volatile cells, unit-separated (JSON when needed)"),
+    sqlite_with_rowid=False,
+)
 Index("ix_op_section_pos", op.c.section_id, op.c.pos)
 
 # One line per table, for `warehouse schema` and the README.
@@ -169,7 +176,8 @@ TABLE_DOCS = {
     "run_warning": "what ingest noticed and tolerated in a run (short rows, unclosed sections...)",
     "section": "eager / trace sections and custom S .. S_end pairs, with their rows",
     "signpost": "signpost rows: name, message, host time, kind (section_start/end, block, layer, marker)",
-    "op": "one row per device op: typed columns for SQL, attribution, and the cells for export",
+    "op": "one row per device op: typed columns for SQL and attribution",
+    "row_cells": "every row's cells (a cell_tuple and the volatile cells) for a lossless export",
     "op_code": "op codes with their report category and whether they are compute (conv / matmul)",
     "cell_tuple": "interned static cells (attributes, shapes, memory...) shared by rows and runs",
     "text_value": "interned long strings (ATTRIBUTES, kernel sources) shared by tuples",

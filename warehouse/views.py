@@ -1,8 +1,9 @@
 """The summary views, defined once, in SQL that runs unchanged on SQLite and PostgreSQL.
 
-Sums are running window sums in position order, read at each group's last op: floating-point addition is not
-associative, and summing in the file's order on every back end gives exactly the oracle's numbers (and so the
-oracle's order of near-tied rows), whatever plan the database picks.
+Floating-point addition is not associative: the report's sums must add the ops in file order to give exactly
+the oracle's numbers (and so its order of near-tied rows). The section views aggregate ``op_detail``, which
+reads ``op`` in (run, row) order through its index; both back ends then add each group's rows in that order
+(SQLite's sorter is stable, PostgreSQL hashes in input order). The layer split sorts by position explicitly.
 
 ``migrations/env.py`` drops them all before migrating and recreates them at head, so a migration never has to
 care about them. Every view keeps ``run_id`` (and ``section``) so that SQL can compare runs. Times are in
@@ -21,13 +22,15 @@ LAYER_KEY = ("CASE WHEN layer <> '' THEN layer ELSE '[' || CASE WHEN block <> ''
 
 
 def _median(name: str, value: str, where: str) -> str:
-    # Portable median: the middle row, or the mean of the two middle rows (statistics.median).
+    # Portable median: the middle row, or the mean of the two middle rows (statistics.median). Both windows
+    # share one sort: same partition, same order, only the frame differs.
     return f"""
 CREATE VIEW {name} AS
 WITH v AS (
   SELECT run_id, section, {value} AS v,
          ROW_NUMBER() OVER (PARTITION BY run_id, section ORDER BY {value}) AS rn,
-         COUNT(*) OVER (PARTITION BY run_id, section) AS n
+         COUNT(*) OVER (PARTITION BY run_id, section ORDER BY {value}
+                        ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS n
   FROM op_detail WHERE section_kind IN ('eager', 'trace') AND {where})
 SELECT run_id, section, AVG(v) AS median FROM v
 WHERE rn IN ((n + 1) / 2, (n + 2) / 2) GROUP BY run_id, section"""
@@ -36,18 +39,13 @@ WHERE rn IN ((n + 1) / 2, (n + 2) / 2) GROUP BY run_id, section"""
 def _group(name: str, key: str, doc: str) -> tuple[str, str, str]:
     return name, doc, f"""
 CREATE VIEW {name} AS
-WITH r AS (
-  SELECT run_id, section, {key} AS key, pos,
-         SUM(kernel_us) OVER w AS kernel_us, SUM(gap_us) OVER w AS gap_us, COUNT(*) OVER w AS ops,
-         MIN(pos) OVER w AS first_pos,
-         ROW_NUMBER() OVER (PARTITION BY run_id, section, {key} ORDER BY pos DESC) AS from_last
-  FROM op_detail WHERE section_kind IN ('eager', 'trace')
-  WINDOW w AS (PARTITION BY run_id, section, {key} ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW))
-SELECT r.run_id, r.section, r.key, r.ops, r.kernel_us,
-       r.kernel_us / CASE WHEN t.kernel_sum_us = 0 THEN 1.0 ELSE t.kernel_sum_us END AS share,
-       r.gap_us, r.first_pos
-FROM r JOIN section_totals_raw t ON t.run_id = r.run_id AND t.section = r.section
-WHERE r.from_last = 1"""
+SELECT run_id, section, key, ops, kernel_us,
+       kernel_us / CASE WHEN SUM(kernel_us) OVER (PARTITION BY run_id, section) = 0 THEN 1.0
+                        ELSE SUM(kernel_us) OVER (PARTITION BY run_id, section) END AS share,
+       gap_us, first_pos
+FROM (SELECT run_id, section, {key} AS key, COUNT(*) AS ops, SUM(kernel_us) AS kernel_us, SUM(gap_us) AS gap_us,
+             MIN(pos) AS first_pos
+      FROM op_detail WHERE section_kind IN ('eager', 'trace') GROUP BY run_id, section, {key}) g"""
 
 
 BLOCK_KEY = "CASE WHEN block <> '' THEN block ELSE '?' END"
@@ -84,20 +82,12 @@ JOIN op_code c ON c.id = o.op_code_id
 LEFT JOIN section s ON s.id = o.section_id"""),
     ("section_totals_raw", "per run and section: ops and unrounded kernel / FW / op-to-op sums, span in cycles", """
 CREATE VIEW section_totals_raw AS
-WITH r AS (
-  SELECT run_id, section,
-         COUNT(*) OVER w AS ops, SUM(kernel_us) OVER w AS kernel_sum_us, SUM(fw_us) OVER w AS fw_sum_us,
-         SUM(gap_us) OVER w AS op2op_sum_us,
-         MIN(CASE WHEN fw_start_cycle > 0 THEN fw_start_cycle END) OVER p AS first_start_cycle,
-         MAX(CASE WHEN fw_end_cycle > 0 THEN fw_end_cycle END) OVER p AS last_end_cycle,
-         SUM(CASE WHEN cores > 0 AND cores < 120 THEN 1 ELSE 0 END) OVER p AS ops_below_120_cores,
-         ROW_NUMBER() OVER (PARTITION BY run_id, section ORDER BY pos DESC) AS from_last
-  FROM op_detail WHERE section_kind IN ('eager', 'trace')
-  WINDOW p AS (PARTITION BY run_id, section),
-         w AS (PARTITION BY run_id, section ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW))
-SELECT run_id, section, ops, kernel_sum_us, fw_sum_us, op2op_sum_us, first_start_cycle, last_end_cycle,
-       ops_below_120_cores
-FROM r WHERE from_last = 1"""),
+SELECT run_id, section, COUNT(*) AS ops, SUM(kernel_us) AS kernel_sum_us, SUM(fw_us) AS fw_sum_us,
+       SUM(gap_us) AS op2op_sum_us,
+       MIN(CASE WHEN fw_start_cycle > 0 THEN fw_start_cycle END) AS first_start_cycle,
+       MAX(CASE WHEN fw_end_cycle > 0 THEN fw_end_cycle END) AS last_end_cycle,
+       SUM(CASE WHEN cores > 0 AND cores < 120 THEN 1 ELSE 0 END) AS ops_below_120_cores
+FROM op_detail WHERE section_kind IN ('eager', 'trace') GROUP BY run_id, section"""),
     ("section_gap_median", "per run and section: median op-to-op gap (us) of the non-zero gaps after the first op",
      _median("section_gap_median", "gap_us", "pos > 0 AND gap_us > 0")),
     ("section_cores_median", "per run and section: median core count per op",
@@ -128,29 +118,23 @@ WITH l AS (
          MAX(CASE WHEN is_compute = 1 THEN pos END) OVER p AS z
   FROM op_detail
   WHERE section_kind IN ('eager', 'trace') AND layer <> '' AND SUBSTR(layer, LENGTH(layer) - 4) <> '|post'
-  WINDOW p AS (PARTITION BY run_id, section, layer)),
+  WINDOW p AS (PARTITION BY run_id, section, layer ORDER BY pos
+               ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)),
 c AS (
   SELECT run_id, section, layer, pos, is_compute, kernel_us,
          CASE WHEN is_compute = 1 THEN 'compute' WHEN pos < a THEN 'split' WHEN pos > z THEN 'finish'
               ELSE 'movement' END AS part
-  FROM l WHERE a IS NOT NULL),
-r AS (
-  SELECT run_id, section, layer,
-         COUNT(*) OVER w AS ops, SUM(is_compute) OVER w AS compute_ops,
-         SUM(CASE WHEN part = 'compute' THEN kernel_us ELSE 0 END) OVER w AS compute_us,
-         SUM(CASE WHEN part = 'movement' THEN kernel_us ELSE 0 END) OVER w AS movement_us,
-         SUM(CASE WHEN part = 'split' THEN kernel_us ELSE 0 END) OVER w AS split_us,
-         SUM(CASE WHEN part = 'finish' THEN kernel_us ELSE 0 END) OVER w AS finish_us,
-         SUM(CASE WHEN part = 'movement' THEN 1 ELSE 0 END) OVER w AS movement_ops,
-         SUM(CASE WHEN part = 'split' THEN 1 ELSE 0 END) OVER w AS split_ops,
-         SUM(CASE WHEN part = 'finish' THEN 1 ELSE 0 END) OVER w AS finish_ops,
-         MIN(pos) OVER w AS first_pos,
-         ROW_NUMBER() OVER (PARTITION BY run_id, section, layer ORDER BY pos DESC) AS from_last
-  FROM c
-  WINDOW w AS (PARTITION BY run_id, section, layer ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW))
-SELECT run_id, section, layer, ops, compute_ops, compute_us, movement_us, split_us, finish_us,
-       movement_ops, split_ops, finish_ops, first_pos
-FROM r WHERE from_last = 1"""),
+  FROM l WHERE a IS NOT NULL)
+SELECT run_id, section, layer, COUNT(*) AS ops, SUM(is_compute) AS compute_ops,
+       SUM(CASE WHEN part = 'compute' THEN kernel_us ELSE 0 END) AS compute_us,
+       SUM(CASE WHEN part = 'movement' THEN kernel_us ELSE 0 END) AS movement_us,
+       SUM(CASE WHEN part = 'split' THEN kernel_us ELSE 0 END) AS split_us,
+       SUM(CASE WHEN part = 'finish' THEN kernel_us ELSE 0 END) AS finish_us,
+       SUM(CASE WHEN part = 'movement' THEN 1 ELSE 0 END) AS movement_ops,
+       SUM(CASE WHEN part = 'split' THEN 1 ELSE 0 END) AS split_ops,
+       SUM(CASE WHEN part = 'finish' THEN 1 ELSE 0 END) AS finish_ops,
+       MIN(pos) AS first_pos
+FROM c GROUP BY run_id, section, layer"""),
     ("run_info", "runs with their time (capture, else ingest), label and a tag list, in run order", """
 CREATE VIEW run_info AS
 SELECT r.id AS run_id, COALESCE(r.captured_at, r.ingested_at) AS run_time, r.captured_at, r.ingested_at,
