@@ -1,12 +1,18 @@
-"""The OPT_BASELINE report (JSON + Markdown) of a run, read from the summary views.
+"""The OPT_BASELINE report (JSON + Markdown) of a run, from the database alone.
 
 The contract is ``profile_summary.py`` (the user's summariser): the same keys in the same order, the same rows in
-the same order, the same strings; the views give the sums, this module only rounds, orders and formats them
-exactly as the oracle does.
+the same order, the same strings, and float sums to the last bit. Floating-point addition is not associative,
+so the sums are accumulated here, in Python, over one ordered read of the ``op_detail`` view (section, then
+position): that gives the oracle's exact numbers, and so its order of near-tied rows, on every back end and
+whatever the physical order of the rows. It is also one read instead of eight GROUP BY sorts. The summary
+views (``section_summary``, ``by_*``, ``layer_cost_split``) compute the same tables in SQL for users; a test
+holds them equal to this report.
 """
 from __future__ import annotations
 
 import json
+import statistics
+from collections import defaultdict
 from typing import Any
 
 from sqlalchemy import Connection, Engine, text
@@ -17,52 +23,61 @@ from warehouse.errors import NotFound
 SECTIONS = ("eager", "trace")
 TOP = 10
 
-
-def _q(conn: Connection, sql: str, **params: Any) -> list[dict[str, Any]]:
-    return [dict(r) for r in conn.execute(text(sql), params).mappings()]
-
-
-def _f(v: Any) -> float | None:
-    """Floats from the back end (PostgreSQL's AVG gives Decimal)."""
-    return None if v is None else float(v)
+# One op as the report reads it from op_detail (names, categories and shapes are looked up, not read per op).
+_COLS = ("pos", "op_code_id", "block", "layer", "kernel_us", "fw_us", "gap_us", "fw_start_cycle", "fw_end_cycle",
+         "cores", "fidelity")
+(POS, CODE, BLOCK, LAYER, KERN, FW, GAP, START, END, CORES, FID) = range(len(_COLS))
 
 
-def _by_section(conn: Connection, sql: str, run_id: int) -> dict[str, list[dict[str, Any]]]:
-    """Rows of a per-run query, split by section: one query per view serves both sections."""
-    out: dict[str, list[dict[str, Any]]] = {s: [] for s in SECTIONS}
-    for r in _q(conn, sql, r=run_id):
-        out.setdefault(r["section"], []).append(r)
-    return out
+GROUPS = ("by_op", "by_category", "by_block", "by_layer")
 
 
-GROUP_VIEWS = {"by_op": "by_op_code", "by_category": "by_category", "by_block": "by_block", "by_layer": "by_layer"}
+def _groups(ops: list, codes: dict[int, tuple[str, str, bool]], total: float) -> dict[str, list[dict[str, Any]]]:
+    """The four group tables in one pass (the oracle's per-group sums, in position order)."""
+    aggs: tuple[dict[str, list], ...] = ({}, {}, {}, {})
+    for op in ops:
+        block = op[BLOCK] or "?"
+        name, cat, _ = codes[op[CODE]]
+        keys = (name, cat, block, op[LAYER] or f"[{block} glue]")
+        k, g = op[KERN], op[GAP]
+        for agg, key in zip(aggs, keys):
+            a = agg.get(key)
+            if a is None:
+                agg[key] = [1, k, g]
+            else:
+                a[0] += 1
+                a[1] += k
+                a[2] += g
+    # sorted() is stable: ties keep the order of first appearance, as in the oracle
+    return {name: [{"key": key, "ops": c, "kernel_us": round(s, 1), "share": round(s / total, 4),
+                    "gap_us": round(gs, 1)}
+                   for key, (c, s, gs) in sorted(agg.items(), key=lambda kv: -kv[1][1])]
+            for name, agg in zip(GROUPS, aggs)}
 
 
-def _groups(rows: list[dict[str, Any]], total: float) -> list[dict[str, Any]]:
-    rows = list(rows)
-    # The oracle sorts by kernel time, descending; ties keep the order of first appearance.
-    rows.sort(key=lambda g: (-float(g["kernel_us"]), g["first_pos"]))
-    return [{"key": g["key"], "ops": int(g["ops"]), "kernel_us": round(float(g["kernel_us"]), 1),
-             "share": round(float(g["kernel_us"]) / total, 4), "gap_us": round(float(g["gap_us"]), 1)}
-            for g in rows]
-
-
-def _sum(v: Any, n: int) -> float | int:
-    # Python's sum() of an empty list is the int 0; the oracle prints that as "0", not "0.0".
-    return round(float(v), 1) if n else 0
-
-
-def _precision_split(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    rows = sorted(rows, key=lambda x: x["first_pos"])
+def _precision_split(ops: list[tuple], codes: dict[int, tuple[str, str, bool]]) -> dict[str, Any]:
+    """The layer cost split (``|post`` glue excluded): compute, movement between the first and last compute
+    op, split before, finish after."""
+    layers: dict[str, list[int]] = {}
+    for i, op in enumerate(ops):
+        lay = op[LAYER]
+        if lay and not lay.endswith("|post"):
+            layers.setdefault(lay, []).append(i)
     tot: dict[str, Any] = {"layers": 0, "compute_us": 0.0, "movement_us": 0.0, "split_us": 0.0, "finish_us": 0.0,
                            "compute_ops": 0, "ops": 0}
     per = []
-    for x in rows:
-        d = {"layer": x["layer"], "ops": int(x["ops"]), "compute_ops": int(x["compute_ops"]),
-             "compute_us": float(x["compute_us"]),
-             "movement_us": float(x["movement_us"]) if x["movement_ops"] else 0,
-             "split_us": float(x["split_us"]) if x["split_ops"] else 0,
-             "finish_us": float(x["finish_us"]) if x["finish_ops"] else 0}
+    for lay, idx in layers.items():
+        comp = [k for k, i in enumerate(idx) if codes[ops[i][CODE]][2]]
+        if not comp:
+            continue
+        a, z = comp[0], comp[-1]
+        kern = [ops[i][KERN] for i in idx]
+        cset = set(comp)
+        d = {"layer": lay, "ops": len(idx), "compute_ops": len(comp),
+             "compute_us": sum(kern[k] for k in comp),
+             "movement_us": sum(kern[k] for k in range(a, z + 1) if k not in cset),
+             "split_us": sum(kern[k] for k in range(a)),
+             "finish_us": sum(kern[k] for k in range(z + 1, len(idx)))}
         per.append({k: (round(v, 1) if isinstance(v, float) else v) for k, v in d.items()})
         tot["layers"] += 1
         for k in ("compute_us", "movement_us", "split_us", "finish_us", "compute_ops", "ops"):
@@ -73,47 +88,43 @@ def _precision_split(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _section(conn: Connection, run_id: int, section: str, freq: float, data: dict[str, Any]) -> dict[str, Any]:
-    split = _precision_split(data["layer_cost_split"][section])
-    if not data["summary"][section]:
-        return {"ops": 0, "kernel_sum_us": 0, "fw_sum_us": 0, "op2op_sum_us": 0, "op2op_median_us": None,
-                "span_us": None, "freq_mhz": freq, "cores_median": None, "ops_below_120_cores": 0, "fidelity": {},
-                "by_op": [], "by_category": [], "by_block": [], "by_layer": [], "top_ops": [], "top_gaps": [],
-                "precision_split": split}
-    s = data["summary"][section][0]
-    kernel_sum = float(s["kernel_sum_us"])
-    total = kernel_sum or 1.0
-    span = _f(s["span_us"])
-    median = _f(s["op2op_median_us"])
-    fidelity = {r["fidelity"]: int(r["ops"]) for r in sorted(data["fidelity"][section], key=lambda r: r["first_pos"])}
-    top_ops = [{"index": o["pos"], "op": o["op_code"], "block": o["block"], "layer": o["layer"],
-                "kernel_us": round(float(o["kernel_us"]), 1), "fw_us": round(float(o["fw_us"]), 1),
-                "cores": int(o["cores"]), "fidelity": o["fidelity"], "input0": o["input0_shape"],
-                "in0_mem": o["input0_memory"], "out0_mem": o["output0_memory"]}
-               for o in _q(conn, "SELECT pos, op_code, block, layer, kernel_us, fw_us, cores, fidelity, input0_shape, "
-                                 "input0_memory, output0_memory FROM op_detail WHERE run_id = :r AND section = :s "
-                                 f"ORDER BY kernel_us DESC, pos LIMIT {TOP}", r=run_id, s=section)]
-    gaps = _q(conn, "SELECT pos, op_code, gap_us, block, layer FROM op_detail WHERE run_id = :r AND section = :s "
-                    f"AND pos > 0 ORDER BY gap_us DESC, pos LIMIT {TOP}", r=run_id, s=section)
-    before: dict[int, str] = {}
-    if gaps:
-        wanted = ", ".join(str(int(g["pos"]) - 1) for g in gaps)
-        before = {r["pos"]: r["op_code"] for r in _q(
-            conn, f"SELECT pos, op_code FROM op_detail WHERE run_id = :r AND section = :s AND pos IN ({wanted})",
-            r=run_id, s=section)}
-    top_gaps = [{"index": g["pos"], "op": g["op_code"], "after": before.get(g["pos"] - 1),
-                 "gap_us": round(float(g["gap_us"]), 1), "block": g["block"], "layer": g["layer"]} for g in gaps]
-    out = {
-        "ops": int(s["ops"]), "kernel_sum_us": round(kernel_sum, 1), "fw_sum_us": round(float(s["fw_sum_us"]), 1),
-        "op2op_sum_us": round(float(s["op2op_sum_us"]), 1),
-        "op2op_median_us": round(median, 2) if median is not None else None,
-        "span_us": round(span, 1) if span else None, "freq_mhz": freq,
-        "cores_median": _f(s["cores_median"]), "ops_below_120_cores": int(s["ops_below_120_cores"]),
-        "fidelity": fidelity,
-    }
-    for key, view in GROUP_VIEWS.items():
-        out[key] = _groups(data[view][section], total)
-    out.update(top_ops=top_ops, top_gaps=top_gaps, precision_split=split)
+def _section(conn: Connection, run_id: int, section: str, codes: dict[int, tuple[str, str, bool]],
+             freq: float) -> dict[str, Any]:
+    ops = conn.execute(text(f"SELECT {', '.join(_COLS)} FROM op_detail WHERE run_id = :r AND section = :s "
+                            "ORDER BY pos"), {"r": run_id, "s": section}).all()
+    kern = [op[KERN] for op in ops]
+    gaps = [op[GAP] for op in ops]
+    starts = [op[START] for op in ops if op[START] and op[START] > 0]
+    ends = [op[END] for op in ops if op[END] and op[END] > 0]
+    span = (max(ends) - min(starts)) / freq if starts and ends else None
+    total = sum(kern) or 1.0
+    fid: dict[str, int] = defaultdict(int)
+    for op in ops:
+        if op[FID]:
+            fid[op[FID]] += 1
+    cores = [float(op[CORES]) for op in ops]
+    order = sorted(range(len(ops)), key=lambda i: -kern[i])[:TOP]
+    shapes = {}
+    if order:  # the shapes and memory configs of the top ops only
+        shapes = {r[0]: r[1:] for r in conn.execute(text(
+            "SELECT pos, input0_shape, input0_memory, output0_memory FROM op_detail WHERE run_id = :r AND "
+            f"section = :s AND pos IN ({', '.join(str(i) for i in order)})"), {"r": run_id, "s": section})}
+    top_ops = [{"index": i, "op": codes[ops[i][CODE]][0], "block": ops[i][BLOCK], "layer": ops[i][LAYER],
+                "kernel_us": round(kern[i], 1), "fw_us": round(ops[i][FW], 1), "cores": int(ops[i][CORES]),
+                "fidelity": ops[i][FID], "input0": shapes[i][0], "in0_mem": shapes[i][1], "out0_mem": shapes[i][2]}
+               for i in order]
+    gap_order = sorted(range(1, len(ops)), key=lambda i: -gaps[i])[:TOP]
+    top_gaps = [{"index": i, "op": codes[ops[i][CODE]][0], "after": codes[ops[i - 1][CODE]][0],
+                 "gap_us": round(gaps[i], 1), "block": ops[i][BLOCK], "layer": ops[i][LAYER]} for i in gap_order]
+    nz = [g for g in gaps[1:] if g > 0]
+    out = {"ops": len(ops), "kernel_sum_us": round(sum(kern), 1), "fw_sum_us": round(sum(op[FW] for op in ops), 1),
+           "op2op_sum_us": round(sum(gaps), 1),
+           "op2op_median_us": round(statistics.median(nz), 2) if nz else None,
+           "span_us": round(span, 1) if span else None, "freq_mhz": freq,
+           "cores_median": statistics.median(cores) if cores else None,
+           "ops_below_120_cores": sum(1 for c in cores if 0 < c < 120), "fidelity": dict(fid)}
+    out.update(_groups(ops, codes, total))
+    out.update(top_ops=top_ops, top_gaps=top_gaps, precision_split=_precision_split(ops, codes))
     return out
 
 
@@ -124,19 +135,17 @@ def build_report(engine: Engine, run_id: int) -> dict[str, Any]:
         if run is None:
             raise NotFound(f"no run {run_id}; `warehouse runs` lists them")
         freq = float(run["freq_mhz"])
-        ids = _q(conn, "SELECT DISTINCT trace_id, replay_session FROM op_detail WHERE run_id = :r "
-                       "AND section = 'trace'", r=run_id)
+        ids = conn.execute(text("SELECT DISTINCT trace_id, replay_session FROM op_detail WHERE run_id = :r "
+                                "AND section = 'trace'"), {"r": run_id}).all()
+        codes = {i: (n, c, bool(x)) for i, n, c, x in conn.execute(
+            text("SELECT id, name, category, is_compute FROM op_code"))}
         res: dict[str, Any] = {
             "csv": run["source_path"], "columns": json.loads(run["columns"]), "freq_mhz": freq,
             "trace_matches_eager_op_sequence": bool(run["trace_matches_eager"]),
-            "trace_ids": sorted({r["trace_id"] for r in ids}),
-            "replay_sessions": sorted({r["replay_session"] for r in ids}),
+            "trace_ids": sorted({r[0] for r in ids}), "replay_sessions": sorted({r[1] for r in ids}),
         }
-        data = {name: _by_section(conn, f"SELECT * FROM {name} WHERE run_id = :r", run_id)
-                for name in ("section_summary", "section_fidelity", "layer_cost_split", *GROUP_VIEWS.values())}
-        data["summary"], data["fidelity"] = data["section_summary"], data["section_fidelity"]
         for s in SECTIONS:
-            res[s] = _section(conn, run_id, s, freq, data)
+            res[s] = _section(conn, run_id, s, codes, freq)
     return res
 
 

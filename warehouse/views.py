@@ -69,7 +69,7 @@ VIEWS: list[tuple[str, str, str]] = [
 CREATE VIEW op_detail AS
 SELECT o.id AS op_id, o.run_id, o.row_no, s.name AS section, s.kind AS section_kind, o.pos,
        COALESCE(o.block, '') AS block, COALESCE(o.layer, '') AS layer, o.attribution, o.occurrence, o.marker_row,
-       c.name AS op_code, c.category, CASE WHEN c.is_compute THEN 1 ELSE 0 END AS is_compute,
+       o.op_code_id, c.name AS op_code, c.category, CASE WHEN c.is_compute THEN 1 ELSE 0 END AS is_compute,
        o.op_type, o.device_id, o.global_call_count,
        COALESCE(o.kernel_ns, 0) / 1000.0 AS kernel_us, COALESCE(o.fw_ns, 0) / 1000.0 AS fw_us,
        CASE WHEN o.pos = 0 THEN 0.0 ELSE COALESCE(o.op2op_ns, 0) / 1000.0 END AS gap_us,
