@@ -21,8 +21,10 @@ def _include_name(name, type_, parent_names):
 
 
 def _run(connection) -> None:
+    # transactional_ddl: SQLite can roll DDL back too; one transaction for the whole upgrade means that a
+    # concurrent process sees the database before or after it, never half-way (Alembic assumes otherwise).
     context.configure(connection=connection, target_metadata=metadata, render_as_batch=True,
-                      compare_type=True, include_name=_include_name)
+                      compare_type=True, include_name=_include_name, transactional_ddl=True)
     with context.begin_transaction():
         drop_views(connection)
         context.run_migrations()

@@ -314,6 +314,62 @@ def schema(ctx: click.Context, as_json: bool) -> None:
             click.echo(f"    {c['name']} {c['type']}")
 
 
+# ---------------------------------------------------------------------------------------------------- upkeep
+@cli.command()
+@click.option("--from", "src", required=True, metavar="PATH|URL", help="The warehouse to copy from.")
+@click.option("--to", "dst", required=True, metavar="PATH|URL", help="The warehouse to copy into.")
+@click.argument("runs", nargs=-1)
+def copy(src: str, dst: str, runs: tuple[str, ...]) -> None:
+    """Copy runs (all when none are named) between warehouses, lossless and idempotent."""
+    from warehouse.copy import copy_runs
+    from warehouse.db import open_db
+
+    source, target = open_db(src, create=False), open_db(dst)
+
+    def show(c) -> None:
+        if c.existing:
+            click.echo(f"run {c.src_id}: already there as run {c.dst_id}")
+        else:
+            click.echo(f"run {c.src_id}: copied as run {c.dst_id} ({c.ops} ops)")
+    done = copy_runs(source, target, list(runs) or None, progress=show)
+    click.echo(f"{sum(not c.existing for c in done)} copied, {sum(c.existing for c in done)} already there")
+
+
+@cli.command()
+@click.argument("runs", nargs=-1, required=True)
+@click.option("--yes", "-y", is_flag=True, help="Do not ask (for scripts).")
+@click.pass_context
+def rm(ctx: click.Context, runs: tuple[str, ...], yes: bool) -> None:
+    """Delete runs completely."""
+    from warehouse.maintenance import remove_runs
+    from warehouse.runs import resolve_run
+
+    engine = _engine(ctx, create=False)
+    with engine.connect() as conn:
+        ids = [resolve_run(conn, r) for r in runs]
+    if not yes:
+        if not sys.stdin.isatty():
+            raise click.UsageError("refusing to delete without a terminal to ask on; pass --yes")
+        click.confirm(f"Delete run(s) {', '.join(map(str, ids))} and all their rows?", abort=True)
+    n = remove_runs(engine, ids)
+    click.echo(f"deleted {n} run(s): {', '.join(map(str, ids))}")
+
+
+@cli.command(name="check")
+@click.pass_context
+def check_cmd(ctx: click.Context) -> None:
+    """Verify the warehouse: storage integrity, run counts, orphan rows; exit 1 listing the problems."""
+    from warehouse.maintenance import check_warehouse
+
+    problems = check_warehouse(_engine(ctx, create=False))
+    for p in problems:
+        click.echo(p)
+    if problems:
+        click.echo(f"{len(problems)} problem(s)", err=True)
+        ctx.exit(1)
+    click.echo("warehouse ok")
+
+
 # ---------------------------------------------------------------------------------------------------- db
 @cli.group(cls=_Group)
 def db() -> None:

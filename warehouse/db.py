@@ -225,14 +225,3 @@ def _include_name(views: set[str]):
             return name not in views and name != "alembic_version"
         return True
     return include
-
-
-def retry_locked(fn, *args, attempts: int = 5, **kwargs):
-    """Call ``fn``; on SQLite's "database is locked" (busy timeout exhausted) try again with back-off."""
-    for i in range(attempts):
-        try:
-            return fn(*args, **kwargs)
-        except OperationalError as e:
-            if "locked" not in str(e.orig) or i == attempts - 1:
-                raise
-            time.sleep(0.5 * (i + 1))

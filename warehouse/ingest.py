@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from sqlalchemy import Connection, Engine, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from warehouse import schema as t
 from warehouse.categories import category, is_compute
 from warehouse.csvfile import LONG_TEXT, CsvReader, Layout, digest, encode_inline, scan_file
 from warehouse.db import write_tx
 from warehouse.devicelog import resolve_freq
-from warehouse.errors import InputError, UsageError
+from warehouse.errors import InputError, UsageError, WarehouseError
 from warehouse.signposts import Attribution, SectionSpan
 
 CHUNK = 5000
@@ -365,50 +365,74 @@ class _FileIngest:
 
 
 def ingest_file(engine: Engine, path: Path, *, label: str | None = None, tags: dict[str, str] | None = None,
-                freq_mhz: float | None = None, progress: Callable[[int], None] | None = None) -> IngestResult:
-    """Store one CSV as a run, whole or not at all. Content already stored gives ``existing=True``."""
+                freq_mhz: float | None = None, progress: Callable[[int], None] | None = None,
+                meta: dict | None = None) -> IngestResult:
+    """Store one CSV as a run, whole or not at all. Content already stored gives ``existing=True``.
+
+    ``meta`` overrides run columns (``warehouse copy`` keeps a run's hash, paths, times and frequency) and may
+    carry ``warnings``, a list of ``(row, column, message)`` that replaces those found."""
     t0 = time.perf_counter()
     path = Path(path)
     scan = scan_file(path)
-    sha, size = scan.sha256, scan.size
+    meta = dict(meta or {})
+    sha = meta.get("sha256", scan.sha256)
     with engine.connect() as conn:
         found = conn.execute(select(t.run.c.id).where(t.run.c.sha256 == sha)).scalar()
     if found is not None:
         return IngestResult(str(path), found, existing=True)
     freq, freq_source, log_arch = resolve_freq(path, freq_mhz)
-    try:
-        with write_tx(engine) as conn, CsvReader(path, scan) as reader:
-            found = conn.execute(select(t.run.c.id).where(t.run.c.sha256 == sha)).scalar()
-            if found is not None:  # another process stored it while we waited for the write lock
-                return IngestResult(str(path), found, existing=True)
-            lay = reader.layout
-            run_id = conn.execute(t.run.insert().values(
-                sha256=sha, source_path=str(path.resolve()), file_name=path.name, size_bytes=size, row_count=0,
-                op_count=0, signpost_count=0, columns=json.dumps(lay.header, ensure_ascii=False),
-                static_columns=json.dumps(lay.static_idx), name_column=lay.name_column, newline=lay.newline,
-                final_newline=True, bom=lay.bom, export_exact=True, captured_at=captured_at(path.name),
-                ingested_at=datetime.now(timezone.utc).replace(tzinfo=None), freq_mhz=freq,
-                freq_source=freq_source, arch=log_arch, label=label, trace_matches_eager=False,
-            ).returning(t.run.c.id)).scalar_one()
-            if tags:
-                conn.execute(t.run_tag.insert(), [{"run_id": run_id, "key": k, "value": v} for k, v in tags.items()])
-            job = _FileIngest(conn, reader, run_id)
-            same = job.run(progress)
-            if job.warnings:
-                conn.execute(t.run_warning.insert(), [{"run_id": run_id, "row_no": r, "column_name": c,
-                                                       "message": m} for r, c, m in job.warnings])
-            seconds = time.perf_counter() - t0
-            conn.execute(update(t.run).where(t.run.c.id == run_id).values(
-                row_count=reader.rows_read, op_count=job.n_ops, signpost_count=job.n_signposts,
-                newline=lay.newline, final_newline=scan.final_newline,
-                export_exact=reader.exact, trace_matches_eager=same, arch=log_arch or job.arch, seconds=seconds))
-    except IntegrityError:
-        # Two processes raced on the same content: the other one committed first.
-        with engine.connect() as conn:
-            found = conn.execute(select(t.run.c.id).where(t.run.c.sha256 == sha)).scalar()
-        if found is None:
-            raise
-        return IngestResult(str(path), found, existing=True)
+    # SQLite's busy timeout covers ordinary waits; a lock that outlasts it is retried (nothing was written).
+    for attempt in range(4):
+        try:
+            return _ingest_once(engine, path, scan, sha, meta, label, tags, freq, freq_source, log_arch,
+                                progress, t0)
+        except IntegrityError:
+            # Two processes raced on the same content: the other one committed first.
+            with engine.connect() as conn:
+                found = conn.execute(select(t.run.c.id).where(t.run.c.sha256 == sha)).scalar()
+            if found is None:
+                raise
+            return IngestResult(str(path), found, existing=True)
+        except OperationalError as e:
+            if "locked" not in str(e.orig) or attempt == 3:
+                raise WarehouseError(f"{path}: the warehouse stayed locked by another writer ({e.orig}); "
+                                     "try again") from None
+            time.sleep(1 + attempt)
+    raise AssertionError("unreachable")
+
+
+def _ingest_once(engine: Engine, path: Path, scan, sha: str, meta: dict, label, tags, freq, freq_source,
+                 log_arch, progress, t0: float) -> IngestResult:
+    with write_tx(engine) as conn, CsvReader(path, scan) as reader:
+        found = conn.execute(select(t.run.c.id).where(t.run.c.sha256 == sha)).scalar()
+        if found is not None:  # another process stored it while we waited for the write lock
+            return IngestResult(str(path), found, existing=True)
+        lay = reader.layout
+        values = dict(
+            sha256=sha, source_path=str(path.resolve()), file_name=path.name, size_bytes=scan.size, row_count=0,
+            op_count=0, signpost_count=0, columns=json.dumps(lay.header, ensure_ascii=False),
+            static_columns=json.dumps(lay.static_idx), name_column=lay.name_column, newline=lay.newline,
+            final_newline=True, bom=lay.bom, export_exact=True, captured_at=captured_at(path.name),
+            ingested_at=datetime.now(timezone.utc).replace(tzinfo=None), freq_mhz=freq,
+            freq_source=freq_source, arch=log_arch, label=label, trace_matches_eager=False)
+        warnings = meta.pop("warnings", None)
+        values.update(meta)
+        run_id = conn.execute(t.run.insert().values(**values).returning(t.run.c.id)).scalar_one()
+        if tags:
+            conn.execute(t.run_tag.insert(), [{"run_id": run_id, "key": k, "value": v} for k, v in tags.items()])
+        job = _FileIngest(conn, reader, run_id)
+        same = job.run(progress)
+        if warnings is not None:
+            job.warnings = list(warnings)
+        if job.warnings:
+            conn.execute(t.run_warning.insert(), [{"run_id": run_id, "row_no": r, "column_name": c,
+                                                   "message": m} for r, c, m in job.warnings])
+        seconds = time.perf_counter() - t0
+        final = dict(row_count=reader.rows_read, op_count=job.n_ops, signpost_count=job.n_signposts,
+                     newline=lay.newline, final_newline=scan.final_newline, export_exact=reader.exact,
+                     trace_matches_eager=same, arch=log_arch or job.arch, seconds=seconds)
+        final.update({k: v for k, v in meta.items() if k in final})
+        conn.execute(update(t.run).where(t.run.c.id == run_id).values(**final))
     return IngestResult(str(path), run_id, ops=job.n_ops, signposts=job.n_signposts, sections=job.n_sections,
                         seconds=seconds, warnings=[m for _, _, m in job.warnings])
 

@@ -1,0 +1,78 @@
+"""Keeping a warehouse healthy: verify it (``check``), delete runs (``rm``)."""
+from __future__ import annotations
+
+import json
+
+from sqlalchemy import Engine, delete, func, select, text
+
+from warehouse import schema as t
+from warehouse.db import write_tx
+from warehouse.errors import NotFound
+
+
+def check_warehouse(engine: Engine) -> list[str]:
+    """Every problem found: storage integrity, each run's counts against its stored rows, orphan rows."""
+    problems: list[str] = []
+    with engine.connect() as conn:
+        if conn.dialect.name == "sqlite":
+            res = [r[0] for r in conn.execute(text("PRAGMA integrity_check"))]
+            if res != ["ok"]:
+                problems += [f"integrity: {r}" for r in res]
+            problems += [f"foreign key: {r[0]} row {r[1]} -> {r[2]}"
+                         for r in conn.execute(text("PRAGMA foreign_key_check"))]
+        counts = {
+            "op": dict(conn.execute(select(t.op.c.run_id, func.count()).group_by(t.op.c.run_id)).all()),
+            "signpost": dict(conn.execute(select(t.signpost.c.run_id, func.count())
+                                          .group_by(t.signpost.c.run_id)).all()),
+            "row_cells": dict(conn.execute(select(t.row_cells.c.run_id, func.count())
+                                           .group_by(t.row_cells.c.run_id)).all()),
+        }
+        runs = conn.execute(select(t.run.c.id, t.run.c.op_count, t.run.c.signpost_count, t.run.c.row_count)).all()
+        known = set()
+        for rid, ops, sps, rows in runs:
+            known.add(rid)
+            for table, want in (("op", ops), ("signpost", sps), ("row_cells", rows)):
+                got = counts[table].get(rid, 0)
+                if got != want:
+                    problems.append(f"run {rid}: {got} {table} rows stored, the run says {want}")
+        for table, per_run in counts.items():
+            for rid in set(per_run) - known:
+                problems.append(f"{table}: {per_run[rid]} rows of run {rid}, which does not exist")
+        orphans = {
+            "op rows whose section is missing": "SELECT COUNT(*) FROM op o WHERE o.section_id IS NOT NULL AND "
+                                                "NOT EXISTS (SELECT 1 FROM section s WHERE s.id = o.section_id)",
+            "op rows whose op code is missing": "SELECT COUNT(*) FROM op o WHERE NOT EXISTS "
+                                                "(SELECT 1 FROM op_code c WHERE c.id = o.op_code_id)",
+            "row cells whose cell tuple is missing": "SELECT COUNT(*) FROM row_cells r WHERE NOT EXISTS "
+                                                     "(SELECT 1 FROM cell_tuple c WHERE c.id = r.static_id)",
+            "sections of missing runs": "SELECT COUNT(*) FROM section s WHERE NOT EXISTS "
+                                        "(SELECT 1 FROM run r WHERE r.id = s.run_id)",
+            "tags of missing runs": "SELECT COUNT(*) FROM run_tag g WHERE NOT EXISTS "
+                                    "(SELECT 1 FROM run r WHERE r.id = g.run_id)",
+        }
+        for what, sql in orphans.items():
+            n = conn.execute(text(sql)).scalar()
+            if n:
+                problems.append(f"{n} {what}")
+        texts = set(conn.execute(select(t.text_value.c.id)).scalars())
+        missing = 0
+        for (cells,) in conn.execute(select(t.cell_tuple.c.cells)):
+            missing += sum(1 for v in json.loads(cells) if isinstance(v, int) and v not in texts)
+        if missing:
+            problems.append(f"{missing} interned strings missing from text_value")
+    return problems
+
+
+def remove_runs(engine: Engine, run_ids: list[int]) -> int:
+    """Delete runs and everything that belongs to them, in one transaction; returns how many were deleted.
+    Interned cells and op codes stay: other runs may share them."""
+    with write_tx(engine) as conn:
+        present = set(conn.execute(select(t.run.c.id).where(t.run.c.id.in_(run_ids))).scalars())
+        missing = [r for r in run_ids if r not in present]
+        if missing:
+            raise NotFound(f"no run {', '.join(map(str, missing))}; `warehouse runs` lists them")
+        # Children first: no reliance on ON DELETE CASCADE being enabled on the connection.
+        for table in (t.row_cells, t.op, t.signpost, t.section, t.run_tag, t.run_warning):
+            conn.execute(delete(table).where(table.c.run_id.in_(run_ids)))
+        conn.execute(delete(t.run).where(t.run.c.id.in_(run_ids)))
+    return len(run_ids)
