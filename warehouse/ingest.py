@@ -144,6 +144,8 @@ class _Cells:
         self.arch = c("DEVICE ARCH")
         self._get = itemgetter(*[none if c(h) is None else c(h) for _, h, _ in _TYPED])
         self._parse = [p for _, _, p in _TYPED]
+        self._headers = [h for _, h, _ in _TYPED]
+        self.unparsable: dict[str, int] = {}  # header -> cells that were not numbers (stored as NULL)
         # The oracle reads INPUT_0_<d>_PAD[LOGICAL] when it is non-empty, else INPUT_0_<d>.
         self._pad = itemgetter(*[none if c(f"INPUT_0_{d}_PAD[LOGICAL]") is None else c(f"INPUT_0_{d}_PAD[LOGICAL]")
                                  for d in "WZYX"])
@@ -153,12 +155,18 @@ class _Cells:
     def typed(self, row: list[str]) -> list:
         """The _TYPED values of a row, parsed (None for empty or unparsable cells)."""
         out = []
-        for p, v in zip(self._parse, self._get(row)):
+        for p, raw in zip(self._parse, self._get(row)):
             if p is None:
-                out.append(v)
+                out.append(raw)
+                continue
+            v = p(raw)
+            if v is None or v == "":
+                out.append(None)
+                if v is None and raw and raw.strip():  # not empty, yet not a (finite) number
+                    h = self._headers[len(out) - 1]
+                    self.unparsable[h] = self.unparsable.get(h, 0) + 1
             else:
-                v = p(v)
-                out.append(v if v != "" else None)
+                out.append(v)
         return out
 
     def shape(self, row: list[str]) -> str:
@@ -343,6 +351,8 @@ class _FileIngest:
         for span in spans:
             self._store_section(span)
         self.warnings += [(None, None, w) for w in warnings]
+        self.warnings += [(None, h, f"{n} cell(s) are not finite numbers: stored as NULL, counted as 0")
+                          for h, n in self.cells.unparsable.items()]
         # the reader's own warnings (duplicate columns, short rows) first, in row order with ours
         self.warnings = sorted([(w.row, w.column, w.message) for w in self.reader.warnings] + self.warnings,
                                key=lambda w: (w[0] is None, w[0] or 0))
