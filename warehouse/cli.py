@@ -29,6 +29,11 @@ class _Group(click.Group):
             ctx.exit(130)
 
 
+def _interactive() -> bool:
+    """Whether there is a person at a terminal to ask."""
+    return sys.stdin.isatty()
+
+
 def _engine(ctx: click.Context, *, create: bool = True, readonly: bool = False):
     from warehouse.db import open_db
     return open_db(ctx.obj["db"], create=create, readonly=readonly)
@@ -348,7 +353,7 @@ def rm(ctx: click.Context, runs: tuple[str, ...], yes: bool) -> None:
     with engine.connect() as conn:
         ids = [resolve_run(conn, r) for r in runs]
     if not yes:
-        if not sys.stdin.isatty():
+        if not _interactive():
             raise click.UsageError("refusing to delete without a terminal to ask on; pass --yes")
         click.confirm(f"Delete run(s) {', '.join(map(str, ids))} and all their rows?", abort=True)
     n = remove_runs(engine, ids)

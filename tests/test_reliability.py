@@ -1,0 +1,140 @@
+"""Crashes and upgrades lose nothing: SIGKILL during ingest, every earlier revision upgraded with data, check, rm."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import text
+
+from corpus import cases
+from warehouse.cli import cli
+from warehouse.synthetic import scale_csv
+
+
+@pytest.fixture(scope="module")
+def large_csv(tmp_path_factory):
+    """A 30,000-op sectioned CSV: several insert chunks, a few seconds of ingest."""
+    f = tmp_path_factory.mktemp("large") / "ops_perf_results_2026_02_01_02_00_00.csv"
+    scale_csv(cases()["dlv3_same"], f, 30_000)
+    return f
+
+
+def test_sigkill_during_ingest(tmp_path, large_csv):
+    db = tmp_path / "w.db"
+    small = cases()["ttperfreport__bh20_oft_integral_image_trace"]
+    assert CliRunner().invoke(cli, ["--db", str(db), "ingest", str(small)]).exit_code == 0
+    rng = random.Random(11)
+    for attempt in range(10):
+        p = subprocess.Popen([sys.executable, "-m", "warehouse", "--db", str(db), "ingest", str(large_csv)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.4, 3.0))
+        if p.poll() is None:
+            os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+        con = sqlite3.connect(db)
+        assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        runs = con.execute("SELECT id, op_count FROM run").fetchall()
+        ops = dict(con.execute("SELECT run_id, COUNT(*) FROM op GROUP BY run_id").fetchall())
+        con.close()
+        assert all(ops.get(rid, 0) == n for rid, n in runs), (runs, ops)  # no partial run
+        assert set(ops) <= {rid for rid, _ in runs}
+        if len(runs) == 2:  # this attempt finished before the kill: start again from one run
+            CliRunner().invoke(cli, ["--db", str(db), "rm", "--yes", str(runs[1][0])])
+    r = CliRunner().invoke(cli, ["--db", str(db), "ingest", str(large_csv)])
+    assert r.exit_code == 0 and "ops" in r.output
+    assert CliRunner().invoke(cli, ["--db", str(db), "check"]).output.strip() == "warehouse ok"
+
+
+def test_every_earlier_revision_upgrades_with_data(db_url, tmp_path):
+    """For each earlier revision: runs stored, the database taken down to it, then up to head: every run's
+    report and export are unchanged."""
+    from alembic.script import ScriptDirectory
+    from warehouse.db import alembic_config, downgrade, make_engine, resolve_url, upgrade
+
+    script = ScriptDirectory.from_config(alembic_config("sqlite://"))
+    revs = [r.revision for r in reversed(list(script.walk_revisions()))]
+
+    def inv(*a):
+        return CliRunner().invoke(cli, ["--db", db_url, *map(str, a)], catch_exceptions=False)
+    names = ["dlv3_same", "clip_replays3", "ttperfreport__ops_perf_results_2025_09_18_11_39_20"]
+    for n in names:
+        assert inv("ingest", cases()[n], "--tag", f"case={n}").exit_code == 0
+    before = {}
+    for rid in range(1, len(names) + 1):
+        inv("report", rid, "--json", tmp_path / f"r{rid}.json", "-q")
+        before[rid] = (json.loads((tmp_path / f"r{rid}.json").read_text()), inv("export", rid).stdout_bytes)
+    engine = make_engine(resolve_url(db_url))
+    for rev in revs[:-1]:
+        downgrade(engine, rev)
+        upgrade(engine, "head")
+        for rid, (rep, csv_bytes) in before.items():
+            inv("report", rid, "--json", tmp_path / "now.json", "-q")
+            now = json.loads((tmp_path / "now.json").read_text())
+            if db_url.startswith("postgresql"):
+                from parity import diff
+                problems: list[str] = []
+                diff(rep, now, "", problems)
+                assert not problems, (rev, rid, problems)
+            else:
+                assert now == rep, (rev, rid)
+            assert inv("export", rid).stdout_bytes == csv_bytes, (rev, rid)
+    engine.dispose()
+    assert inv("check").exit_code == 0
+
+
+def test_check_finds_problems(sqlite_db):
+    def inv(*a):
+        return CliRunner().invoke(cli, ["--db", sqlite_db, *map(str, a)])
+    assert inv("ingest", cases()["dlv3_same"]).exit_code == 0
+    assert inv("check").output.strip() == "warehouse ok"
+    con = sqlite3.connect(sqlite_db)
+    with con:
+        con.execute("DELETE FROM op WHERE id IN (SELECT id FROM op LIMIT 3)")
+        con.execute("UPDATE run SET signpost_count = 1")
+        con.execute("INSERT INTO run_tag (run_id, key, value) VALUES (99, 'k', 'v')")
+    con.close()
+    r = inv("check")
+    assert r.exit_code == 1
+    assert "run 1: 771 op rows stored, the run says 774" in r.output
+    assert "run 1: 84 signpost rows stored, the run says 1" in r.output
+    assert "1 tags of missing runs" in r.output
+
+
+def test_rm(db_url):
+    def inv(*a, input=None):
+        return CliRunner().invoke(cli, ["--db", db_url, *map(str, a)], input=input)
+    inv("ingest", cases()["dlv3_same"])
+    inv("ingest", cases()["segenc_notrace"])
+    r = inv("rm", "1", input="n\n")  # CliRunner's stdin is not a terminal: refused, nothing deleted
+    assert r.exit_code == 2 and "pass --yes" in r.output
+    r = inv("rm", "7", "--yes")
+    assert r.exit_code == 1 and r.output.startswith("Error: no run 7")
+    r = inv("rm", "1", "--yes")
+    assert r.exit_code == 0 and r.output.strip() == "deleted 1 run(s): 1"
+    assert [x["id"] for x in json.loads(inv("runs", "--json").output)] == [2]
+    from warehouse.db import open_db
+    eng = open_db(db_url)
+    with eng.connect() as c:
+        for table in ("op", "signpost", "section", "row_cells", "run_tag", "run_warning"):
+            assert c.execute(text(f"SELECT COUNT(*) FROM {table} WHERE run_id = 1")).scalar() == 0, table
+    eng.dispose()
+    assert inv("check").exit_code == 0
+    assert inv("report", "2", "-q").exit_code == 0
+
+
+def test_rm_asks_on_a_terminal(sqlite_db, monkeypatch):
+    CliRunner().invoke(cli, ["--db", sqlite_db, "ingest", str(cases()["dlv3_same"])])
+    runner = CliRunner()
+    monkeypatch.setattr("warehouse.cli._interactive", lambda: True)
+    r = runner.invoke(cli, ["--db", sqlite_db, "rm", "1"], input="n\n")
+    assert "Delete run(s) 1" in r.output and r.exit_code == 1  # aborted
+    r = runner.invoke(cli, ["--db", sqlite_db, "rm", "1"], input="y\n")
+    assert r.exit_code == 0 and "deleted 1 run(s)" in r.output
