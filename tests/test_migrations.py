@@ -129,3 +129,9 @@ def test_wheel_carries_migrations(tmp_path):
                        capture_output=True, text=True)
     assert p.stdout.startswith(str(target))
     assert (work / "warehouse.db").exists()
+
+
+def test_fast_head_is_alembics_head():
+    from warehouse.db import head_revision_fast
+    assert head_revision_fast() == head_revision()
+    assert revisions() == [f"{i:04d}" for i in range(1, len(revisions()) + 1)]

@@ -138,3 +138,19 @@ def test_rm_asks_on_a_terminal(sqlite_db, monkeypatch):
     assert "Delete run(s) 1" in r.output and r.exit_code == 1  # aborted
     r = runner.invoke(cli, ["--db", sqlite_db, "rm", "1"], input="y\n")
     assert r.exit_code == 0 and "deleted 1 run(s)" in r.output
+
+
+def test_ingest_memory_does_not_grow_with_the_file(tmp_path, large_csv):
+    """Peak memory of a 4x larger file stays within a few MiB of the smaller one's (streaming, chunked)."""
+    small = tmp_path / "ops_perf_results_2026_03_01_02_00_00.csv"
+    scale_csv(cases()["dlv3_same"], small, 7_500)
+
+    def peak_kib(f):
+        p = subprocess.Popen([sys.executable, "-m", "warehouse", "--db", str(tmp_path / f"{f.stem}.db"), "ingest",
+                              str(f)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(p.pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, p.stderr.read()
+        return usage.ru_maxrss
+    a, b = peak_kib(small), peak_kib(large_csv)
+    assert large_csv.stat().st_size > 3.5 * small.stat().st_size
+    assert b - a < 16 * 1024, (a, b)  # KiB

@@ -13,6 +13,9 @@ Architecture at a glance (each module does one thing; ``cli`` only parses argume
 - ``runs``        listing runs and resolving ``RUN`` references
 - ``report``      the OPT_BASELINE JSON / Markdown from the views
 - ``query``       read-only SQL and schema listing
+- ``series``, ``compare``, ``regressions``, ``trend``   runs over time
+- ``copy``, ``maintenance``   moving runs between warehouses; check and rm
+- ``synthetic``   large and nightly captures built from real ones (benchmarks, tests)
 """
 
 __version__ = "0.1.0"
