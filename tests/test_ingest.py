@@ -179,3 +179,16 @@ def test_pandas_resaved(wh, db_url, tmp_path):
     out = tmp_path / "back.csv"
     assert wh("export", "1", "-o", out).exit_code == 0
     assert out.read_bytes() == f.read_bytes()
+
+
+def test_progress_bar_on_a_terminal(db_url, monkeypatch):
+    from click.testing import CliRunner
+    from warehouse.cli import cli
+    monkeypatch.setattr("warehouse.cli._stderr_terminal", lambda: True)
+    data = Path(cases()["dlv3_same"]).parent.parent
+    r = CliRunner().invoke(cli, ["--db", db_url, "ingest", str(data)])
+    assert r.exit_code == 0
+    assert r.stderr.startswith("ingest")  # the bar (click draws it only on a real terminal)
+    assert len([line for line in r.stdout.splitlines() if ": run " in line]) == 5
+    r = CliRunner().invoke(cli, ["--db", db_url, "ingest", str(cases()["dlv3_same"])])
+    assert r.stderr == ""  # one small file: no bar

@@ -98,3 +98,21 @@ def test_views_agree_with_report(corpus_wh, case):
                 for k in ("compute_us", "movement_us", "split_us", "finish_us"):
                     assert float(r[k]) == pytest.approx(x[k], abs=0.11), (x["layer"], k)
     eng.dispose()
+
+
+@pytest.mark.skipif("postgresql" not in __import__("conftest").BACKENDS, reason="needs WAREHOUSE_TEST_PG_URL")
+@pytest.mark.parametrize("case", list(cases()))
+def test_reports_identical_on_both_back_ends(case, tmp_path):
+    """The same CSV gives the same report, to the last bit, on SQLite and on PostgreSQL."""
+    from conftest import _new_url, make_invoke
+    outs = []
+    for backend in ("sqlite", "postgresql"):
+        gen = _new_url(backend, tmp_path)
+        url = next(gen)
+        inv = make_invoke(url)
+        assert inv("ingest", cases()[case]).exit_code == 0
+        r = inv("report", "1", "--json", tmp_path / f"{backend}.json")
+        outs.append((json.loads((tmp_path / f"{backend}.json").read_text()), r.output))
+        for _ in gen:
+            pass
+    assert outs[0] == outs[1]

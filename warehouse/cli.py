@@ -34,6 +34,11 @@ def _interactive() -> bool:
     return sys.stdin.isatty()
 
 
+def _stderr_terminal() -> bool:
+    """Whether progress bars have a terminal to draw on (never in CI logs or pipes)."""
+    return sys.stderr.isatty()
+
+
 def _engine(ctx: click.Context, *, create: bool = True, readonly: bool = False):
     from warehouse.db import open_db
     return open_db(ctx.obj["db"], create=create, readonly=readonly)
@@ -70,7 +75,7 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], label: str | None, tags: 
     engine = _engine(ctx)
     failed = 0
     sizes = {f: (f.stat().st_size if f.is_file() else 0) for f in files}
-    show = sys.stderr.isatty() and (len(files) > 1 or sum(sizes.values()) > 20 * 1024 * 1024)
+    show = _stderr_terminal() and (len(files) > 1 or sum(sizes.values()) > 20 * 1024 * 1024)
     bar = click.progressbar(length=sum(sizes.values()) or 1, label="ingest", file=sys.stderr) if show else None
     done = 0
     try:
@@ -366,13 +371,17 @@ def check_cmd(ctx: click.Context) -> None:
     """Verify the warehouse: storage integrity, run counts, orphan rows; exit 1 listing the problems."""
     from warehouse.maintenance import check_warehouse
 
-    problems = check_warehouse(_engine(ctx, create=False))
+    _problems(ctx, check_warehouse(_engine(ctx, create=False)), "warehouse ok")
+
+
+def _problems(ctx: click.Context, problems: list[str], ok: str) -> None:
+    """One problem a line and exit 1, or the all-clear."""
     for p in problems:
         click.echo(p)
     if problems:
         click.echo(f"{len(problems)} problem(s)", err=True)
         ctx.exit(1)
-    click.echo("warehouse ok")
+    click.echo(ok)
 
 
 # ---------------------------------------------------------------------------------------------------- db
@@ -413,12 +422,7 @@ def check(ctx: click.Context) -> None:
     """Compare the tables with the models (alembic check); exit 1 on a difference."""
     from warehouse.db import check_schema
 
-    problems = check_schema(_engine(ctx, create=False))
-    for p in problems:
-        click.echo(p)
-    if problems:
-        ctx.exit(1)
-    click.echo("schema matches the models")
+    _problems(ctx, check_schema(_engine(ctx, create=False)), "schema matches the models")
 
 
 def main() -> None:

@@ -5,6 +5,7 @@ import glob
 from operator import itemgetter
 import json
 import math
+from math import isfinite
 import re
 import time
 from array import array
@@ -107,13 +108,14 @@ def _logical(v: str) -> str:
 _STRIP = str.strip
 _TYPED: list[tuple[str, str, Callable[[str], object] | None]] = [
     ("op_type", "OP TYPE", None),
-    ("device_id", "DEVICE ID", _int),
-    ("global_call_count", "GLOBAL CALL COUNT", _int),
+    # floats (positions 1-5), ints (6-10), stripped texts (11-15): _Cells.typed parses them by slices
     ("kernel_ns", "DEVICE KERNEL DURATION [ns]", _float),
     ("fw_ns", "DEVICE FW DURATION [ns]", _float),
     ("op2op_ns", "OP TO OP LATENCY [ns]", _float),
     ("fw_start_cycle", "DEVICE FW START CYCLE", _float),
     ("fw_end_cycle", "DEVICE FW END CYCLE", _float),
+    ("device_id", "DEVICE ID", _int),
+    ("global_call_count", "GLOBAL CALL COUNT", _int),
     ("host_start_ns", "HOST START TS", _int),
     ("host_end_ns", "HOST END TS", _int),
     ("cores", "CORE COUNT", _int),
@@ -154,8 +156,21 @@ class _Cells:
 
     def typed(self, row: list[str]) -> list:
         """The _TYPED values of a row, parsed (None for empty or unparsable cells)."""
-        out = []
-        for p, raw in zip(self._parse, self._get(row)):
+        raw = self._get(row)
+        # The fast path, for well-formed rows: list comprehensions, no per-cell function calls.
+        try:
+            fl = [float(v) if v else None for v in raw[1:6]]
+            it = [int(v) if v else None for v in raw[6:11]]
+        except ValueError:
+            return self._typed_slow(raw)
+        if not isfinite(sum(x for x in fl if x is not None)) or max(map(len, raw[6:11])) > 18:
+            return self._typed_slow(raw)  # NaN, infinities or integers that may overflow 64 bits
+        return [raw[0], *fl, *it, *[v.strip() or None for v in raw[11:16]]]
+
+    def _typed_slow(self, raw: tuple) -> list:
+        """Cell by cell, counting the cells that are not numbers for a warning."""
+        out: list = []
+        for p, raw in zip(self._parse, raw):
             if p is None:
                 out.append(raw)
                 continue
