@@ -43,6 +43,27 @@ def test_export_same_cells_for_odd_files(wh, tmp_path):
     assert out.read_bytes().startswith(b"\xef\xbb\xbf")
     warn = wh("runs", "--warnings").output
     assert "row 2: 3 cells but the header has 5" in warn
+    import json
+    assert json.loads(wh("runs", "--json").output)[0]["export_exact"] is False
+
+
+def test_export_exact_flag(corpus_wh):
+    import json
+    invoke, ids, _ = corpus_wh
+    assert all(r["export_exact"] is True for r in json.loads(invoke("runs", "--json").output))
+
+
+@pytest.mark.parametrize("content, exact", [(b"OP CODE,X\r\na,1\r\nb,2\r\n", True), (b"OP CODE,X\na,1\nb,2", True),
+                                            (b"OP CODE,X\r\na,1\nb,2\r\n", False), (b"OP CODE,X\na,1\r\n", False)])
+def test_export_exact_detects_line_ends(wh, tmp_path, content, exact):
+    import json
+    f = tmp_path / "ops_perf_results_nl.csv"
+    f.write_bytes(content)
+    assert wh("ingest", f).exit_code == 0
+    assert json.loads(wh("runs", "--json").output)[0]["export_exact"] is exact
+    out = tmp_path / "o.csv"
+    wh("export", "1", "-o", out)
+    assert (out.read_bytes() == content) is exact
 
 
 def test_export_unknown_run(wh, corpus_copy):

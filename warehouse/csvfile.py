@@ -65,14 +65,14 @@ class FileScan:
     size: int
     bom: bool
     newline: str
-    consistent_newlines: bool
+    carriage_returns: int  # with the parser's line count, tells whether every line ends the same way
     final_newline: bool
 
 
 def scan_file(path: Path) -> FileScan:
     """Hash a file and look at its line ends, in 1 MiB blocks (bounded memory, C speed)."""
     h = hashlib.sha256()
-    size = crlf = lf = 0
+    size = cr = 0
     first = b""
     last = b""
     newline = None
@@ -85,8 +85,7 @@ def scan_file(path: Path) -> FileScan:
                 if newline is None and b"\n" in block:
                     i = block.index(b"\n")
                     newline = "\r\n" if (block[i - 1:i] if i else last[-1:]) == b"\r" else "\n"
-                lf += block.count(b"\n")
-                crlf += block.count(b"\r\n") + (1 if last.endswith(b"\r") and block.startswith(b"\n") else 0)
+                cr += block.count(b"\r")
                 size += len(block)
                 last = block[-1:]
     except FileNotFoundError:
@@ -95,8 +94,7 @@ def scan_file(path: Path) -> FileScan:
         raise InputError(path, "is a directory") from None
     except OSError as e:
         raise InputError(path, f"cannot be read: {e.strerror}") from None
-    return FileScan(h.hexdigest(), size, first == b"\xef\xbb\xbf", newline or "\n",
-                    crlf == 0 or crlf == lf, last == b"\n")
+    return FileScan(h.hexdigest(), size, first == b"\xef\xbb\xbf", newline or "\n", cr, last == b"\n")
 
 
 class CsvReader:
@@ -107,7 +105,7 @@ class CsvReader:
         self.path = Path(path)
         self.scan = scan
         self.warnings: list[Warning_] = []
-        self.exact = scan.consistent_newlines  # False once something is seen that export cannot reproduce
+        self.exact = True  # False once something is seen that export cannot reproduce (see also `exact_file`)
         self.rows_read = 0
         if scan.size == 0:
             raise self._fail(None, "the file is empty; expected an ops_perf_results CSV with a header row")
@@ -185,6 +183,17 @@ class CsvReader:
         volatile = [i for i, n in enumerate(header) if VOLATILE.search(n)]
         return Layout(str(self.path), header, name_column, self.scan.newline, self.scan.bom, static, volatile,
                       index)
+
+    def exact_file(self) -> bool:
+        """After reading: whether export can give the file back byte for byte. Every physical line must end
+        as the first one does: a CRLF file has exactly one CR a line, an LF file none (one pass of counting
+        CRs at scan time instead of counting both kinds of line end)."""
+        if not self.exact:
+            return False
+        lines = self._reader.line_num
+        if self.scan.newline == "\r\n":
+            return self.scan.carriage_returns == lines - (0 if self.scan.final_newline else 1)
+        return self.scan.carriage_returns == 0
 
     def rows(self) -> Iterator[tuple[int, list[str]]]:
         """The data rows. Short rows are padded with empty cells (with a warning); long rows are an error."""

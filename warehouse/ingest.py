@@ -163,7 +163,7 @@ class _Cells:
             it = [int(v) if v else None for v in raw[6:11]]
         except ValueError:
             return self._typed_slow(raw)
-        if not isfinite(sum(x for x in fl if x is not None)) or max(map(len, raw[6:11])) > 18:
+        if not isfinite(sum(filter(None, fl))) or max(map(len, raw[6:11])) > 18:
             return self._typed_slow(raw)  # NaN, infinities or integers that may overflow 64 bits
         return [raw[0], *fl, *it, *[v.strip() or None for v in raw[11:16]]]
 
@@ -454,7 +454,7 @@ def _ingest_once(engine: Engine, path: Path, scan, sha: str, meta: dict, label, 
                                                    "message": m} for r, c, m in job.warnings])
         seconds = time.perf_counter() - t0
         final = dict(row_count=reader.rows_read, op_count=job.n_ops, signpost_count=job.n_signposts,
-                     newline=lay.newline, final_newline=scan.final_newline, export_exact=reader.exact,
+                     newline=lay.newline, final_newline=scan.final_newline, export_exact=reader.exact_file(),
                      trace_matches_eager=same, arch=log_arch or job.arch, seconds=seconds)
         final.update({k: v for k, v in meta.items() if k in final})
         conn.execute(update(t.run).where(t.run.c.id == run_id).values(**final))
