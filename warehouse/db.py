@@ -87,6 +87,7 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     except Exception:  # a read-only file cannot switch modes; reads work regardless
         pass
     cur.execute("PRAGMA synchronous = NORMAL")
+    cur.execute("PRAGMA cache_size = -32768")  # 32 MiB: the index pages of a large ingest stay in memory
     cur.close()
 
 
