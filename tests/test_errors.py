@@ -1,7 +1,6 @@
 """Bad input: one Error line naming file and row, exit 1, nothing of that file stored, the others still go in."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 from sqlalchemy import text

@@ -2,12 +2,9 @@
 from __future__ import annotations
 
 import csv
-import io
 import json
-import shutil
 from pathlib import Path
 
-import pytest
 from sqlalchemy import text
 
 from corpus import cases

@@ -22,7 +22,7 @@ from warehouse.categories import category, is_compute
 from warehouse.csvfile import LONG_TEXT, CsvReader, Layout, digest, encode_inline, scan_file
 from warehouse.db import write_tx
 from warehouse.devicelog import resolve_freq
-from warehouse.errors import InputError, UsageError, WarehouseError
+from warehouse.errors import UsageError, WarehouseError
 from warehouse.signposts import Attribution, SectionSpan
 
 CHUNK = 5000
