@@ -90,8 +90,9 @@ def _precision_split(ops: list[tuple], codes: dict[int, tuple[str, str, bool]]) 
 
 def _section(conn: Connection, run_id: int, section: str, codes: dict[int, tuple[str, str, bool]],
              freq: float) -> dict[str, Any]:
+    # Position order is file order within a section name, and (run_id, row_no) is indexed: no sort needed.
     ops = conn.execute(text(f"SELECT {', '.join(_COLS)} FROM op_detail WHERE run_id = :r AND section = :s "
-                            "ORDER BY pos"), {"r": run_id, "s": section}).all()
+                            "ORDER BY row_no"), {"r": run_id, "s": section}).all()
     kern = [op[KERN] for op in ops]
     gaps = [op[GAP] for op in ops]
     starts = [op[START] for op in ops if op[START] and op[START] > 0]
