@@ -108,6 +108,11 @@ def test_warnings_are_recorded(tmp_path, sqlite_db):
     assert "section 'eager' starting at row 1 never closed" in out and "section 'X' starting" in out
     assert "'eager_end' without an open section" in out
     assert "duplicate column name 'CORE COUNT'" in out
+    f = tmp_path / "ops_perf_results_mixed.csv"
+    f.write_bytes(HOSTILE["mixed_crlf_lf"][0])
+    CliRunner().invoke(cli, ["--db", sqlite_db, "ingest", str(f)])
+    out = CliRunner().invoke(cli, ["--db", sqlite_db, "runs", "--warnings"]).output
+    assert "run 6: export will give the same cells but not the same bytes" in out
 
 
 # ------------------------------------------------------------------------------------------- property-based

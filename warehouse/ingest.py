@@ -447,6 +447,10 @@ def _ingest_once(engine: Engine, path: Path, scan, sha: str, meta: dict, label, 
             conn.execute(t.run_tag.insert(), [{"run_id": run_id, "key": k, "value": v} for k, v in tags.items()])
         job = _FileIngest(conn, reader, run_id)
         same = job.run(progress)
+        exact = reader.exact_file()
+        if not exact:
+            job.warnings.append((None, None, "export will give the same cells but not the same bytes (line ends "
+                                             "that differ from the first line's, or rows padded or skipped)"))
         if warnings is not None:
             job.warnings = list(warnings)
         if job.warnings:
@@ -454,7 +458,7 @@ def _ingest_once(engine: Engine, path: Path, scan, sha: str, meta: dict, label, 
                                                    "message": m} for r, c, m in job.warnings])
         seconds = time.perf_counter() - t0
         final = dict(row_count=reader.rows_read, op_count=job.n_ops, signpost_count=job.n_signposts,
-                     newline=lay.newline, final_newline=scan.final_newline, export_exact=reader.exact_file(),
+                     newline=lay.newline, final_newline=scan.final_newline, export_exact=exact,
                      trace_matches_eager=same, arch=log_arch or job.arch, seconds=seconds)
         final.update({k: v for k, v in meta.items() if k in final})
         conn.execute(update(t.run).where(t.run.c.id == run_id).values(**final))
