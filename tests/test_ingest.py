@@ -79,6 +79,8 @@ def test_custom_sections_and_markers(wh, db_url):
     for name, kind, start, end in secs:
         inside = [m for r, m in rows if start < r < end]
         assert inside and all(m == start for m in inside)
+        members = q(db_url, "SELECT row_no FROM op_custom_section WHERE start_row = :s ORDER BY row_no", s=start)
+        assert [r for (r,) in members] == [r for r, _ in rows if start < r < end]
 
 
 def test_started_finished_pairs(wh, db_url):

@@ -1,9 +1,8 @@
 """The summary views, defined once, in SQL that runs unchanged on SQLite and PostgreSQL.
 
-Floating-point addition is not associative: the report's sums must add the ops in file order to give exactly
-the oracle's numbers (and so its order of near-tied rows). The section views aggregate ``op_detail``, which
-reads ``op`` in (run, row) order through its index; both back ends then add each group's rows in that order
-(SQLite's sorter is stable, PostgreSQL hashes in input order). The layer split sorts by position explicitly.
+The section views (``section_*``, ``by_*``, ``layer_cost_split``) are the report's tables for SQL users; a test
+holds them equal to ``warehouse report`` within its rounding. SQL fixes no order of addition, so their float sums
+may differ from the report's in the last bit (the report sums in file order itself, see :mod:`warehouse.report`).
 
 ``migrations/env.py`` drops them all before migrating and recreates them at head, so a migration never has to
 care about them. Every view keeps ``run_id`` (and ``section``) so that SQL can compare runs. Times are in
@@ -135,6 +134,12 @@ SELECT run_id, section, layer, COUNT(*) AS ops, SUM(is_compute) AS compute_ops,
        SUM(CASE WHEN part = 'finish' THEN 1 ELSE 0 END) AS finish_ops,
        MIN(pos) AS first_pos
 FROM c GROUP BY run_id, section, layer"""),
+    ("op_custom_section", "ops inside each custom section (S .. S_end pairs; an unclosed one runs to the end)", """
+CREATE VIEW op_custom_section AS
+SELECT o.id AS op_id, o.run_id, o.row_no, s.id AS section_id, s.name AS section, s.start_row, s.end_row
+FROM op o
+JOIN section s ON s.run_id = o.run_id AND s.kind = 'custom' AND o.row_no > s.start_row
+              AND (s.end_row IS NULL OR o.row_no < s.end_row)"""),
     ("run_info", "runs with their time (capture, else ingest), label and a tag list, in run order", """
 CREATE VIEW run_info AS
 SELECT r.id AS run_id, COALESCE(r.captured_at, r.ingested_at) AS run_time, r.captured_at, r.ingested_at,
