@@ -51,7 +51,7 @@ class Layout:
 
 
 @dataclass
-class Warning_:
+class RowWarning:
     row: int | None
     column: str | None
     message: str
@@ -104,7 +104,7 @@ class CsvReader:
     def __init__(self, path: Path, scan: FileScan):
         self.path = Path(path)
         self.scan = scan
-        self.warnings: list[Warning_] = []
+        self.warnings: list[RowWarning] = []
         self.exact = True  # False once something is seen that export cannot reproduce (see also `exact_file`)
         self.rows_read = 0
         if scan.size == 0:
@@ -177,7 +177,7 @@ class CsvReader:
         index: dict[str, int] = {}
         for i, name in enumerate(header):
             if name in index:
-                self.warnings.append(Warning_(0, name, f"duplicate column name {name!r}: the last one is used"))
+                self.warnings.append(RowWarning(0, name, f"duplicate column name {name!r}: the last one is used"))
             index[name] = i
         static = [i for i, n in enumerate(header) if not VOLATILE.search(n)]
         volatile = [i for i, n in enumerate(header) if VOLATILE.search(n)]
@@ -208,14 +208,14 @@ class CsvReader:
             if n != width:
                 if n == 0:
                     self.exact = False
-                    self.warnings.append(Warning_(self.rows_read, None, "blank line skipped"))
+                    self.warnings.append(RowWarning(self.rows_read, None, "blank line skipped"))
                     self.rows_read -= 1
                     continue
                 if n > width:
                     raise self._fail(self.rows_read, f"{n} cells but the header has {width} columns; "
                                                      "fix the row or the header", column=f"#{width + 1}")
                 self.exact = False
-                self.warnings.append(Warning_(self.rows_read, None,
+                self.warnings.append(RowWarning(self.rows_read, None,
                                               f"{n} cells but the header has {width}: padded with empty cells"))
                 cells.extend([""] * (width - n))
             yield self.rows_read, cells
