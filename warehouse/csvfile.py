@@ -52,6 +52,8 @@ class Layout:
 
 @dataclass
 class RowWarning:
+    """Something ingest tolerated, stored per run in ``run_warning`` (row 0 is the header)."""
+
     row: int | None
     column: str | None
     message: str
