@@ -9,22 +9,16 @@ from alembic import context
 from sqlalchemy import create_engine, pool
 
 from warehouse.schema import metadata
-from warehouse.views import VIEW_NAMES, create_views, drop_views
+from warehouse.views import create_views, drop_views, not_a_view
 
 config = context.config
-
-
-def _include_name(name, type_, parent_names):
-    if type_ == "table":
-        return name not in VIEW_NAMES
-    return True
 
 
 def _run(connection) -> None:
     # transactional_ddl: SQLite can roll DDL back too; one transaction for the whole upgrade means that a
     # concurrent process sees the database before or after it, never half-way (Alembic assumes otherwise).
     context.configure(connection=connection, target_metadata=metadata, render_as_batch=True,
-                      compare_type=True, include_name=_include_name, transactional_ddl=True)
+                      compare_type=True, include_name=not_a_view, transactional_ddl=True)
     with context.begin_transaction():
         drop_views(connection)
         context.run_migrations()

@@ -176,10 +176,6 @@ def downgrade(engine: Engine, revision: str) -> None:
             conn.commit()
 
 
-def _is_empty(conn: Connection) -> bool:
-    return not inspect(conn).get_table_names()
-
-
 def open_db(db: str | None, *, create: bool = True, readonly: bool = False) -> Engine:
     """The engine of a warehouse that is at head: a new database is created at head, one that is behind is
     refused with the command that upgrades it."""
@@ -188,8 +184,8 @@ def open_db(db: str | None, *, create: bool = True, readonly: bool = False) -> E
     head = head_revision_fast()
     try:
         with engine.connect() as conn:
-            rev = current_revision(conn)
-            empty = rev is None and _is_empty(conn)
+            empty = not inspect(conn).get_table_names()
+            rev = None if empty else current_revision(conn)
     except OperationalError as e:
         raise WarehouseError(f"cannot open the warehouse {engine.url.render_as_string()}: {e.orig}") from None
     if empty:
@@ -197,11 +193,8 @@ def open_db(db: str | None, *, create: bool = True, readonly: bool = False) -> E
             raise UsageError(f"no warehouse at {engine.url.render_as_string()}; ingest a CSV first")
         upgrade(engine)
     elif rev != head:
-        with engine.connect() as conn:
-            rev = current_revision(conn)
-        if rev != head:
-            raise SchemaOutdated(f"the warehouse {engine.url.render_as_string()} is at revision {rev}, this "
-                                 f"version needs {head}: run `warehouse db upgrade`")
+        raise SchemaOutdated(f"the warehouse {engine.url.render_as_string()} is at revision {rev}, this "
+                             f"version needs {head}: run `warehouse db upgrade`")
     _refresh_views(engine)
     if readonly:
         engine.dispose()
@@ -230,18 +223,9 @@ def check_schema(engine: Engine) -> list[str]:
     from alembic.migration import MigrationContext
 
     from warehouse.schema import metadata
-    from warehouse.views import VIEW_NAMES
+    from warehouse.views import not_a_view
 
     with engine.connect() as conn:
-        mc = MigrationContext.configure(conn, opts={"compare_type": True,
-                                                   "include_name": _include_name(set(VIEW_NAMES))})
+        mc = MigrationContext.configure(conn, opts={"compare_type": True, "include_name": not_a_view})
         diffs = compare_metadata(mc, metadata)
     return [str(d) for d in diffs]
-
-
-def _include_name(views: set[str]):
-    def include(name, type_, parent_names):
-        if type_ == "table":
-            return name not in views and name != "alembic_version"
-        return True
-    return include

@@ -38,7 +38,8 @@ class _Tuples:
 def iter_rows(conn: Connection, run_id: int, width: int, static_idx: list[int], chunk: int = 20000
               ) -> Iterator[list[str]]:
     """The run's rows in file order, as lists of cells (read in chunks: memory stays flat)."""
-    volatile_idx = [i for i in range(width) if i not in set(static_idx)]
+    static = set(static_idx)
+    volatile_idx = [i for i in range(width) if i not in static]
     nv = len(volatile_idx)
     tuples = _Tuples(conn)
     last = 0

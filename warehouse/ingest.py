@@ -2,15 +2,14 @@
 from __future__ import annotations
 
 import glob
-from operator import itemgetter
 import json
-import math
-from math import isfinite
 import re
 import time
 from array import array
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from math import isfinite
+from operator import itemgetter
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
@@ -19,7 +18,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 
 from warehouse import schema as t
 from warehouse.categories import category, is_compute
-from warehouse.csvfile import LONG_TEXT, CsvReader, Layout, digest, encode_inline, scan_file
+from warehouse.csvfile import LONG_TEXT, CsvReader, Layout, cells_getter, digest, encode_inline, scan_file
 from warehouse.db import write_tx
 from warehouse.devicelog import resolve_freq
 from warehouse.errors import UsageError, WarehouseError
@@ -79,7 +78,7 @@ def _float(s: str) -> float | None:
         v = float(s)  # float() ignores surrounding blanks, as the oracle's strip() does
     except ValueError:
         return None
-    return v if math.isfinite(v) else None
+    return v if isfinite(v) else None
 
 
 def _int(s: str) -> int | None:
@@ -139,19 +138,22 @@ class _Cells:
     def __init__(self, layout: Layout):
         c = layout.col
         none = len(layout.header)  # the extra empty cell
+
+        def at(name: str) -> int:
+            i = c(name)
+            return none if i is None else i
         self.name = c(layout.name_column)
         self.op_type = c("OP TYPE")
         self.attributes = c("ATTRIBUTES")
         self.host_start = c("HOST START TS")
         self.arch = c("DEVICE ARCH")
-        self._get = itemgetter(*[none if c(h) is None else c(h) for _, h, _ in _TYPED])
+        self._get = itemgetter(*[at(h) for _, h, _ in _TYPED])
         self._parse = [p for _, _, p in _TYPED]
         self._headers = [h for _, h, _ in _TYPED]
         self.unparsable: dict[str, int] = {}  # header -> cells that were not numbers (stored as NULL)
         # The oracle reads INPUT_0_<d>_PAD[LOGICAL] when it is non-empty, else INPUT_0_<d>.
-        self._pad = itemgetter(*[none if c(f"INPUT_0_{d}_PAD[LOGICAL]") is None else c(f"INPUT_0_{d}_PAD[LOGICAL]")
-                                 for d in "WZYX"])
-        self._plain = itemgetter(*[none if c(f"INPUT_0_{d}") is None else c(f"INPUT_0_{d}") for d in "WZYX"])
+        self._pad = itemgetter(*[at(f"INPUT_0_{d}_PAD[LOGICAL]") for d in "WZYX"])
+        self._plain = itemgetter(*[at(f"INPUT_0_{d}") for d in "WZYX"])
         self._shapes: dict[tuple, str] = {}
 
     def typed(self, row: list[str]) -> list:
@@ -170,14 +172,14 @@ class _Cells:
     def _typed_slow(self, raw: tuple) -> list:
         """Cell by cell, counting the cells that are not numbers for a warning."""
         out: list = []
-        for p, raw in zip(self._parse, raw):
+        for p, cell in zip(self._parse, raw):
             if p is None:
-                out.append(raw)
+                out.append(cell)
                 continue
-            v = p(raw)
+            v = p(cell)
             if v is None or v == "":
                 out.append(None)
-                if v is None and raw and raw.strip():  # not empty, yet not a (finite) number
+                if v is None and cell and cell.strip():  # not empty, yet not a (finite) number
                     h = self._headers[len(out) - 1]
                     self.unparsable[h] = self.unparsable.get(h, 0) + 1
             else:
@@ -197,10 +199,10 @@ class _Interner:
 
     def __init__(self, conn: Connection, layout: Layout):
         self.conn = conn
-        self._static = itemgetter(*layout.static_idx) if layout.static_idx else (lambda row: ())
+        self._static = cells_getter(layout.static_idx)
         self.texts: dict[str, int] = {}
         self.tuples: dict[tuple, int] = {}
-        self.codes: dict[str, tuple[int, bool]] = {}
+        self.codes: dict[str, int] = {}
         dialect = conn.dialect.name
         if dialect == "postgresql":
             from sqlalchemy.dialects.postgresql import insert
@@ -228,8 +230,6 @@ class _Interner:
 
     def tuple_id(self, cells: list[str]) -> int:
         key = self._static(cells)
-        if not isinstance(key, tuple):  # itemgetter of one index gives the item itself
-            key = (key,)
         i = self.tuples.get(key)
         if i is None:
             enc = json.dumps([self.text_id(c) if len(c) > LONG_TEXT else c for c in key], ensure_ascii=False)
@@ -238,14 +238,13 @@ class _Interner:
                                                        {"digest": d, "cells": enc})
         return i
 
-    def op_code(self, name: str) -> tuple[int, bool]:
-        v = self.codes.get(name)
-        if v is None:
-            comp = is_compute(name)
-            i = self._get_or_create(t.op_code, t.op_code.c.name, name,
-                                    {"name": name, "category": category(name), "is_compute": comp})
-            v = self.codes[name] = (i, comp)
-        return v
+    def op_code(self, name: str) -> int:
+        i = self.codes.get(name)
+        if i is None:
+            i = self.codes[name] = self._get_or_create(
+                t.op_code, t.op_code.c.name, name,
+                {"name": name, "category": category(name), "is_compute": is_compute(name)})
+        return i
 
 
 def _insert_sql(conn: Connection, table: str, columns: list[str]) -> str:
@@ -265,9 +264,7 @@ class _FileIngest:
         self.cells = _Cells(self.layout)
         self.intern = _Interner(conn, self.layout)
         self.attr = Attribution()
-        vol = self.layout.volatile_idx
-        self._volatile = (itemgetter(*vol) if len(vol) > 1 else (lambda r: (r[vol[0]],)) if vol
-                          else (lambda r: ()))
+        self._volatile = cells_getter(self.layout.volatile_idx)
         self.ops: list[tuple] = []
         self.signposts: list[tuple] = []
         self.cells_rows: list[tuple] = []
@@ -316,7 +313,7 @@ class _FileIngest:
 
     def _op(self, row_no: int, cells: list[str]) -> None:
         a = self.attr
-        code_id, _ = self.intern.op_code(cells[self.cells.name])
+        code_id = self.intern.op_code(cells[self.cells.name])
         self.cells_rows.append((self.run_id, row_no, self.intern.tuple_id(cells),
                                 encode_inline(self._volatile(cells))))
         cells.append("")  # the cell that columns missing from this file read (see _Cells)
@@ -400,6 +397,7 @@ def ingest_file(engine: Engine, path: Path, *, label: str | None = None, tags: d
     path = Path(path)
     scan = scan_file(path)
     meta = dict(meta or {})
+    warnings = meta.pop("warnings", None)  # taken out once: a retry must see the same meta
     sha = meta.get("sha256", scan.sha256)
     with engine.connect() as conn:
         found = conn.execute(select(t.run.c.id).where(t.run.c.sha256 == sha)).scalar()
@@ -409,8 +407,8 @@ def ingest_file(engine: Engine, path: Path, *, label: str | None = None, tags: d
     # SQLite's busy timeout covers ordinary waits; a lock that outlasts it is retried (nothing was written).
     for attempt in range(4):
         try:
-            return _ingest_once(engine, path, scan, sha, meta, label, tags, freq, freq_source, log_arch,
-                                progress, t0)
+            return _ingest_once(engine, path, scan, sha, meta, warnings, label, tags, freq, freq_source,
+                                log_arch, progress, t0)
         except IntegrityError:
             # Two processes raced on the same content: the other one committed first.
             with engine.connect() as conn:
@@ -426,8 +424,8 @@ def ingest_file(engine: Engine, path: Path, *, label: str | None = None, tags: d
     raise AssertionError("unreachable")
 
 
-def _ingest_once(engine: Engine, path: Path, scan, sha: str, meta: dict, label, tags, freq, freq_source,
-                 log_arch, progress, t0: float) -> IngestResult:
+def _ingest_once(engine: Engine, path: Path, scan, sha: str, meta: dict, warnings, label, tags, freq,
+                 freq_source, log_arch, progress, t0: float) -> IngestResult:
     with write_tx(engine) as conn, CsvReader(path, scan) as reader:
         found = conn.execute(select(t.run.c.id).where(t.run.c.sha256 == sha)).scalar()
         if found is not None:  # another process stored it while we waited for the write lock
@@ -440,7 +438,6 @@ def _ingest_once(engine: Engine, path: Path, scan, sha: str, meta: dict, label, 
             final_newline=True, bom=lay.bom, export_exact=True, captured_at=captured_at(path.name),
             ingested_at=datetime.now(timezone.utc).replace(tzinfo=None), freq_mhz=freq,
             freq_source=freq_source, arch=log_arch, label=label, trace_matches_eager=False)
-        warnings = meta.pop("warnings", None)
         values.update(meta)
         run_id = conn.execute(t.run.insert().values(**values).returning(t.run.c.id)).scalar_one()
         if tags:
@@ -458,7 +455,7 @@ def _ingest_once(engine: Engine, path: Path, scan, sha: str, meta: dict, label, 
                                                    "message": m} for r, c, m in job.warnings])
         seconds = time.perf_counter() - t0
         final = dict(row_count=reader.rows_read, op_count=job.n_ops, signpost_count=job.n_signposts,
-                     newline=lay.newline, final_newline=scan.final_newline, export_exact=exact,
+                     final_newline=scan.final_newline, export_exact=exact,
                      trace_matches_eager=same, arch=log_arch or job.arch, seconds=seconds)
         final.update({k: v for k, v in meta.items() if k in final})
         conn.execute(update(t.run).where(t.run.c.id == run_id).values(**final))

@@ -37,7 +37,8 @@ class Finding:
 
 
 def _noise(window: list[float], replays: list[float] | None) -> float:
-    mad = statistics.median([abs(v - statistics.median(window)) for v in window]) if len(window) > 1 else 0.0
+    mid = statistics.median(window)
+    mad = statistics.median([abs(v - mid) for v in window]) if len(window) > 1 else 0.0
     noise = SIGMAS * 1.4826 * mad
     if replays:
         # identical replays differ by this much; the total sums len(replays) of them

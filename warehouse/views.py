@@ -167,6 +167,12 @@ VIEWS_HASH = hashlib.sha256("\n".join(sql for _, _, sql in VIEWS).encode()).hexd
 _STAMP = "warehouse_views"
 
 
+def not_a_view(name: str, type_: str, parent_names: dict) -> bool:
+    """Alembic ``include_name`` hook: the views are this module's, never the models' (autogenerate and check
+    would otherwise see them as tables to drop)."""
+    return not (type_ == "table" and name in VIEW_NAMES + [_STAMP])
+
+
 def create_views(conn: Connection) -> None:
     """Create every view (the schema must be at head)."""
     for _, _, sql in VIEWS:
