@@ -44,6 +44,6 @@ def test_copy_selected_runs(tmp_path, db_url):
     r = run.invoke(cli, ["copy", "--from", local, "--to", db_url, "2"])
     assert r.exit_code == 0 and r.output.splitlines()[-1] == "1 copied, 0 already there"
     r = run.invoke(cli, ["copy", "--from", local, "--to", db_url, "9"])
-    assert r.exit_code == 1 and r.output.startswith("Error: no run 9")
+    assert r.exit_code == 2 and r.output.startswith("Error: no run 9")
     r = run.invoke(cli, ["copy", "--from", str(tmp_path / "none.db"), "--to", db_url])
-    assert r.exit_code == 1 and "no warehouse" in r.output
+    assert r.exit_code == 2 and "no warehouse" in r.output

@@ -29,7 +29,7 @@ def test_export_same_cells_for_odd_files(wh, tmp_path):
     src = tmp_path / "ops_perf_results_odd.csv"
     header = ["OP CODE", "OP TYPE", "ATTRIBUTES", "DEVICE KERNEL DURATION [ns]", "HOST START TS"]
     raw = ("\ufeff" + ",".join(header) + "\r\n" + "Matmul,tt_dnn_device,\"a,\x1fb\",100,1\n"
-           + "Conv2d,tt_dnn_device,x\r\n" + "eager,signpost,,,5\r\n" + "Add,tt_dnn_device,\"multi\nline\",7,9")
+           + "Conv2d,tt_dnn_device,x\r\n" + "eager,signpost,,,5\r\n" + "Add,tt_dnn_device,\"a \"\"b\"\"\",7,9")
     src.write_bytes(raw.encode())
     r = wh("ingest", src)
     assert r.exit_code == 0, r.output
@@ -69,4 +69,4 @@ def test_export_exact_detects_line_ends(wh, tmp_path, content, exact):
 def test_export_unknown_run(wh, corpus_copy):
     wh("ingest", corpus_copy("dlv3_same"))
     r = wh("export", "7")
-    assert r.exit_code == 1 and r.output.startswith("Error: no run 7")
+    assert r.exit_code == 2 and r.output.startswith("Error: no run 7")

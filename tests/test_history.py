@@ -65,7 +65,7 @@ def test_threshold_and_by(nightly):
     assert r.output.startswith("**1 regression(s), 0 improvement(s)**")
     assert "conv2d / conv_transpose2d" in r.output
     r = nightly("regressions", "--label", "nope")
-    assert r.exit_code == 1 and r.output.startswith("Error: no runs match")
+    assert r.exit_code == 2 and r.output.startswith("Error: no runs match")
     r = nightly("regressions", "--threshold", "abc")
     assert r.exit_code == 2
 
@@ -112,7 +112,7 @@ def test_trend_table_and_plot(nightly, tmp_path):
     assert len(lines) == 1 + NIGHTS
     png = tmp_path / "t.png"
     r = nightly("trend", "--by", "block", "--plot", png)
-    if r.exit_code == 1:  # matplotlib missing: the message names the extra
+    if r.exit_code == 2:  # matplotlib missing: the message names the extra
         assert "[plot]" in r.output
         pytest.skip("matplotlib is not installed")
     assert r.exit_code == 0 and png.read_bytes()[:4] == b"\x89PNG"
@@ -123,7 +123,7 @@ def test_trend_table_and_plot(nightly, tmp_path):
 def test_trend_without_matplotlib(nightly, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     r = nightly("trend", "--plot", tmp_path / "x.png")
-    assert r.exit_code == 1
+    assert r.exit_code == 2
     assert r.output.startswith("Error: plots need matplotlib: pip install 'tt-profile-warehouse[plot]'")
 
 

@@ -87,6 +87,7 @@ def test_hostile(kind, tmp_path, sqlite_db):
             want = [row for row in csv.reader(a) if row]
             got = list(csv.reader(b))
         width = len(want[0])
+        want = [[c.replace("\x00", "\ufffd") for c in row] for row in want]  # NUL is stored as U+FFFD
         assert got == [row + [""] * (width - len(row)) for row in want]
         assert CliRunner().invoke(cli, ["--db", sqlite_db, "report", "1"]).exit_code == 0
     else:
@@ -140,7 +141,9 @@ def csv_files(draw):
     return header, rows, buf.getvalue().encode("utf-8", "surrogatepass")
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# Derandomised: the suite must pass or fail the same way every time (scripts/fuzz.py runs long random searches).
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(csv_files())
 def test_parser_fuzz(tmp_path_factory, data):
     header, rows, content = data
@@ -157,9 +160,10 @@ def test_parser_fuzz(tmp_path_factory, data):
     out = io.BytesIO()
     export_run(eng, r.run_id, out)
     got = list(csv.reader(io.StringIO(out.getvalue().decode("utf-8", "surrogatepass"), newline="")))
+    # blank lines are skipped by ingest: drop them before padding the short rows
     want = [header] + [row + [""] * (len(header) - len(row)) for row in
-                       csv.reader(io.StringIO(content.decode("utf-8", "surrogatepass"), newline=""))][1:]
-    assert got == [w for w in want if w]
+                       csv.reader(io.StringIO(content.decode("utf-8", "surrogatepass"), newline="")) if row][1:]
+    assert got == want
     from warehouse.report import build_report
     build_report(eng, r.run_id)
     eng.dispose()

@@ -116,7 +116,7 @@ def test_rm(db_url):
     r = inv("rm", "1", input="n\n")  # CliRunner's stdin is not a terminal: refused, nothing deleted
     assert r.exit_code == 2 and "pass --yes" in r.output
     r = inv("rm", "7", "--yes")
-    assert r.exit_code == 1 and r.output.startswith("Error: no run 7")
+    assert r.exit_code == 2 and r.output.startswith("Error: no run 7")
     r = inv("rm", "1", "--yes")
     assert r.exit_code == 0 and r.output.strip() == "deleted 1 run(s): 1"
     assert [x["id"] for x in json.loads(inv("runs", "--json").output)] == [2]

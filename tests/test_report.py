@@ -42,12 +42,12 @@ def test_report_latest_and_label(wh, corpus_copy):
 def test_report_unknown_run(wh, corpus_copy):
     wh("ingest", corpus_copy("dlv3_same"))
     r = wh("report", "99")
-    assert r.exit_code == 1
+    assert r.exit_code == 2
     assert r.output.startswith("Error: no run 99")
     r = wh("report", "nope")
-    assert r.exit_code == 1 and "expected a run id" in r.output
+    assert r.exit_code == 2 and "expected a run id" in r.output
     r = wh("report", "latest", "--label", "missing")
-    assert r.exit_code == 1 and "no runs with label 'missing'" in r.output
+    assert r.exit_code == 2 and "no runs with label 'missing'" in r.output
 
 
 @pytest.mark.parametrize("case", ["dlv3_same", "oft_mismatch", "clip_replays3", "segenc_notrace"])

@@ -26,11 +26,11 @@ def test_sql_is_read_only(wh, db_url):
     for stmt in ("DELETE FROM op", "UPDATE run SET label = 'x'", "DROP TABLE op", "CREATE TABLE t (a int)",
                  "INSERT INTO run_tag (run_id, key, value) VALUES (1, 'a', 'b')"):
         r = wh("sql", stmt)
-        assert r.exit_code == 1, stmt
+        assert r.exit_code == 2, stmt
         assert r.output.startswith("Error: ") and "read-only" in r.output, r.output
     assert wh("sql", "SELECT COUNT(*) FROM op", "--format", "csv").output.splitlines()[1] == "774"
     r = wh("sql", "SELEC nonsense")
-    assert r.exit_code == 1 and r.output.startswith("Error: SQL error")
+    assert r.exit_code == 2 and r.output.startswith("Error: SQL error")
 
 
 def test_schema_lists_tables_and_views(wh):

@@ -15,17 +15,39 @@ from warehouse.errors import WarehouseError
 FORMATS = click.Choice(["table", "csv", "json", "md"])
 
 
+def one_line(message: object) -> str:
+    """A message on one line (database errors carry DETAIL and HINT lines)."""
+    return "; ".join(part.strip() for part in str(message).splitlines() if part.strip())
+
+
+def error(message: object) -> None:
+    """Print one ``Error:`` line on stderr."""
+    click.echo(f"Error: {one_line(message)}", err=True)
+
+
 class _Group(click.Group):
     """Turns library errors into one ``Error:`` line and the error's exit status, never a traceback."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        from sqlalchemy.exc import DBAPIError
+
+        from warehouse import dialect
+
         try:
             return super().invoke(ctx)
         except WarehouseError as e:
-            click.echo(f"Error: {e}", err=True)
+            error(e)
             ctx.exit(e.exit_code)
+        except DBAPIError as e:
+            error(dialect.explain(e))
+            ctx.exit(1)
+        except OSError as e:  # the terminal or pipe we print to went away, or its device is full
+            if isinstance(e, BrokenPipeError):
+                ctx.exit(1)
+            error(f"cannot write the output: {e.strerror or e}")
+            ctx.exit(1)
         except KeyboardInterrupt:
-            click.echo("Error: interrupted; nothing of the file being ingested was stored", err=True)
+            error("interrupted; an unfinished write was rolled back whole (nothing half-written)")
             ctx.exit(130)
 
 
@@ -56,25 +78,49 @@ def cli(ctx: click.Context, db: str | None) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------- ingest
+def _tags(items: tuple[str, ...]) -> dict[str, str]:
+    from warehouse.ingest import parse_tags
+
+    return parse_tags(items)
+
+
 @cli.command()
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--label", help="A label for the runs (model, branch...).")
 @click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="A tag for the runs (repeatable).")
 @click.option("--freq-mhz", type=float, help="Chip frequency; default: the device log beside the CSV, else 1350.")
+@click.option("--glob", "pattern", default="ops_perf_results*.csv", show_default=True,
+              help="File names a folder is searched for (recursively).")
 @click.pass_context
 def ingest(ctx: click.Context, paths: tuple[str, ...], label: str | None, tags: tuple[str, ...],
-           freq_mhz: float | None) -> None:
-    """Store ops_perf_results CSVs (files, folders searched recursively, globs) as runs."""
-    from warehouse.ingest import find_csvs, ingest_file, parse_tags
-    from warehouse.errors import InputError
+           freq_mhz: float | None, pattern: str) -> None:
+    """Store ops_perf_results CSVs (files, folders searched recursively, globs) as runs.
 
-    tag_map = parse_tags(tags)
-    if freq_mhz is not None and freq_mhz <= 0:
-        raise click.BadParameter("must be positive", param_hint="--freq-mhz")
-    files = list(find_csvs(paths))
-    engine = _engine(ctx)
+    A path that exists is taken literally; one that does not is expanded as a glob. A file that fails is
+    reported on one line and the others are still ingested; the exit status is then 1."""
+    from warehouse.devicelog import check_freq_option
+    from warehouse.files import shown
+    from warehouse.ingest import find_csvs, ingest_file
+
+    tag_map = _tags(tags)
+    check_freq_option(freq_mhz)
+    found = list(find_csvs(paths, pattern))
+    files = [f for f in found if isinstance(f, Path)]
     failed = 0
-    sizes = {f: (f.stat().st_size if f.is_file() else 0) for f in files}
+    for problem in found:
+        if not isinstance(problem, Path):
+            failed += 1
+            error(problem)
+    if not files:
+        ctx.exit(1)
+    engine = _engine(ctx)
+
+    def size(f: Path) -> int:
+        try:
+            return f.stat().st_size if f.is_file() else 0
+        except OSError:
+            return 0
+    sizes = {f: size(f) for f in files}
     show = _stderr_terminal() and (len(files) > 1 or sum(sizes.values()) > 20 * 1024 * 1024)
     bar = click.progressbar(length=sum(sizes.values()) or 1, label="ingest", file=sys.stderr) if show else None
     done = 0
@@ -87,15 +133,15 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], label: str | None, tags: 
                     bar.update(base + n - bar.pos)
             try:
                 r = ingest_file(engine, f, label=label, tags=tag_map, freq_mhz=freq_mhz, progress=progress)
-            except InputError as e:
+            except WarehouseError as e:  # this file failed; the others are still tried
                 failed += 1
-                click.echo(f"Error: {e}", err=True)
+                error(e)
             else:
                 if r.existing:
-                    click.echo(f"{f}: already ingested as run {r.run_id}")
+                    click.echo(f"{shown(f)}: already ingested as run {r.run_id}")
                 else:
                     warn = f", {len(r.warnings)} warning(s)" if r.warnings else ""
-                    click.echo(f"{f}: run {r.run_id}: {r.ops} ops, {r.sections} sections, "
+                    click.echo(f"{shown(f)}: run {r.run_id}: {r.ops} ops, {r.sections} sections, "
                                f"{r.signposts} signposts, {r.seconds:.2f} s{warn}")
             done += sizes[f]
             if bar:
@@ -104,6 +150,7 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], label: str | None, tags: 
         if bar:
             bar.__exit__(None, None, None)
     if failed:
+        click.echo(f"{failed} path(s) failed, {len(files) - min(failed, len(files))} file(s) tried", err=True)
         ctx.exit(1)
 
 
@@ -136,21 +183,21 @@ def runs(ctx: click.Context, label: str | None, warnings: bool, as_json: bool) -
 # ---------------------------------------------------------------------------------------------------- export
 @cli.command()
 @click.argument("run")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="File (default: stdout).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="File (default: stdout).")
 @click.pass_context
 def export(ctx: click.Context, run: str, output: str | None) -> None:
     """Write a run back as its original CSV."""
     from warehouse.export import export_run
     from warehouse.runs import resolve_run
 
+    from warehouse.files import output_stream
+
     engine = _engine(ctx, create=False)
     with engine.connect() as conn:
         run_id = resolve_run(conn, run)
     if output:
-        tmp = Path(output + ".part")
-        with open(tmp, "wb") as f:
+        with output_stream(output) as f:
             export_run(engine, run_id, f)
-        os.replace(tmp, output)
     else:
         export_run(engine, run_id, sys.stdout.buffer)
         sys.stdout.buffer.flush()
@@ -173,12 +220,14 @@ def report(ctx: click.Context, run: str, label: str | None, json_out: str | None
     engine = _engine(ctx, create=False)
     with engine.connect() as conn:
         run_id = resolve_run(conn, run, label)
+    from warehouse.files import write_output
+
     res = build_report(engine, run_id)
     txt = render_text(res)
     if json_out:
-        Path(json_out).write_text(render_json(res))
+        write_output(json_out, render_json(res))
     if md_out:
-        Path(md_out).write_text(txt + "\n")
+        write_output(md_out, txt + "\n")
     if not quiet:
         click.echo(txt)
 
@@ -188,12 +237,25 @@ BY = click.Choice(["section", "category", "block", "layer", "op-code", "op"])
 
 
 def _percent(value: str) -> float:
-    """'5%' or '5' -> 0.05."""
+    """'5%' or '5' -> 0.05; a finite, non-negative percentage only."""
+    import math
+
     try:
         v = float(value.strip().rstrip("%"))
     except ValueError:
-        raise click.BadParameter(f"{value!r}: expected a percentage such as 5%", param_hint="--threshold") from None
+        v = float("nan")
+    if not math.isfinite(v) or v < 0:
+        raise click.BadParameter(f"{value!r}: expected a percentage of 0 or more, such as 5%",
+                                 param_hint="--threshold")
     return v / 100.0
+
+
+def _finite_min_us(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    import math
+
+    if not math.isfinite(value) or value < 0:
+        raise click.BadParameter(f"{value!r}: expected a number of microseconds, 0 or more")
+    return value
 
 
 @cli.command()
@@ -202,7 +264,7 @@ def _percent(value: str) -> float:
 @click.option("--by", type=BY, default="layer", show_default=True)
 @click.option("--section", help="Section name (default: trace when both runs have one, else eager; 'all' for "
                                 "ops outside sections).")
-@click.option("--top", type=int, default=0, help="Only the N largest changes (0: all).")
+@click.option("--top", type=click.IntRange(min=0), default=0, help="Only the N largest changes (0: all).")
 @click.option("--format", "fmt", type=click.Choice(["table", "md", "json"]), default="table", show_default=True)
 @click.pass_context
 def compare(ctx: click.Context, a: str, b: str, by: str, section: str | None, top: int, fmt: str) -> None:
@@ -223,10 +285,12 @@ def compare(ctx: click.Context, a: str, b: str, by: str, section: str | None, to
 @cli.command()
 @click.option("--label", help="Only runs with this label.")
 @click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Only runs with this tag (repeatable).")
-@click.option("--last", type=int, default=1, show_default=True, help="Check the N newest runs.")
-@click.option("--window", type=int, default=7, show_default=True, help="Against the median of N earlier runs.")
+@click.option("--last", type=click.IntRange(min=1), default=1, show_default=True, help="Check the N newest runs.")
+@click.option("--window", type=click.IntRange(min=1), default=7, show_default=True,
+              help="Against the median of N earlier runs.")
 @click.option("--threshold", default="5%", show_default=True, help="Smallest relative change reported.")
-@click.option("--min-us", type=float, default=1.0, show_default=True, help="Smallest absolute change reported.")
+@click.option("--min-us", type=float, default=1.0, show_default=True, callback=_finite_min_us,
+              help="Smallest absolute change reported.")
 @click.option("--by", "dims", type=BY, multiple=True, help="Series to check (repeatable; default: section, "
                                                            "block, layer, op-code).")
 @click.option("--section", help="Section name (default: trace when present, else eager).")
@@ -239,8 +303,6 @@ def regressions(ctx: click.Context, label: str | None, tags: tuple[str, ...], la
     from warehouse import render
     from warehouse.ingest import parse_tags
 
-    if last < 1 or window < 1:
-        raise click.BadParameter("--last and --window must be at least 1")
     res = reg.find_regressions(_engine(ctx, create=False), label=label, tags=parse_tags(tags), last=last,
                                window=window, threshold=_percent(threshold), min_us=min_us,
                                by=list(dims) or None, section=section)
@@ -263,10 +325,12 @@ def regressions(ctx: click.Context, label: str | None, tags: tuple[str, ...], la
 @click.option("--by", type=click.Choice(["section", "category", "block", "layer", "op-code"]), default="block",
               show_default=True)
 @click.option("--section", help="Section name (default: trace when present, else eager).")
-@click.option("--top", type=int, default=10, show_default=True, help="The N largest keys of the newest run.")
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
+              help="The N largest keys of the newest run.")
 @click.option("--label", help="Only runs with this label.")
 @click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE")
-@click.option("--last", type=int, default=30, show_default=True, help="The N newest runs (0: all).")
+@click.option("--last", type=click.IntRange(min=0), default=30, show_default=True,
+              help="The N newest runs (0: all).")
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False), help="Write a .png or .svg plot.")
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
 @click.pass_context
@@ -291,18 +355,27 @@ def trend(ctx: click.Context, by: str, section: str | None, top: int, label: str
 # ---------------------------------------------------------------------------------------------------- sql
 @cli.command()
 @click.argument("statement", required=False)
-@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "nl", "md"]), default="table",
+              show_default=True, help="csv, json and nl (a JSON object a line) stream; table and md are whole.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
+              help="Stop the statement after this many seconds.")
+@click.option("--max-rows", type=click.IntRange(min=0), default=100_000, show_default=True,
+              help="Stop after this many rows (0: no cap).")
 @click.pass_context
-def sql(ctx: click.Context, statement: str | None, fmt: str) -> None:
-    """Run one read-only SQL statement (argument, or standard input)."""
+def sql(ctx: click.Context, statement: str | None, fmt: str, timeout: float, max_rows: int) -> None:
+    """Run one read-only SELECT (argument, or standard input); writes, ATTACH, COPY, SET and server functions
+    are refused."""
     from warehouse import render
-    from warehouse.query import run_sql
+    from warehouse.query import stream_sql
 
     if statement is None:
         statement = sys.stdin.read()
-    cols, rows = run_sql(_engine(ctx, create=False, readonly=True), statement)
-    if cols:
-        click.echo(render.render(cols, rows, fmt))
+    with stream_sql(_engine(ctx, create=False, readonly=True), statement, timeout_s=timeout,
+                    max_rows=max_rows or None) as res:
+        if res.columns:
+            render.stream(res.columns, res.rows, fmt, lambda s: click.echo(s, nl=False))
+        if res.truncated:
+            click.echo(f"stopped after {max_rows} rows (--max-rows)", err=True)
 
 
 @cli.command()
@@ -337,12 +410,18 @@ def copy(src: str, dst: str, runs: tuple[str, ...]) -> None:
     source, target = open_db(src, create=False), open_db(dst)
 
     def show(c) -> None:
-        if c.existing:
+        if c.error:
+            error(c.error)
+        elif c.existing:
             click.echo(f"run {c.src_id}: already there as run {c.dst_id}")
         else:
             click.echo(f"run {c.src_id}: copied as run {c.dst_id} ({c.ops} ops)")
     done = copy_runs(source, target, list(runs) or None, progress=show)
-    click.echo(f"{sum(not c.existing for c in done)} copied, {sum(c.existing for c in done)} already there")
+    failed = sum(c.error is not None for c in done)
+    click.echo(f"{sum(not c.existing and not c.error for c in done)} copied, "
+               f"{sum(c.existing for c in done)} already there" + (f", {failed} failed" if failed else ""))
+    if failed:
+        sys.exit(1)
 
 
 @cli.command()
@@ -356,7 +435,7 @@ def rm(ctx: click.Context, runs: tuple[str, ...], yes: bool) -> None:
 
     engine = _engine(ctx, create=False)
     with engine.connect() as conn:
-        ids = [resolve_run(conn, r) for r in runs]
+        ids = list(dict.fromkeys(resolve_run(conn, r) for r in runs))  # `rm 1 1` deletes one run
     if not yes:
         if not _interactive():
             raise click.UsageError("refusing to delete without a terminal to ask on; pass --yes")
@@ -395,9 +474,9 @@ def db() -> None:
 @click.pass_context
 def upgrade(ctx: click.Context, revision: str) -> None:
     """Upgrade the warehouse's schema (creates it when new)."""
-    from warehouse.db import current_revision, make_engine, resolve_url, upgrade as do_upgrade
+    from warehouse.db import current_revision, make_engine, upgrade as do_upgrade
 
-    engine = make_engine(resolve_url(ctx.obj["db"]))
+    engine = make_engine(ctx.obj["db"])
     do_upgrade(engine, revision)
     with engine.connect() as conn:
         click.echo(f"at revision {current_revision(conn)}")
@@ -407,12 +486,12 @@ def upgrade(ctx: click.Context, revision: str) -> None:
 @click.pass_context
 def current(ctx: click.Context) -> None:
     """Print the warehouse's revision and the code's head."""
-    from warehouse.db import current_revision, head_revision, make_engine, resolve_url
+    from warehouse.db import current_revision, head_revision_fast, make_engine
 
-    engine = make_engine(resolve_url(ctx.obj["db"]))
+    engine = make_engine(ctx.obj["db"])
     with engine.connect() as conn:
         rev = current_revision(conn)
-    head = head_revision()
+    head = head_revision_fast()
     click.echo(f"{rev or 'empty'} (head {head}){'' if rev == head else ': run `warehouse db upgrade`'}")
 
 
@@ -423,6 +502,27 @@ def check(ctx: click.Context) -> None:
     from warehouse.db import check_schema
 
     _problems(ctx, check_schema(_engine(ctx, create=False)), "schema matches the models")
+
+
+@db.command(name="create-reader")
+@click.argument("role")
+@click.option("--password-env", metavar="VAR", help="Read the role's password from this environment variable "
+                                                     "(never from the command line).")
+@click.pass_context
+def create_reader(ctx: click.Context, role: str, password_env: str | None) -> None:
+    """PostgreSQL: create (or refresh) ROLE, a login that can only SELECT from the warehouse; give its URL to
+    `warehouse sql`, `warehouse serve` and dashboards."""
+    from warehouse.roles import create_reader as do_create
+
+    password = None
+    if password_env:
+        password = os.environ.get(password_env)
+        if not password:
+            raise click.BadParameter(f"environment variable {password_env} is empty or unset",
+                                     param_hint="--password-env")
+    do_create(_engine(ctx, create=False), role, password)
+    click.echo(f"role {role}: SELECT on the warehouse's tables and views, read-only transactions, "
+               "nothing else")
 
 
 def main() -> None:

@@ -6,7 +6,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from warehouse.runs import resolve_run
-from warehouse.series import default_section, fetch
+from warehouse.series import check_section, default_section, fetch
 
 
 def _pct(a: float, b: float) -> float | None:
@@ -18,6 +18,7 @@ def compare_runs(engine: Engine, a: str, b: str, by: str = "layer", section: str
     A row: key, status (both | only in A | only in B), a/b kernel us, a/b op-to-op us, a/b ops, delta us, %."""
     with engine.connect() as conn:
         ra, rb = resolve_run(conn, a), resolve_run(conn, b)
+        check_section(conn, section, [ra, rb])
         sec = section if section is not None else default_section(conn, [ra, rb])
         sec = "" if sec == "all" else sec
         values = fetch(conn, by, [ra, rb], sec)
@@ -32,7 +33,8 @@ def compare_runs(engine: Engine, a: str, b: str, by: str = "layer", section: str
                 "a_ops": x.ops if x else 0, "b_ops": y.ops if y else 0,
                 "delta_us": round(kb - ka, 3), "delta_pct": _pct(ka, kb) if x and y else None}
 
-    keys = list(dict.fromkeys([*va, *vb]))
+    # by section the only key is the total itself: no second "total" row
+    keys = [] if by == "section" else list(dict.fromkeys([*va, *vb]))
     rows = sorted((row(k, va.get(k), vb.get(k)) for k in keys), key=lambda r: (-abs(r["delta_us"]), r["key"]))
     ta, tb = totals.get(ra, {}).get("total"), totals.get(rb, {}).get("total")
     return {"a": ra, "b": rb, "section": sec or "(no section)", "by": by, "total": row("total", ta, tb),

@@ -14,6 +14,7 @@ from typing import Callable
 from sqlalchemy import Engine, select
 
 from warehouse import schema as t
+from warehouse.errors import WarehouseError
 from warehouse.export import export_run
 from warehouse.ingest import ingest_file
 from warehouse.runs import resolve_run
@@ -25,12 +26,13 @@ KEPT = ("sha256", "source_path", "file_name", "size_bytes", "captured_at", "inge
 
 @dataclass
 class Copied:
-    """One run's fate: copied as ``dst_id``, or already there as ``dst_id``."""
+    """One run's fate: copied as ``dst_id``, already there as ``dst_id``, or not copied (``error``)."""
 
     src_id: int
-    dst_id: int
+    dst_id: int | None
     existing: bool
     ops: int
+    error: str | None = None  # why this run was not copied (the others still are)
 
 
 def copy_runs(src: Engine, dst: Engine, refs: list[str] | None = None,
@@ -57,13 +59,23 @@ def copy_runs(src: Engine, dst: Engine, refs: list[str] | None = None,
                 warnings = [tuple(w) for w in conn.execute(
                     select(t.run_warning.c.row_no, t.run_warning.c.column_name, t.run_warning.c.message)
                     .where(t.run_warning.c.run_id == run_id).order_by(t.run_warning.c.id)).all()]
-            path = Path(tmp) / run["file_name"]
-            with open(path, "wb") as f:
-                export_run(src, run_id, f)
-            meta = {k: run[k] for k in KEPT}
-            meta["warnings"] = warnings
-            r = ingest_file(dst, path, label=run["label"], tags=tags, freq_mhz=run["freq_mhz"], meta=meta)
-            path.unlink()
+            # A fixed name inside our own temporary folder: never a path built from stored data (a file_name
+            # could be absolute or hold '..'). The run keeps its file name through ``meta``.
+            path = Path(tmp) / "run.csv"
+            try:
+                with open(path, "wb") as f:
+                    export_run(src, run_id, f)
+                meta = {k: run[k] for k in KEPT}
+                meta["warnings"] = warnings
+                r = ingest_file(dst, path, label=run["label"], tags=tags, freq_mhz=run["freq_mhz"], meta=meta)
+            except WarehouseError as e:
+                c = Copied(run_id, None, False, run["op_count"], error=str(e).replace(str(path), f"run {run_id}"))
+                out.append(c)
+                if progress:
+                    progress(c)
+                continue
+            finally:
+                path.unlink(missing_ok=True)
             c = Copied(run_id, r.run_id, r.existing, r.ops)
             out.append(c)
             if progress:

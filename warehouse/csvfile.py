@@ -10,6 +10,7 @@ import csv
 import hashlib
 import io
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,8 +19,10 @@ from typing import IO, Callable, Iterator
 
 from warehouse.errors import InputError
 
-# A 10 MB cell is legal CSV; the csv module's default limit (128 KiB) would refuse it.
-csv.field_size_limit(256 * 1024 * 1024)
+# The longest line (and so the longest cell, or header) read: a 10 MB cell is legal CSV, but memory must not
+# follow whatever a damaged file holds (the csv module keeps a cell as 4-byte characters while it parses it).
+MAX_LINE = 16 * 1024 * 1024
+csv.field_size_limit(MAX_LINE)
 
 LONG_TEXT = 48
 """Cells of static columns longer than this are interned once in ``text_value`` (ATTRIBUTES, kernel sources)."""
@@ -62,60 +65,110 @@ class RowWarning:
 
 @dataclass
 class FileScan:
-    """What one pass over the bytes tells: content hash, size, BOM, line ends, final newline."""
+    """What the first pass over the bytes tells: content hash, size and time (to notice a file that changes
+    while it is read), BOM, line ends, quotes, NUL bytes, compression."""
 
     sha256: str
     size: int
+    mtime_ns: int
     bom: bool
     newline: str
-    carriage_returns: int  # with the parser's line count, tells whether every line ends the same way
+    consistent_newlines: bool  # every line ends as the first one does, and no CR stands alone
     final_newline: bool
+    quotes: int
+    nuls: int
+    compressed: str | None
 
 
-def scan_file(path: Path) -> FileScan:
-    """Hash a file and look at its line ends, in 1 MiB blocks (bounded memory, C speed)."""
+_MAGIC = {b"\x1f\x8b": ("gzip", "gunzip"), b"PK\x03\x04": ("zip", "unzip"), b"BZh": ("bzip2", "bunzip2"),
+          b"\xfd7zXZ\x00": ("xz", "unxz"), b"\x28\xb5\x2f\xfd": ("zstd", "unzstd")}
+
+
+def scan_file(f: IO[bytes], path: Path) -> FileScan:
+    """Hash an open file and look at its line ends, in 1 MiB blocks (bounded memory, C speed); the file is left
+    at its start for the parse."""
     h = hashlib.sha256()
-    size = cr = 0
-    first = b""
-    last = b""
+    size = cr = lf = crlf = quotes = nuls = 0
+    first = last = b""
     newline = None
     try:
-        with open(path, "rb") as f:
-            while block := f.read(1 << 20):
-                h.update(block)
-                if not size:
-                    first = block[:3]
-                if newline is None and b"\n" in block:
-                    i = block.index(b"\n")
-                    newline = "\r\n" if (block[i - 1:i] if i else last[-1:]) == b"\r" else "\n"
-                cr += block.count(b"\r")
-                size += len(block)
-                last = block[-1:]
-    except FileNotFoundError:
-        raise InputError(path, "no such file") from None
-    except IsADirectoryError:
-        raise InputError(path, "is a directory") from None
+        st = os.fstat(f.fileno())
+        while block := f.read(1 << 20):
+            h.update(block)
+            if not size:
+                first = block[:8]
+            if newline is None and b"\n" in block:
+                i = block.index(b"\n")
+                newline = "\r\n" if (block[i - 1:i] if i else last[-1:]) == b"\r" else "\n"
+            cr += block.count(b"\r")
+            lf += block.count(b"\n")
+            crlf += block.count(b"\r\n") + (last == b"\r" and block[:1] == b"\n")
+            quotes += block.count(b'"')
+            nuls += block.count(b"\0")
+            size += len(block)
+            last = block[-1:]
+        f.seek(0)
     except OSError as e:
         raise InputError(path, f"cannot be read: {e.strerror}") from None
-    return FileScan(h.hexdigest(), size, first == b"\xef\xbb\xbf", newline or "\n", cr, last == b"\n")
+    newline = newline or "\n"
+    consistent = (cr == lf == crlf) if newline == "\r\n" else cr == 0
+    compressed = next((kind for magic, kind in _MAGIC.items() if first.startswith(magic)), None)
+    return FileScan(h.hexdigest(), size, st.st_mtime_ns, first[:3] == b"\xef\xbb\xbf", newline, consistent,
+                    last == b"\n", quotes, nuls, compressed[0] if compressed else None)
+
+
+def decompress_hint(kind: str) -> str:
+    """The command that unpacks a file of a compression ``kind``."""
+    return next(tool for k, tool in _MAGIC.values() if k == kind)
+
+
+class _Hashing(io.RawIOBase):
+    """A raw reader that hashes what it hands on: the parse pass hashes exactly the bytes it parses."""
+
+    def __init__(self, f: IO[bytes]):
+        self.f = f
+        self.sha = hashlib.sha256()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        n = self.f.readinto(b)  # type: ignore[attr-defined]
+        if n:
+            self.sha.update(memoryview(b)[:n])
+        return n or 0
 
 
 class CsvReader:
     """Iterate over the data rows of one CSV as ``(row_no, cells)``; ``row_no`` 1 is the first row after the
-    header. Raises :class:`InputError` naming the row for anything that cannot be stored faithfully."""
+    header. Raises :class:`InputError` naming the row for anything that cannot be stored faithfully.
 
-    def __init__(self, path: Path, scan: FileScan):
+    ``f`` is the open file that :func:`scan_file` hashed; :meth:`verify` checks, after the last row, that the
+    bytes parsed are the bytes hashed and that the file did not change meanwhile."""
+
+    def __init__(self, path: Path, f: IO[bytes], scan: FileScan):
         self.path = Path(path)
         self.scan = scan
         self.warnings: list[RowWarning] = []
-        self.exact = True  # False once something is seen that export cannot reproduce (see also `exact_file`)
+        self.exact = scan.consistent_newlines  # False once something is seen that export cannot reproduce
         self.rows_read = 0
         if scan.size == 0:
             raise self._fail(None, "the file is empty; expected an ops_perf_results CSV with a header row")
-        self._f: IO[bytes] = open(self.path, "rb")
+        if scan.compressed:
+            raise self._fail(None, f"is {scan.compressed}-compressed; decompress it first "
+                                   f"({decompress_hint(scan.compressed)} FILE) and ingest the CSV")
+        self._f = f
+        self._hashing = _Hashing(f)
         # The fast path: the C decoder and the C csv parser. A decoding error sends us to _locate_decode_error.
-        self._text = io.TextIOWrapper(self._f, encoding="utf-8-sig", errors="strict", newline="")
-        self._reader = csv.reader(self._text, strict=False)
+        self._text = io.TextIOWrapper(io.BufferedReader(self._hashing, 1 << 20), encoding="utf-8-sig",
+                                      errors="strict", newline="")
+        self._line_no = 0
+        self._reader = csv.reader(self._lines(), strict=False)
+        # When the file holds quotes, export's minimal quoting may not give its bytes back: every row is
+        # written again as export writes it and hashed, and the two hashes decide.
+        self._echo = hashlib.sha256(b"\xef\xbb\xbf" if scan.bom else b"") if scan.quotes else None
+        self._echo_buf = io.StringIO()
+        self._echo_writer = csv.writer(self._echo_buf, lineterminator=scan.newline)
         try:
             self.layout = self._read_header()
         except BaseException:
@@ -129,6 +182,7 @@ class CsvReader:
 
     def close(self) -> None:
         self._text.close()
+        self._f.close()
 
     def __enter__(self) -> "CsvReader":
         return self
@@ -138,6 +192,24 @@ class CsvReader:
 
     def _fail(self, row: int | None, message: str, column: str | None = None) -> InputError:
         return InputError(self.path, message, row=row, column=column)
+
+    def _lines(self) -> Iterator[str]:
+        """Physical lines, each at most MAX_LINE characters (a longer one is an error, not a memory spike)."""
+        readline = self._text.readline
+        limit = MAX_LINE + 1
+        while True:
+            try:
+                line = readline(limit)
+            except UnicodeDecodeError:
+                raise self._locate_decode_error() from None
+            if not line:
+                return
+            self._line_no += 1
+            if len(line) == limit and line[-1] not in "\r\n":
+                raise self._fail(self.rows_read + 1 if self._line_no > 1 else 0,
+                                 f"line {self._line_no} is longer than {MAX_LINE // (1 << 20)} MiB; a damaged "
+                                 "file? (tt-metal rows are a few KiB)")
+            yield line
 
     def _locate_decode_error(self) -> InputError:
         """The slow path: re-read line by line to name the row and byte that are not UTF-8."""
@@ -149,24 +221,49 @@ class CsvReader:
 
             def lines() -> Iterator[str]:
                 nonlocal line_no
-                for raw in f:
+                while raw := f.readline(MAX_LINE + 1):
                     line_no += 1
                     try:
                         yield raw.decode("utf-8")
                     except UnicodeDecodeError as e:
                         raise self._fail(max(rows + 1, 0), f"byte {e.start} of line {line_no} is not UTF-8 "
                                          f"(0x{raw[e.start]:02x}); re-save the file as UTF-8") from None
-            for _ in csv.reader(lines(), strict=False):
-                rows += 1
+            try:
+                for _ in csv.reader(lines(), strict=False):
+                    rows += 1
+            except csv.Error:
+                pass
         return self._fail(None, "is not UTF-8; re-save the file as UTF-8")
 
     def _next(self) -> list[str]:
+        before = self._line_no
         try:
-            return next(self._reader)
-        except UnicodeDecodeError:
-            raise self._locate_decode_error() from None
+            cells = next(self._reader)
         except csv.Error as e:
             raise self._fail(self.rows_read + 1, f"not valid CSV ({e})") from None
+        if self._line_no - before > 1:
+            # A quoted cell ran over line ends: a stray quote swallows the rest of the file into one cell.
+            row = self.rows_read + 1 if before else 0
+            col = next((i for i, c in enumerate(cells) if "\n" in c or "\r" in c), None)
+            name = None
+            if col is not None:
+                header = getattr(self, "layout", None)
+                name = header.header[col] if header and col < len(header.header) else f"#{col + 1}"
+            raise self._fail(row, f"a quoted cell opens on line {before + 1} and runs over "
+                                  f"{self._line_no - before} lines{' to the end of the file' if self._at_end() else ''}"
+                                  "; a stray '\"'? Fix or remove the quote", column=name)
+        if self.scan.nuls and any("\0" in c for c in cells):
+            cells = [c.replace("\0", "\ufffd") for c in cells]
+            self.exact = False
+            self._nul_rows += 1
+        if self._echo is not None:
+            self._echo_writer.writerow(cells)
+        return cells
+
+    def _at_end(self) -> bool:
+        return self._f.tell() >= self.scan.size and not self._text.read(1)
+
+    _nul_rows = 0
 
     def _read_header(self) -> Layout:
         try:
@@ -187,16 +284,51 @@ class CsvReader:
         return Layout(str(self.path), header, name_column, self.scan.newline, self.scan.bom, static, volatile,
                       index)
 
+    def _echo_flush(self, final: bool = False) -> None:
+        """Hash what the echo buffer holds; until the end, hold back the last two characters (a possible final
+        line end, which the export drops when the file had none)."""
+        if self._echo is None:
+            return
+        v = self._echo_buf.getvalue()
+        if final:
+            nl = self.scan.newline
+            if not self.scan.final_newline and v.endswith(nl):
+                v = v[: -len(nl)]
+            keep = ""
+        else:
+            keep = v[-2:]
+            v = v[: len(v) - len(keep)]
+        self._echo.update(v.encode("utf-8", "surrogatepass"))
+        self._echo_buf.seek(0)
+        self._echo_buf.truncate()
+        self._echo_buf.write(keep)
+
+    def verify(self) -> None:
+        """After the last row: the bytes parsed are the bytes hashed before, and the file did not change while
+        it was read (a nightly job may still be writing it). Decides whether export gives the file back."""
+        while self._hashing.read(1 << 20):  # anything the parser did not need still belongs to the content
+            pass
+        try:
+            st = os.fstat(self._f.fileno())
+            now = os.stat(self.path)
+        except OSError:
+            now = st = None  # type: ignore[assignment]
+        changed = (self._hashing.sha.hexdigest() != self.scan.sha256 or st is None or now is None
+                   or st.st_size != self.scan.size or st.st_mtime_ns != self.scan.mtime_ns
+                   or now.st_size != self.scan.size or now.st_mtime_ns != self.scan.mtime_ns)
+        if changed:
+            raise self._fail(None, "changed while it was being read (still being written?); nothing was "
+                                   "stored: ingest it again once it is complete")
+        if self._nul_rows:
+            self.warnings.append(RowWarning(None, None, f"{self._nul_rows} row(s) hold NUL bytes (tt-metal never "
+                                            "writes them): stored as U+FFFD, so export gives U+FFFD"))
+        if self._echo is not None and self.exact:
+            self._echo_flush(final=True)
+            self.exact = self._echo.hexdigest() == self.scan.sha256
+
     def exact_file(self) -> bool:
-        """After reading: whether export can give the file back byte for byte. Every physical line must end
-        as the first one does: a CRLF file has exactly one CR a line, an LF file none (one pass of counting
-        CRs at scan time instead of counting both kinds of line end)."""
-        if not self.exact:
-            return False
-        lines = self._reader.line_num
-        if self.scan.newline == "\r\n":
-            return self.scan.carriage_returns == lines - (0 if self.scan.final_newline else 1)
-        return self.scan.carriage_returns == 0
+        """After reading: whether export can give the file back byte for byte."""
+        return self.exact
 
     def rows(self) -> Iterator[tuple[int, list[str]]]:
         """The data rows. Short rows are padded with empty cells (with a warning); long rows are an error."""
@@ -221,6 +353,8 @@ class CsvReader:
                 self.warnings.append(RowWarning(self.rows_read, None,
                                               f"{n} cells but the header has {width}: padded with empty cells"))
                 cells.extend([""] * (width - n))
+            if self._echo is not None and self._echo_buf.tell() > 1 << 20:
+                self._echo_flush()
             yield self.rows_read, cells
 
 

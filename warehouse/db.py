@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import stat
+import urllib.parse
 from pathlib import Path
 from typing import Iterator
 
-import re
-
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 
+from warehouse import dialect
 from warehouse.errors import SchemaOutdated, UsageError, WarehouseError
 
 DEFAULT_DB = "warehouse.db"
@@ -24,16 +26,27 @@ BUSY_TIMEOUT_MS = 120_000
 _LOCK_ID = 0x77617265  # PostgreSQL advisory lock that serialises schema creation / upgrade
 
 
-def resolve_url(db: str | None) -> str:
-    """A SQLAlchemy URL for ``--db``: a URL as is, else a SQLite file path (default ``warehouse.db``)."""
+def resolve_url(db: str | URL | None) -> URL:
+    """A SQLAlchemy URL for ``--db``: a URL as is, else a SQLite file path (default ``warehouse.db``).
+
+    A path becomes a URL object, never a string to parse again: ``?``, ``#`` and ``%`` are legal in file names
+    and must not turn into a query string, a fragment or an escape."""
+    if isinstance(db, URL):
+        return db
     db = db or os.environ.get("WAREHOUSE_DB") or DEFAULT_DB
     if "://" in db:
         try:
-            make_url(db)
-        except ArgumentError as e:
+            return make_url(db)
+        except (ArgumentError, ValueError) as e:
             raise UsageError(f"--db {db!r} is not a valid database URL: {e}") from None
-        return db
-    return "sqlite:///" + str(Path(db).expanduser().resolve())
+    return URL.create("sqlite", database=str(Path(db).expanduser().absolute()))
+
+
+def display(url: URL) -> str:
+    """A URL as a person reads it: a SQLite file as its path, other URLs without the password."""
+    if url.get_backend_name() == "sqlite" and url.database and not url.database.startswith("file:"):
+        return url.database
+    return url.render_as_string(hide_password=True)
 
 
 def migrations_dir() -> Path:
@@ -45,10 +58,12 @@ def migrations_dir() -> Path:
     raise WarehouseError("the Alembic migrations are missing from this installation; reinstall the package")
 
 
-def alembic_config(url: str, connection: Connection | None = None):
+def alembic_config(url: str | URL, connection: Connection | None = None):
     """An Alembic config for ``url`` (and an open connection to run on, when given)."""
     from alembic.config import Config
 
+    if isinstance(url, URL):
+        url = url.render_as_string(hide_password=False)
     cfg = Config()
     cfg.set_main_option("script_location", str(migrations_dir()))
     cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
@@ -67,12 +82,25 @@ def head_revision() -> str:
 _REVISION_FILE = re.compile(r"^(\d{4})_\w+\.py$")
 
 
+def known_revisions() -> list[str]:
+    """Every revision this code knows, oldest first, from the file names alone (revisions are linear and named
+    ``NNNN_<slug>.py``, revision id ``NNNN``; a test holds this equal to Alembic's view): every command checks
+    the head, and importing Alembic to parse the revisions costs more than most commands."""
+    return sorted(m.group(1) for p in (migrations_dir() / "versions").iterdir()
+                  if (m := _REVISION_FILE.match(p.name)))
+
+
 def head_revision_fast() -> str:
-    """The head from the file names alone (revisions are linear and named ``NNNN_<slug>.py``, revision id
-    ``NNNN``; a test holds this equal to :func:`head_revision`): every command checks the head, and importing
-    Alembic to parse the revisions costs more than most commands."""
-    names = [m.group(1) for p in (migrations_dir() / "versions").iterdir() if (m := _REVISION_FILE.match(p.name))]
-    return max(names)
+    """The head revision, from the file names (see :func:`known_revisions`)."""
+    return known_revisions()[-1]
+
+
+def check_revision_arg(revision: str, *, allow_base: bool = False) -> None:
+    """Refuse a ``--revision`` this code does not know, naming the ones it does."""
+    known = known_revisions()
+    ok = known + ["head"] + (["base"] if allow_base else [])
+    if revision not in ok:
+        raise UsageError(f"--revision {revision!r}: unknown revision; expected one of {', '.join(ok)}")
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
@@ -97,21 +125,37 @@ def _sqlite_begin(conn: Connection) -> None:
     conn.exec_driver_sql(mode)
 
 
-def make_engine(url: str, readonly: bool = False) -> Engine:
+def _check_sqlite_path(path: str) -> None:
+    """A SQLite warehouse is a regular file (or none yet) in an existing folder: never a FIFO, a device such as
+    /dev/null, or a folder."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        if not p.parent.is_dir():
+            raise UsageError(f"folder {p.parent} does not exist; create it or pass another --db") from None
+        return
+    except OSError as e:
+        raise UsageError(f"--db {path}: cannot be read ({e.strerror})") from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise UsageError(f"--db {path} is {kind}; pass the path of a warehouse file (or a new one)")
+
+
+def make_engine(url: str | URL, readonly: bool = False) -> Engine:
     """An engine for ``url``; SQLite gets WAL, a busy timeout and explicit BEGIN handling."""
-    u = make_url(url)
+    u = resolve_url(url)
     if u.get_backend_name() == "sqlite":
         path = u.database
-        if readonly and path and path != ":memory:":
-            if not Path(path).exists():
-                raise UsageError(f"no warehouse at {path}; ingest a CSV first")
-            engine = create_engine(f"sqlite:///file:{path}?mode=ro&uri=true")
-        else:
-            if path and path != ":memory:":
-                parent = Path(path).parent
-                if not parent.exists():
-                    raise UsageError(f"folder {parent} does not exist; create it or pass another --db")
-            engine = create_engine(url)
+        if path and path != ":memory:" and not path.startswith("file:"):
+            _check_sqlite_path(path)
+            if readonly:
+                if not Path(path).exists():
+                    raise UsageError(f"no warehouse at {path}: run `warehouse ingest` or `warehouse db upgrade`")
+                # The read-only URI, with the path escaped: '?', '#' and '%' are legal in file names.
+                u = URL.create("sqlite", database=f"file:{urllib.parse.quote(path)}?mode=ro",
+                               query={"uri": "true"})
+        engine = create_engine(u)
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin)
         return engine
@@ -119,7 +163,7 @@ def make_engine(url: str, readonly: bool = False) -> Engine:
     if readonly and u.get_backend_name() == "postgresql":
         kwargs["connect_args"] = {"options": "-c default_transaction_read_only=on"}
     try:
-        return create_engine(url, pool_pre_ping=True, **kwargs)
+        return create_engine(u, pool_pre_ping=True, **kwargs)
     except (ModuleNotFoundError, NoSuchModuleError) as e:
         raise UsageError(f"no database driver for {u.drivername} ({e}); for PostgreSQL: "
                          "pip install 'tt-profile-warehouse[postgres]' and use postgresql+psycopg://") from None
@@ -148,52 +192,93 @@ def _schema_lock(conn: Connection) -> Iterator[None]:
         try:
             yield
         finally:
+            if conn.in_transaction():  # a failed migration: its transaction is aborted, the unlock must not be
+                conn.rollback()
             conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _LOCK_ID})
             conn.commit()
     else:
         yield
 
 
+@contextlib.contextmanager
+def _migrating(engine: Engine) -> Iterator[Connection]:
+    """A connection for migrations. On SQLite, foreign keys are off while tables are rebuilt (Alembic batch mode
+    drops and recreates a table; with foreign keys on, dropping ``run`` would cascade to every child row) and
+    checked before the commit; the pooled connection gets them back after."""
+    with engine.connect().execution_options(write=True) as conn:
+        raw = None
+        if conn.dialect.name == "sqlite":
+            raw = conn.connection.dbapi_connection
+            raw.execute("PRAGMA foreign_keys = OFF")  # no transaction is open yet: the pragma takes effect
+        try:
+            with _schema_lock(conn):
+                yield conn
+                if raw is not None:
+                    bad = conn.exec_driver_sql("PRAGMA foreign_key_check").all()
+                    if bad:
+                        conn.rollback()
+                        raise WarehouseError(f"the migration left {len(bad)} broken foreign keys "
+                                             f"(first: {tuple(bad[0])}); nothing was changed")
+                conn.commit()
+        finally:
+            if raw is not None:
+                raw.execute("PRAGMA foreign_keys = ON")
+
+
+def _known_current(conn: Connection) -> str | None:
+    rev = current_revision(conn)
+    if rev is not None and rev not in known_revisions():
+        raise SchemaOutdated(f"the warehouse is at revision {rev!r}, which this version does not know (it was "
+                             "written by a newer warehouse, or the stamp is damaged): install the newer "
+                             "tt-profile-warehouse, or restore the database")
+    return rev
+
+
 def upgrade(engine: Engine, revision: str = "head") -> None:
     """Run the migrations up to ``revision`` (views are dropped before and recreated at head)."""
     from alembic import command
 
-    url = engine.url.render_as_string(hide_password=False)
-    with engine.connect().execution_options(write=True) as conn:
-        with _schema_lock(conn):
-            command.upgrade(alembic_config(url, conn), revision)
-            conn.commit()
+    check_revision_arg(revision)
+    with _migrating(engine) as conn:
+        current = _known_current(conn)
+        if current is not None and revision != "head" and revision < current:
+            raise UsageError(f"--revision {revision}: the warehouse is already at {current}; "
+                             "upgrade cannot go back")
+        command.upgrade(alembic_config(engine.url, conn), revision)
 
 
 def downgrade(engine: Engine, revision: str) -> None:
     """Run the migrations down to ``revision`` (``base`` empties the database)."""
     from alembic import command
 
-    url = engine.url.render_as_string(hide_password=False)
-    with engine.connect().execution_options(write=True) as conn:
-        with _schema_lock(conn):
-            command.downgrade(alembic_config(url, conn), revision)
-            conn.commit()
+    check_revision_arg(revision, allow_base=True)
+    with _migrating(engine) as conn:
+        _known_current(conn)
+        command.downgrade(alembic_config(engine.url, conn), revision)
 
 
 def open_db(db: str | None, *, create: bool = True, readonly: bool = False) -> Engine:
     """The engine of a warehouse that is at head: a new database is created at head, one that is behind is
     refused with the command that upgrades it."""
     url = resolve_url(db)
+    if not create and url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:" \
+            and not Path(url.database).exists():
+        # never create an empty file for a command that only reads
+        raise UsageError(f"no warehouse at {url.database}: run `warehouse ingest` or `warehouse db upgrade`")
     engine = make_engine(url)
     head = head_revision_fast()
     try:
         with engine.connect() as conn:
             empty = not inspect(conn).get_table_names()
-            rev = None if empty else current_revision(conn)
-    except OperationalError as e:
-        raise WarehouseError(f"cannot open the warehouse {engine.url.render_as_string()}: {e.orig}") from None
+            rev = None if empty else _known_current(conn)
+    except DBAPIError as e:
+        raise WarehouseError(f"cannot open the warehouse {display(url)}: {dialect.explain(e)}") from None
     if empty:
         if not create:
-            raise UsageError(f"no warehouse at {engine.url.render_as_string()}; ingest a CSV first")
+            raise UsageError(f"no warehouse at {display(url)}: run `warehouse ingest` or `warehouse db upgrade`")
         upgrade(engine)
     elif rev != head:
-        raise SchemaOutdated(f"the warehouse {engine.url.render_as_string()} is at revision {rev}, this "
+        raise SchemaOutdated(f"the warehouse {display(url)} is at revision {rev}, this "
                              f"version needs {head}: run `warehouse db upgrade`")
     _refresh_views(engine)
     if readonly:

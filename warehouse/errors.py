@@ -26,8 +26,13 @@ class SchemaOutdated(WarehouseError):
 
 
 class NotFound(WarehouseError):
-    """A run, label or object that does not exist."""
+    """A run, label, section or key that does not exist, or a filter that selects nothing (exit 2, as a usage
+    error: a CI gate with a typo must fail, never pass)."""
+
+    exit_code = 2
 
 
 class UsageError(WarehouseError):
     """Arguments that make no sense together, or a refused operation."""
+
+    exit_code = 2

@@ -1,8 +1,11 @@
 """CSV -> warehouse: one transaction per file, streamed in chunks, idempotent by content hash."""
 from __future__ import annotations
 
+import fnmatch
 import glob
 import json
+import os
+import random
 import re
 import time
 from array import array
@@ -14,19 +17,23 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from sqlalchemy import Connection, Engine, select, update
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
+from warehouse import dialect
 from warehouse import schema as t
 from warehouse.categories import category, is_compute
-from warehouse.csvfile import LONG_TEXT, CsvReader, Layout, cells_getter, digest, encode_inline, scan_file
+from warehouse.csvfile import (LONG_TEXT, CsvReader, FileScan, Layout, cells_getter, digest, encode_inline,
+                               scan_file)
 from warehouse.db import write_tx
 from warehouse.devicelog import resolve_freq
-from warehouse.errors import UsageError, WarehouseError
+from warehouse.errors import InputError, UsageError, WarehouseError
+from warehouse.files import open_regular, shown
 from warehouse.signposts import Attribution, SectionSpan
 
 CHUNK = 5000
 _CAPTURED = re.compile(r"_(\d{4})_(\d{2})_(\d{2})_(\d{2})_(\d{2})_(\d{2})")
 _INT64 = 2 ** 63
+_INT32 = 2 ** 31
 
 
 @dataclass
@@ -43,20 +50,50 @@ class IngestResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def find_csvs(paths: Iterable[str]) -> Iterator[Path]:
-    """Files as given; folders searched recursively for ``ops_perf_results*.csv``; globs expanded.
-    A path that matches nothing is yielded as is, so that ingest reports it missing."""
-    seen: set[Path] = set()
+DEFAULT_GLOB = "ops_perf_results*.csv"
+
+
+def find_csvs(paths: Iterable[str], pattern: str = DEFAULT_GLOB) -> Iterator[Path | InputError]:
+    """The files to ingest, or an :class:`InputError` for each path that gives none (the caller reports it and
+    goes on). A path that exists is taken literally (``ops_perf_results_[1].csv`` is that file); a folder is
+    searched recursively for file names matching ``pattern`` (symbolic links to folders are not followed, so a
+    link loop cannot trap the search; unreadable sub-folders are reported); only a path that does not exist
+    is expanded as a glob."""
+    seen: set[str] = set()
+
+    def once(f: Path) -> Iterator[Path]:
+        key = os.path.realpath(f)
+        if key not in seen:
+            seen.add(key)
+            yield f
+
     for p in paths:
-        matches = [Path(m) for m in sorted(glob.glob(p, recursive=True))] if glob.has_magic(p) else [Path(p)]
-        if not matches:
+        if os.path.lexists(p):
+            matches = [Path(p)]
+        elif glob.has_magic(p):
+            matches = [Path(m) for m in sorted(glob.glob(p, recursive=True))]
+            if not matches:
+                yield InputError(shown(p), "matches no file")
+                continue
+        else:
             matches = [Path(p)]
         for m in matches:
-            found = sorted(m.rglob("ops_perf_results*.csv")) if m.is_dir() else [m]
-            for f in found:
-                if f.resolve() not in seen:
-                    seen.add(f.resolve())
-                    yield f
+            if not m.is_dir():
+                yield from once(m)
+                continue
+            found = 0
+            problems: list[OSError] = []
+            for folder, dirs, names in os.walk(m, onerror=problems.append, followlinks=False):
+                dirs.sort()
+                for n in sorted(fnmatch.filter(names, pattern)):
+                    found += 1
+                    yield from once(Path(folder) / n)
+            for e in problems:
+                yield InputError(shown(e.filename or m), f"folder cannot be read ({e.strerror}); its files were "
+                                                         "not ingested")
+            if not found:
+                yield InputError(shown(m), f"folder holds no file named {pattern} (searched recursively); "
+                                           "--glob PATTERN widens the search")
 
 
 def captured_at(file_name: str) -> datetime | None:
@@ -94,6 +131,12 @@ def _int(s: str) -> int | None:
     return v if -_INT64 <= v < _INT64 else None
 
 
+def _int32(s: str) -> int | None:
+    """A device id or core count: 32-bit columns on every back end (a larger value is not a number here)."""
+    v = _int(s)
+    return v if v is not None and -_INT32 <= v < _INT32 else None
+
+
 _DIM = re.compile(r"\s*([0-9]+)(?:\[([0-9]+)\])?")
 
 
@@ -113,11 +156,11 @@ _TYPED: list[tuple[str, str, Callable[[str], object] | None]] = [
     ("op2op_ns", "OP TO OP LATENCY [ns]", _float),
     ("fw_start_cycle", "DEVICE FW START CYCLE", _float),
     ("fw_end_cycle", "DEVICE FW END CYCLE", _float),
-    ("device_id", "DEVICE ID", _int),
+    ("device_id", "DEVICE ID", _int32),
     ("global_call_count", "GLOBAL CALL COUNT", _int),
     ("host_start_ns", "HOST START TS", _int),
     ("host_end_ns", "HOST END TS", _int),
-    ("cores", "CORE COUNT", _int),
+    ("cores", "CORE COUNT", _int32),
     ("fidelity", "MATH FIDELITY", _STRIP),
     ("trace_id", "METAL TRACE ID", _STRIP),
     ("replay_session", "METAL TRACE REPLAY SESSION ID", _STRIP),
@@ -165,8 +208,9 @@ class _Cells:
             it = [int(v) if v else None for v in raw[6:11]]
         except ValueError:
             return self._typed_slow(raw)
-        if not isfinite(sum(filter(None, fl))) or max(map(len, raw[6:11])) > 18:
-            return self._typed_slow(raw)  # NaN, infinities or integers that may overflow 64 bits
+        if not isfinite(sum(filter(None, fl))) or max(map(len, raw[6:11])) > 18 or len(raw[6]) > 9 \
+                or len(raw[10]) > 9:
+            return self._typed_slow(raw)  # NaN, infinities, integers that may overflow 64 (or 32) bits
         return [raw[0], *fl, *it, *[v.strip() or None for v in raw[11:16]]]
 
     def _typed_slow(self, raw: tuple) -> list:
@@ -195,63 +239,94 @@ class _Cells:
 
 
 class _Interner:
-    """Get-or-create ids of interned strings, cell tuples and op codes, cached for the whole file."""
+    """Ids of interned op codes, long strings and static cell tuples, resolved in bulk per chunk of rows.
+
+    Caches are bounded (a file whose every row has new static cells must not grow memory with its length), and
+    on back ends where :func:`warehouse.dialect.interns_apart` says so, interning commits on a connection of its
+    own, in digest order, so that concurrent ingests never wait on each other's uncommitted keys."""
+
+    MAX_CACHED = 20_000  # entries of each cache; cleared whole when passed (cheap, and rare in real files)
 
     def __init__(self, conn: Connection, layout: Layout):
-        self.conn = conn
+        self.main = conn
         self._static = cells_getter(layout.static_idx)
         self.texts: dict[str, int] = {}
         self.tuples: dict[tuple, int] = {}
         self.codes: dict[str, int] = {}
-        dialect = conn.dialect.name
-        if dialect == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert
-        elif dialect == "sqlite":
-            from sqlalchemy.dialects.sqlite import insert
-        else:  # pragma: no cover - other back ends are not supported yet
-            raise UsageError(f"back end {dialect!r} is not supported (use SQLite or PostgreSQL)")
-        self._insert = insert
+        self.pending: set[tuple] = set()
+        self._apart = dialect.interns_apart(conn)
+        self._conn: Connection | None = None
 
-    def _get_or_create(self, table, key_col, key, values: dict) -> int:
-        q = select(table.c.id).where(key_col == key)
-        found = self.conn.execute(q).scalar()
-        if found is None:
-            self.conn.execute(self._insert(table).values(**values).on_conflict_do_nothing())
-            found = self.conn.execute(q).scalar_one()
-        return found
+    def _connection(self) -> Connection:
+        if not self._apart:
+            return self.main
+        if self._conn is None:
+            self._conn = self.main.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        return self._conn
 
-    def text_id(self, s: str) -> int:
-        i = self.texts.get(s)
-        if i is None:
-            d = digest(s)
-            i = self.texts[s] = self._get_or_create(t.text_value, t.text_value.c.digest, d,
-                                                    {"digest": d, "value": s})
-        return i
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
-    def tuple_id(self, cells: list[str]) -> int:
-        key = self._static(cells)
-        i = self.tuples.get(key)
-        if i is None:
-            enc = json.dumps([self.text_id(c) if len(c) > LONG_TEXT else c for c in key], ensure_ascii=False)
-            d = digest(enc)
-            i = self.tuples[key] = self._get_or_create(t.cell_tuple, t.cell_tuple.c.digest, d,
-                                                       {"digest": d, "cells": enc})
-        return i
+    def _resolve(self, table, key_col: str, values: dict[object, dict]) -> dict[object, int]:
+        """``{key: id}`` for rows keyed by ``key_col``, inserting the missing ones (in key order)."""
+        conn = self._connection()
+        col = table.c[key_col]
+        out: dict[object, int] = {}
+        keys = sorted(values)
+        for k in range(0, len(keys), 500):
+            part = keys[k:k + 500]
+            out.update(conn.execute(select(col, table.c.id).where(col.in_(part))).all())
+            missing = [key for key in part if key not in out]
+            if missing:
+                conn.execute(dialect.insert_ignore(conn, table), [values[key] for key in missing])
+                out.update(conn.execute(select(col, table.c.id).where(col.in_(missing))).all())
+        return out
 
     def op_code(self, name: str) -> int:
         i = self.codes.get(name)
         if i is None:
-            i = self.codes[name] = self._get_or_create(
-                t.op_code, t.op_code.c.name, name,
-                {"name": name, "category": category(name), "is_compute": is_compute(name)})
+            i = self.codes[name] = self._resolve(
+                t.op_code, "name", {name: {"name": name, "category": category(name),
+                                           "is_compute": is_compute(name)}})[name]
         return i
+
+    def tuple_key(self, cells: list[str]) -> tuple:
+        """The row's static cells, to be resolved to a ``cell_tuple`` id by :meth:`resolve_pending`."""
+        key = self._static(cells)
+        if key not in self.tuples:
+            self.pending.add(key)
+        return key
+
+    def resolve_pending(self) -> None:
+        """Intern the static tuples met since the last call (and their long strings), in bulk."""
+        if not self.pending:
+            return
+        longs = {c for key in self.pending for c in key if len(c) > LONG_TEXT and c not in self.texts}
+        if longs:
+            by_digest = {digest(c): c for c in longs}
+            ids = self._resolve(t.text_value, "digest", {d: {"digest": d, "value": c} for d, c in by_digest.items()})
+            self.texts.update((c, ids[d]) for d, c in by_digest.items())
+        enc = {key: json.dumps([self.texts[c] if len(c) > LONG_TEXT else c for c in key], ensure_ascii=False)
+               for key in self.pending}
+        by_digest2 = {digest(e): key for key, e in enc.items()}
+        ids = self._resolve(t.cell_tuple, "digest",
+                            {d: {"digest": d, "cells": enc[key]} for d, key in by_digest2.items()})
+        self.tuples.update((key, ids[d]) for d, key in by_digest2.items())
+        self.pending.clear()
+
+    def trim(self) -> None:
+        """Bound the caches (after a chunk's rows have taken their ids)."""
+        if len(self.tuples) > self.MAX_CACHED:
+            self.tuples.clear()
+        if len(self.texts) > self.MAX_CACHED:
+            self.texts.clear()
 
 
 def _insert_sql(conn: Connection, table: str, columns: list[str]) -> str:
     """A plain INSERT for the driver's executemany: the hot path skips SQLAlchemy's per-row processing."""
-    mark = {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(conn.dialect.paramstyle)
-    if mark is None:  # pragma: no cover - SQLite and psycopg use one of the above
-        raise UsageError(f"unsupported driver paramstyle {conn.dialect.paramstyle!r}")
+    mark = dialect.paramstyle_mark(conn)
     return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))})"
 
 
@@ -307,14 +382,14 @@ class _FileIngest:
         msg = cells[c.attributes].strip() if c.attributes is not None else ""
         host = _int(cells[c.host_start]) if c.host_start is not None else None
         self.signposts.append((self.run_id, row_no, name, msg or None, host, ev.kind))
-        self.cells_rows.append((self.run_id, row_no, self.intern.tuple_id(cells),
+        self.cells_rows.append((self.run_id, row_no, self.intern.tuple_key(cells),
                                 encode_inline(self._volatile(cells))))
         self.n_signposts += 1
 
     def _op(self, row_no: int, cells: list[str]) -> None:
         a = self.attr
         code_id = self.intern.op_code(cells[self.cells.name])
-        self.cells_rows.append((self.run_id, row_no, self.intern.tuple_id(cells),
+        self.cells_rows.append((self.run_id, row_no, self.intern.tuple_key(cells),
                                 encode_inline(self._volatile(cells))))
         cells.append("")  # the cell that columns missing from this file read (see _Cells)
         sec = a.section
@@ -343,8 +418,11 @@ class _FileIngest:
             self.conn.exec_driver_sql(self._op_sql, self.ops)
             self.ops = []
         if self.cells_rows:
-            self.conn.exec_driver_sql(self._cells_sql, self.cells_rows)
+            self.intern.resolve_pending()
+            ids = self.intern.tuples
+            self.conn.exec_driver_sql(self._cells_sql, [(r, n, ids[k], c) for r, n, k, c in self.cells_rows])
             self.cells_rows = []
+            self.intern.trim()
 
     def run(self, progress: Callable[[int], None] | None) -> bool:
         """Stream every row into the database; returns whether the trace inherits the eager attribution."""
@@ -354,7 +432,7 @@ class _FileIngest:
                 self._signpost(row_no, cells)
             else:
                 self._op(row_no, cells)
-            if len(self.ops) >= CHUNK:
+            if len(self.cells_rows) >= CHUNK:
                 self._flush()
                 if progress:
                     progress(self.reader.bytes_read)
@@ -368,6 +446,7 @@ class _FileIngest:
         # the reader's own warnings (duplicate columns, short rows) first, in row order with ours
         self.warnings = sorted([(w.row, w.column, w.message) for w in self.reader.warnings] + self.warnings,
                                key=lambda w: (w[0] is None, w[0] or 0))
+        self.reader_warnings = len(self.reader.warnings)  # the reader's later ones (from verify) come after
         return self._inherit_trace()
 
     def _inherit_trace(self) -> bool:
@@ -391,21 +470,26 @@ def ingest_file(engine: Engine, path: Path, *, label: str | None = None, tags: d
                 meta: dict | None = None) -> IngestResult:
     """Store one CSV as a run, whole or not at all. Content already stored gives ``existing=True``.
 
-    ``meta`` overrides run columns (``warehouse copy`` keeps a run's hash, paths, times and frequency) and may
-    carry ``warnings``, a list of ``(row, column, message)`` that replaces those found."""
+    The file is hashed, then parsed while hashed again: what is stored is exactly what was hashed, and a file
+    that changes meanwhile is refused. ``meta`` overrides run columns (``warehouse copy`` keeps a run's hash,
+    paths, times and frequency) and may carry ``warnings``, a list of ``(row, column, message)`` that replaces
+    those found."""
     t0 = time.perf_counter()
     path = Path(path)
-    scan = scan_file(path)
+    with open_regular(path) as f:
+        scan = scan_file(f, path)
     meta = dict(meta or {})
     warnings = meta.pop("warnings", None)  # taken out once: a retry must see the same meta
     sha = meta.get("sha256", scan.sha256)
     with engine.connect() as conn:
         found = conn.execute(select(t.run.c.id).where(t.run.c.sha256 == sha)).scalar()
     if found is not None:
-        return IngestResult(str(path), found, existing=True)
+        return IngestResult(shown(path), found, existing=True)
     freq, freq_source, log_arch = resolve_freq(path, freq_mhz)
-    # SQLite's busy timeout covers ordinary waits; a lock that outlasts it is retried (nothing was written).
-    for attempt in range(4):
+    # SQLite's busy timeout covers ordinary waits; a lock that outlasts it, a deadlock or a serialization
+    # failure is retried whole (the failed try wrote nothing).
+    attempts = 5
+    for attempt in range(attempts):
         try:
             return _ingest_once(engine, path, scan, sha, meta, warnings, label, tags, freq, freq_source,
                                 log_arch, progress, t0)
@@ -415,27 +499,26 @@ def ingest_file(engine: Engine, path: Path, *, label: str | None = None, tags: d
                 found = conn.execute(select(t.run.c.id).where(t.run.c.sha256 == sha)).scalar()
             if found is None:
                 raise
-            return IngestResult(str(path), found, existing=True)
-        except OperationalError as e:
-            if "locked" not in str(e.orig) or attempt == 3:
-                raise WarehouseError(f"{path}: the warehouse stayed locked by another writer ({e.orig}); "
-                                     "try again") from None
-            time.sleep(1 + attempt)
+            return IngestResult(shown(path), found, existing=True)
+        except DBAPIError as e:
+            if not dialect.is_retryable(e) or attempt == attempts - 1:
+                raise WarehouseError(f"{shown(path)}: {dialect.explain(e)}") from None
+            time.sleep(0.2 + random.random() * (1 + attempt))
     raise AssertionError("unreachable")
 
 
-def _ingest_once(engine: Engine, path: Path, scan, sha: str, meta: dict, warnings, label, tags, freq,
+def _ingest_once(engine: Engine, path: Path, scan: FileScan, sha: str, meta: dict, warnings, label, tags, freq,
                  freq_source, log_arch, progress, t0: float) -> IngestResult:
-    with write_tx(engine) as conn, CsvReader(path, scan) as reader:
+    with write_tx(engine) as conn, CsvReader(path, open_regular(path), scan) as reader:
         found = conn.execute(select(t.run.c.id).where(t.run.c.sha256 == sha)).scalar()
         if found is not None:  # another process stored it while we waited for the write lock
-            return IngestResult(str(path), found, existing=True)
+            return IngestResult(shown(path), found, existing=True)
         lay = reader.layout
         values = dict(
-            sha256=sha, source_path=str(path.resolve()), file_name=path.name, size_bytes=scan.size, row_count=0,
-            op_count=0, signpost_count=0, columns=json.dumps(lay.header, ensure_ascii=False),
+            sha256=sha, source_path=shown(path.absolute()), file_name=shown(path.name), size_bytes=scan.size,
+            row_count=0, op_count=0, signpost_count=0, columns=json.dumps(lay.header, ensure_ascii=False),
             static_columns=json.dumps(lay.static_idx), name_column=lay.name_column, newline=lay.newline,
-            final_newline=True, bom=lay.bom, export_exact=True, captured_at=captured_at(path.name),
+            final_newline=True, bom=lay.bom, export_exact=True, captured_at=captured_at(shown(path.name)),
             ingested_at=datetime.now(timezone.utc).replace(tzinfo=None), freq_mhz=freq,
             freq_source=freq_source, arch=log_arch, label=label, trace_matches_eager=False)
         values.update(meta)
@@ -443,11 +526,17 @@ def _ingest_once(engine: Engine, path: Path, scan, sha: str, meta: dict, warning
         if tags:
             conn.execute(t.run_tag.insert(), [{"run_id": run_id, "key": k, "value": v} for k, v in tags.items()])
         job = _FileIngest(conn, reader, run_id)
-        same = job.run(progress)
+        try:
+            same = job.run(progress)
+        finally:
+            job.intern.close()
+        reader.verify()
         exact = reader.exact_file()
+        job.warnings += [(w.row, w.column, w.message) for w in reader.warnings[job.reader_warnings:]]
         if not exact:
-            job.warnings.append((None, None, "export will give the same cells but not the same bytes (line ends "
-                                             "that differ from the first line's, or rows padded or skipped)"))
+            job.warnings.append((None, None, "export will give the same cells but not the same bytes (quoting, "
+                                             "line ends that differ from the first line's, a CR alone, or rows "
+                                             "padded or skipped)"))
         if warnings is not None:
             job.warnings = list(warnings)
         if job.warnings:
@@ -459,7 +548,7 @@ def _ingest_once(engine: Engine, path: Path, scan, sha: str, meta: dict, warning
                      trace_matches_eager=same, arch=log_arch or job.arch, seconds=seconds)
         final.update({k: v for k, v in meta.items() if k in final})
         conn.execute(update(t.run).where(t.run.c.id == run_id).values(**final))
-    return IngestResult(str(path), run_id, ops=job.n_ops, signposts=job.n_signposts, sections=job.n_sections,
+    return IngestResult(shown(path), run_id, ops=job.n_ops, signposts=job.n_signposts, sections=job.n_sections,
                         seconds=seconds, warnings=[m for _, _, m in job.warnings])
 
 
@@ -470,5 +559,7 @@ def parse_tags(items: Iterable[str]) -> dict[str, str]:
         k, sep, v = it.partition("=")
         if not sep or not k.strip():
             raise UsageError(f"--tag {it!r}: expected key=value")
+        if k.strip() in out:
+            raise UsageError(f"--tag {k.strip()!r} is given twice; a run has one value per tag key")
         out[k.strip()] = v
     return out

@@ -1,42 +1,125 @@
-"""Read-only SQL over the warehouse, and the schema listing.
+"""Read-only SQL over the warehouse, streamed with a time limit and a row cap, and the schema listing.
 
-The connection itself is read-only (SQLite ``mode=ro``, PostgreSQL ``default_transaction_read_only``), so a
-statement that writes fails in the database, whatever its spelling; no keyword filter is involved.
+What a statement may do is decided by :mod:`warehouse.sqlguard` (read-only connection and an authorizer on
+SQLite; PostgreSQL's parser, a read-only transaction and a SELECT-only role on PostgreSQL).
 """
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterator
 
-from sqlalchemy import Engine, inspect, text
+from sqlalchemy import Connection, Engine, inspect, text
 from sqlalchemy.exc import DBAPIError, ResourceClosedError, SQLAlchemyError
 
+from warehouse import dialect, sqlguard
 from warehouse.errors import UsageError
 from warehouse.schema import TABLE_DOCS
 from warehouse.views import VIEWS
 
+DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_MAX_ROWS = 100_000
+_FETCH = 1000
 
-def run_sql(engine: Engine, sql: str, params: dict[str, Any] | None = None) -> tuple[list[str], list[tuple]]:
-    """Run one statement on a read-only engine; ``(column names, rows)``."""
+
+@dataclass
+class SqlResult:
+    """A statement's columns and its rows as they stream; ``truncated`` is set once the row cap stopped it."""
+
+    columns: list[str]
+    rows: Iterator[tuple]
+    max_rows: int | None
+    truncated: bool = field(default=False)
+
+
+def _sql_error(e: BaseException, timeout_s: float | None) -> UsageError:
+    msg = " ".join(str(getattr(e, "orig", None) or e).split())
+    low = msg.lower()
+    if "interrupted" in low or "statement timeout" in low or "canceling statement" in low:
+        return UsageError(f"the query ran longer than {timeout_s:g} s and was stopped; narrow it, or pass "
+                          "--timeout")
+    if "readonly" in low.replace(" ", "") or "read-only" in low or "not authorized" in low:
+        return UsageError(f"the warehouse is read-only through `warehouse sql` ({msg}); "
+                          "use the warehouse commands to change it")
+    if isinstance(e, DBAPIError) and dialect.sqlstate(e) == "42501":
+        return UsageError(f"SQL error: {msg} (the role lacks this privilege)")
+    return UsageError(f"SQL error: {msg}")
+
+
+@contextlib.contextmanager
+def _guarded(conn: Connection, timeout_s: float | None) -> Iterator[None]:
+    """The back end's read-only guard and time limit around one statement."""
+    deadline = time.monotonic() + timeout_s if timeout_s else None
+    if dialect.name(conn) == "sqlite":
+        raw = conn.connection.dbapi_connection
+        raw.set_authorizer(sqlguard.sqlite_authorizer)
+        if deadline is not None:
+            raw.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+        try:
+            yield
+        finally:
+            raw.set_authorizer(None)
+            raw.set_progress_handler(None, 0)
+    else:
+        conn.exec_driver_sql("SET TRANSACTION READ ONLY")
+        if timeout_s:
+            conn.exec_driver_sql(f"SET LOCAL statement_timeout = {int(timeout_s * 1000)}")
+        yield
+
+
+@contextlib.contextmanager
+def stream_sql(engine: Engine, sql: str, params: dict[str, Any] | None = None, *,
+               timeout_s: float | None = DEFAULT_TIMEOUT_S, max_rows: int | None = DEFAULT_MAX_ROWS
+               ) -> Iterator[SqlResult]:
+    """Run one read-only statement; yields its columns and a row iterator (fetched in batches, so memory does
+    not follow the result's size). Stops after ``max_rows`` rows (``truncated``) or ``timeout_s`` seconds."""
     if not sql.strip():
         raise UsageError("no SQL given (pass it as an argument or on standard input)")
+    cursor = True
+    if engine.dialect.name == "postgresql":
+        cursor = sqlguard.check_postgres(sql)
     try:
-        with engine.connect() as conn:
-            result = conn.execute(text(sql), params or {})
+        with engine.connect() as conn, _guarded(conn, timeout_s):
+            result = conn.execution_options(stream_results=cursor).execute(text(sql), params or {})
             try:
                 cols = list(result.keys())
-                rows = [tuple(r) for r in result]
             except ResourceClosedError:
-                cols, rows = [], []
-            conn.rollback()
+                cols = []
+            out = SqlResult(cols, iter(()), max_rows)
+
+            def rows() -> Iterator[tuple]:
+                if not cols:
+                    return
+                n = 0
+                try:
+                    for part in result.partitions(_FETCH):
+                        for r in part:
+                            if max_rows is not None and n >= max_rows:
+                                out.truncated = True
+                                return
+                            n += 1
+                            yield tuple(r)
+                except DBAPIError as e:
+                    raise _sql_error(e, timeout_s) from None
+            out.rows = rows()
+            try:
+                yield out
+            finally:
+                result.close()
+                conn.rollback()
     except DBAPIError as e:
-        msg = str(e.orig).strip().splitlines()[0] if e.orig is not None else str(e)
-        if "readonly" in msg.replace(" ", "").lower() or "read-only" in msg.lower():
-            raise UsageError(f"the warehouse is read-only through `warehouse sql` ({msg}); "
-                             "use the warehouse commands to change it") from None
-        raise UsageError(f"SQL error: {msg}") from None
+        raise _sql_error(e, timeout_s) from None
     except SQLAlchemyError as e:
         raise UsageError(f"SQL error: {e}") from None
-    return cols, rows
+
+
+def run_sql(engine: Engine, sql: str, params: dict[str, Any] | None = None, *,
+            timeout_s: float | None = DEFAULT_TIMEOUT_S, max_rows: int | None = DEFAULT_MAX_ROWS
+            ) -> tuple[list[str], list[tuple]]:
+    """Run one read-only statement; ``(column names, rows)`` held in memory (at most ``max_rows``)."""
+    with stream_sql(engine, sql, params, timeout_s=timeout_s, max_rows=max_rows) as res:
+        return res.columns, list(res.rows)
 
 
 def describe_schema(engine: Engine) -> list[dict[str, Any]]:

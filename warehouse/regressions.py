@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from warehouse.series import default_section, fetch, fetch_replays, select_runs
+from warehouse.series import check_section, default_section, fetch, fetch_replays, select_runs
 from warehouse.errors import NotFound
 
 SIGMAS = 3.0
@@ -56,6 +56,7 @@ def find_regressions(engine: Engine, *, label: str | None = None, tags: dict[str
         runs = select_runs(conn, label, tags)
         if not runs:
             raise NotFound("no runs match" + (f" label {label!r}" if label else "") + (f" tags {tags}" if tags else ""))
+        check_section(conn, section, runs[-(last + window):])
         checked = []
         for i in range(max(0, len(runs) - last), len(runs)):
             cand, hist = runs[i], runs[max(0, i - window):i]

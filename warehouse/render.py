@@ -6,14 +6,14 @@ import io
 import json
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 
 def _cell(v: Any) -> str:
     if v is None:
         return ""
     if isinstance(v, float):
-        return f"{v:.6g}" if abs(v) < 1e15 else repr(v)
+        return repr(v)  # in full: a number that prints rounded cannot be checked against another tool
     if isinstance(v, (dict, list)):
         return json.dumps(v, ensure_ascii=False)
     return str(v)
@@ -68,12 +68,45 @@ def records(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[dict[
     return [dict(zip(columns, r)) for r in rows]
 
 
+def stream(columns: Sequence[str], rows: Iterable[Sequence[Any]], fmt: str, write: Callable[[str], Any]) -> None:
+    """Write rows as they come in a streaming format (csv, nl: one JSON object a line, json); the table formats
+    need every row for their widths and are rendered whole."""
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(columns)
+        for r in rows:
+            w.writerow(["" if v is None else v for v in r])
+            if buf.tell() > 1 << 16:
+                write(buf.getvalue())
+                buf.seek(0)
+                buf.truncate()
+        write(buf.getvalue())
+    elif fmt in ("nl", "json"):
+        first = True
+        if fmt == "json":
+            write("[")
+        for r in rows:
+            obj = json.dumps(dict(zip(columns, r)), default=_default, ensure_ascii=False)
+            if fmt == "nl":
+                write(obj + "\n")
+            else:
+                write(("\n " if first else ",\n ") + obj)
+                first = False
+        if fmt == "json":
+            write("\n]\n" if not first else "]\n")
+    else:
+        write(render(columns, list(rows), fmt) + "\n")
+
+
 def render(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str) -> str:
     """Rows in one of the output formats: table, csv, json, md."""
     if fmt == "csv":
         return to_csv(columns, rows)
     if fmt == "json":
         return to_json(records(columns, rows))
+    if fmt == "nl":
+        return "\n".join(json.dumps(d, default=_default, ensure_ascii=False) for d in records(columns, rows))
     if fmt == "md":
         return markdown(columns, rows)
     return table(columns, rows)

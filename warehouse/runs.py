@@ -25,10 +25,12 @@ def resolve_run(conn: Connection, ref: str, label: str | None = None) -> int:
         if found is None:
             raise NotFound("no runs" + (f" with label {label!r}" if label else "") + "; ingest a CSV first")
         return found
-    try:
-        run_id = int(ref)
-    except ValueError:
-        raise UsageError(f"RUN {ref!r}: expected a run id (see `warehouse runs`) or 'latest'") from None
+    # ASCII digits only: int() also takes other scripts' digits ('١' is 1) and '1_0'
+    if not (ref.isascii() and ref.isdigit()):
+        raise UsageError(f"RUN {ref!r}: expected a run id (see `warehouse runs`) or 'latest'")
+    run_id = int(ref)
+    if run_id >= 2 ** 63:
+        raise NotFound(f"no run {run_id}; `warehouse runs` lists them")
     if conn.execute(select(t.run.c.id).where(t.run.c.id == run_id)).scalar() is None:
         raise NotFound(f"no run {run_id}; `warehouse runs` lists them")
     return run_id

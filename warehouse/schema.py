@@ -50,17 +50,18 @@ run = Table(
     Column("ingested_at", DateTime, nullable=False),
     Column("freq_mhz", Double, nullable=False),
     Column("freq_source", Text, nullable=False, comment="option | default | path of profile_log_device.csv"),
-    Column("arch", String(32), nullable=True),
+    Column("arch", Text, nullable=True),
     Column("label", Text, nullable=True),
     Column("trace_matches_eager", Boolean, nullable=False),
     Column("seconds", Double, nullable=True, comment="ingest wall time"),
+    sqlite_autoincrement=True,  # a deleted run's id is never given to another run
 )
 Index("ix_run_label_captured", run.c.label, run.c.captured_at)
 
 run_tag = Table(
     "run_tag", metadata,
     _run_fk(),
-    Column("key", String(128), nullable=False),
+    Column("key", Text, nullable=False),
     Column("value", Text, nullable=False),
     UniqueConstraint("run_id", "key"),
 )

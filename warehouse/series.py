@@ -9,7 +9,7 @@ from typing import Iterable
 from sqlalchemy import Connection, select, text
 
 from warehouse import schema as t
-from warehouse.errors import UsageError
+from warehouse.errors import NotFound, UsageError
 from warehouse.runs import order_key
 from warehouse.views import BLOCK_KEY, LAYER_KEY
 
@@ -47,6 +47,19 @@ def sections_of(conn: Connection, run_id: int) -> set[str]:
     """The section names that hold ops in a run ('' for ops outside every section)."""
     return set(conn.execute(text("SELECT DISTINCT section FROM series_section WHERE run_id = :r"),
                             {"r": run_id}).scalars())
+
+
+def check_section(conn: Connection, section: str | None, run_ids: list[int]) -> None:
+    """Refuse a ``--section`` that none of the runs has (a typo must not turn a CI gate into a silent pass)."""
+    if section is None or section == "all":
+        return
+    have: set[str] = set()
+    for r in run_ids:
+        have |= sections_of(conn, r)
+    if section not in have:
+        names = ", ".join(sorted(n for n in have if n)) or "none"
+        raise NotFound(f"--section {section!r}: no such section in run(s) {', '.join(map(str, run_ids))} "
+                       f"(sections there: {names}; 'all' for ops outside sections)")
 
 
 def default_section(conn: Connection, run_ids: Iterable[int]) -> str:

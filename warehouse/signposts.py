@@ -55,7 +55,10 @@ class Attribution:
         self.layer = ""
         self.marker_row: int | None = None
         self._ordinal = 0
-        self._open: list[tuple[str, int, bool]] = []  # custom candidates: (base name, row, explicit start)
+        # Custom candidates by base name, each a stack of (row, explicit start, order of arrival): a close
+        # finds its start in O(1) however many markers never close (a list scan made such files quadratic).
+        self._open: dict[str, list[tuple[int, bool, int]]] = {}
+        self._arrivals = 0
 
     def _span(self, name: str, kind: str, row: int) -> SectionSpan:
         self._ordinal += 1
@@ -90,21 +93,23 @@ class Attribution:
         base = _strip(name, _ENDS)
         if base is not None:
             ev = SignpostEvent("section_end")
-            for i in range(len(self._open) - 1, -1, -1):
-                b, start, explicit = self._open[i]
-                if b == base:
-                    del self._open[i]
-                    span = self._span(base, "custom", start)
-                    span.end_row = row
-                    ev.closed.append(span)
-                    if not explicit:
-                        ev.promoted_row = start
-                    break
+            stack = self._open.get(base)
+            if stack:
+                start, explicit, _ = stack.pop()
+                if not stack:
+                    del self._open[base]
+                span = self._span(base, "custom", start)
+                span.end_row = row
+                ev.closed.append(span)
+                if not explicit:
+                    ev.promoted_row = start
             else:
                 ev.warning = f"{name!r} without a matching start"
             return ev
         start = _strip(name, _STARTS)
-        self._open.append((start if start is not None else name, row, start is not None))
+        self._arrivals += 1
+        self._open.setdefault(start if start is not None else name, []).append(
+            (row, start is not None, self._arrivals))
         self.marker_row = row
         return SignpostEvent("section_start" if start is not None else "marker")
 
@@ -114,7 +119,9 @@ class Attribution:
         warnings, spans = [], []
         if self.section is not None:
             warnings.append(f"section {self.section.name!r} starting at row {self.section.start_row} never closed")
-        for base, row, explicit in self._open:
+        still_open = sorted((arrival, base, row, explicit) for base, stack in self._open.items()
+                            for row, explicit, arrival in stack)
+        for _, base, row, explicit in still_open:
             if explicit:
                 spans.append(self._span(base, "custom", row))
                 warnings.append(f"section {base!r} starting at row {row} never closed")

@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from warehouse.errors import NotFound, UsageError
-from warehouse.series import default_section, fetch, select_runs
+from warehouse.series import check_section, default_section, fetch, select_runs
 
 
 def trend(engine: Engine, by: str = "block", section: str | None = None, top: int = 10, label: str | None = None,
@@ -20,6 +20,7 @@ def trend(engine: Engine, by: str = "block", section: str | None = None, top: in
             runs = runs[-last:]
         if not runs:
             raise NotFound("no runs match the filter")
+        check_section(conn, section, runs)
         sec = section if section is not None else default_section(conn, runs[-1:])
         sec = "" if sec == "all" else sec
         values = fetch(conn, by, runs, sec)
@@ -44,11 +45,12 @@ def plot(res: dict[str, Any], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(11, 6))
     x = list(range(len(res["runs"])))
     for k in res["keys"]:
-        ax.plot(x, [v if v is not None else float("nan") for v in res["values"][k]], marker=".", label=k[:60])
+        ax.plot(x, [v if v is not None else float("nan") for v in res["values"][k]], marker=".",
+                label=k[:60].replace("$", r"\$"))  # a key is text, never mathtext
     ax.set_xticks(x, [str(r) for r in res["runs"]], rotation=90 if len(x) > 20 else 0)
     ax.set_xlabel("run id (capture order)")
     ax.set_ylabel("kernel us")
-    ax.set_title(f"kernel us by {res['by']}, section {res['section']}")
+    ax.set_title(f"kernel us by {res['by']}, section {res['section']}".replace("$", r"\$"))
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     fig.savefig(path)

@@ -1,0 +1,97 @@
+"""What differs between SQLite and PostgreSQL, in one place: upserts, how interning may run, session set-up for
+read-only SQL, and what a database error means to a user.
+
+Business modules ask this module instead of testing ``conn.dialect.name`` themselves.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, Table
+from sqlalchemy.exc import DBAPIError
+
+from warehouse.errors import UsageError
+
+SUPPORTED = ("sqlite", "postgresql")
+
+
+def name(conn: Connection) -> str:
+    """The back end's name, refusing the ones the warehouse does not support."""
+    n = conn.dialect.name
+    if n not in SUPPORTED:
+        raise UsageError(f"back end {n!r} is not supported (use SQLite or PostgreSQL)")
+    return n
+
+
+def insert_ignore(conn: Connection, table: Table) -> Any:
+    """``INSERT ... ON CONFLICT DO NOTHING`` for the connection's back end."""
+    if name(conn) == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert(table).on_conflict_do_nothing()
+
+
+def paramstyle_mark(conn: Connection) -> str:
+    """The driver's placeholder, for plain INSERTs handed to ``executemany`` on the hot path."""
+    mark = {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(conn.dialect.paramstyle)
+    if mark is None:  # pragma: no cover - SQLite and psycopg use one of the above
+        raise UsageError(f"unsupported driver paramstyle {conn.dialect.paramstyle!r}")
+    return mark
+
+
+def interns_apart(conn: Connection) -> bool:
+    """Whether interned values (op codes, strings, cell tuples) are committed on a connection of their own.
+
+    On PostgreSQL they are: two ingests that intern the same new values inside their long file transactions
+    wait on each other's uncommitted unique keys and deadlock. Interned rows are content-addressed, so one
+    committed early by a file that later fails is harmless (the next file reuses it). SQLite has one writer at
+    a time, so a second connection would wait on the file's own transaction: there interning stays inside it."""
+    return name(conn) == "postgresql"
+
+
+# ------------------------------------------------------------------------------------------------ errors
+def _orig_message(e: BaseException) -> str:
+    orig = getattr(e, "orig", None) or e
+    return " ".join(str(orig).split())
+
+
+def sqlstate(e: BaseException) -> str | None:
+    """PostgreSQL's SQLSTATE of an error (None on SQLite)."""
+    orig = getattr(e, "orig", None)
+    return getattr(orig, "sqlstate", None)
+
+
+def is_retryable(e: BaseException) -> bool:
+    """A failure that a second try of the whole transaction can cure: a lock that outlasted the busy timeout,
+    a deadlock, a serialization failure. Nothing was written by the failed try."""
+    if not isinstance(e, DBAPIError):
+        return False
+    if sqlstate(e) in ("40P01", "40001", "55P03"):  # deadlock, serialization failure, lock not available
+        return True
+    msg = _orig_message(e).lower()
+    return "database is locked" in msg or "database table is locked" in msg or "deadlock" in msg
+
+
+def explain(e: BaseException) -> str:
+    """A one-line explanation of a database error and what to do about it."""
+    msg = _orig_message(e)
+    low = msg.lower()
+    state = sqlstate(e) or ""
+    if "locked" in low or state in ("40P01", "55P03"):
+        return f"the warehouse stayed locked by another writer ({msg}); try again"
+    if "readonly database" in low or "read-only" in low or state == "25006":
+        return f"the warehouse cannot be written ({msg}); check the file's and its folder's permissions"
+    if "disk i/o error" in low or state.startswith("58"):
+        return f"a disk I/O error in the warehouse ({msg}); check the disk, then run `warehouse check`"
+    if "database or disk is full" in low or state == "53100":
+        return f"the disk is full ({msg}); free space and try again (nothing was stored)"
+    if "not a database" in low or "malformed" in low or state == "XX001":
+        return f"the warehouse file is corrupt or not a warehouse ({msg}); run `warehouse check` or restore it"
+    if "permission denied" in low or state == "42501":
+        return f"permission denied ({msg}); the database role lacks a privilege this command needs"
+    if "unable to open database" in low:
+        return f"cannot open the warehouse file ({msg}); check the path and its permissions"
+    if state.startswith("08"):
+        return f"the database connection failed ({msg}); is the server running?"
+    return f"database error: {msg}"

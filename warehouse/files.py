@@ -1,0 +1,96 @@
+"""Files the warehouse reads and writes: only regular files are read (a FIFO or /dev/zero would hang ingest),
+outputs are written whole or not at all, and paths print safely whatever bytes their names hold."""
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import IO, Iterator
+
+from warehouse.errors import InputError, UsageError
+
+
+def shown(path: str | os.PathLike) -> str:
+    """A path as text that can be printed and stored: bytes that are not UTF-8 (kept by Python as surrogate
+    escapes) become U+FFFD."""
+    s = os.fspath(path)
+    return s.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def open_regular(path: Path, what: str = "") -> IO[bytes]:
+    """Open a regular file for reading, refusing anything else without blocking on it (a FIFO is opened
+    non-blocking and refused; a device such as /dev/zero is refused before a byte is read)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise InputError(shown(path), "no such file") from None
+    except IsADirectoryError:
+        raise InputError(shown(path), "is a folder") from None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise InputError(shown(path), "is a symbolic link loop") from None
+        raise InputError(shown(path), f"cannot be read: {e.strerror}") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise InputError(shown(path), f"is {_kind(st.st_mode)}; {what or 'only regular files are read'}")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def is_regular(path: Path) -> bool:
+    """Whether ``path`` is a regular file (following links), without opening it."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def write_output(path: str | os.PathLike, data: str | bytes) -> None:
+    """Write a whole output file: through a temporary file and a rename for regular files (a failed write
+    leaves the old file), directly for devices and pipes (never replace /dev/stdout or /dev/full with a file).
+    Errors become one :class:`UsageError` naming the path."""
+    with output_stream(path) as f:
+        f.write(data.encode("utf-8") if isinstance(data, str) else data)
+
+
+@contextlib.contextmanager
+def output_stream(path: str | os.PathLike) -> Iterator[IO[bytes]]:
+    """A binary stream onto an output file, written whole or not at all (see :func:`write_output`)."""
+    p = Path(path)
+    try:
+        try:
+            special = not stat.S_ISREG(os.stat(p).st_mode)
+        except FileNotFoundError:
+            special = False
+        if special:
+            with open(p, "wb") as f:
+                yield f
+            return
+        if not p.parent.is_dir():
+            raise UsageError(f"cannot write {shown(p)}: folder {shown(p.parent)} does not exist")
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".part", dir=p.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                yield f
+            os.replace(tmp, p)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as e:
+        raise UsageError(f"cannot write {shown(p)}: {e.strerror or e}") from None
