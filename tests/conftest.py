@@ -52,6 +52,14 @@ def db_url(request, tmp_path) -> Iterator[str]:
 
 
 @pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A fresh PostgreSQL warehouse URL, for tests of PostgreSQL-only behaviour (CI always has a server)."""
+    if not PG_URL:
+        pytest.skip("needs WAREHOUSE_TEST_PG_URL (CI starts a server)")
+    yield from _pg_database()
+
+
+@pytest.fixture
 def sqlite_db(tmp_path) -> str:
     """A fresh SQLite warehouse file path (for tests of SQLite-only behaviour)."""
     return str(tmp_path / "warehouse.db")

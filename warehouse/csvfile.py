@@ -150,7 +150,9 @@ class CsvReader:
         self.path = Path(path)
         self.scan = scan
         self.warnings: list[RowWarning] = []
-        self.exact = scan.consistent_newlines  # False once something is seen that export cannot reproduce
+        # False once something is seen that export cannot reproduce. Without quotes, rows round-trip exactly when
+        # every line ends alike; with quotes, the rows are written again and hashed (see verify), which decides.
+        self.exact = scan.consistent_newlines or scan.quotes > 0
         self.rows_read = 0
         if scan.size == 0:
             raise self._fail(None, "the file is empty; expected an ops_perf_results CSV with a header row")
@@ -204,10 +206,11 @@ class CsvReader:
                 raise self._locate_decode_error() from None
             if not line:
                 return
-            self._line_no += 1
+            # a physical line ends with LF; a CR alone (which readline also splits at) is inside a line
+            self._line_no += line[-1] == "\n"
             if len(line) == limit and line[-1] not in "\r\n":
-                raise self._fail(self.rows_read + 1 if self._line_no > 1 else 0,
-                                 f"line {self._line_no} is longer than {MAX_LINE // (1 << 20)} MiB; a damaged "
+                raise self._fail(self.rows_read + 1 if self._line_no else 0,
+                                 f"line {self._line_no + 1} is longer than {MAX_LINE // (1 << 20)} MiB; a damaged "
                                  "file? (tt-metal rows are a few KiB)")
             yield line
 

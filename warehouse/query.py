@@ -33,13 +33,17 @@ class SqlResult:
     truncated: bool = field(default=False)
 
 
-def _sql_error(e: BaseException, timeout_s: float | None) -> UsageError:
+def _sql_error(e: BaseException, timeout_s: float | None, denied: str | None = None) -> UsageError:
     msg = " ".join(str(getattr(e, "orig", None) or e).split())
     low = msg.lower()
+    if denied:  # the SQLite authorizer said no, and to what
+        return sqlguard.refused(denied)
     if "interrupted" in low or "statement timeout" in low or "canceling statement" in low:
         return UsageError(f"the query ran longer than {timeout_s:g} s and was stopped; narrow it, or pass "
                           "--timeout")
-    if "readonly" in low.replace(" ", "") or "read-only" in low or "not authorized" in low:
+    if "not authorized" in low:
+        return sqlguard.refused(msg)
+    if "readonly" in low.replace(" ", "") or "read-only" in low:
         return UsageError(f"the warehouse is read-only through `warehouse sql` ({msg}); "
                           "use the warehouse commands to change it")
     if isinstance(e, DBAPIError) and dialect.sqlstate(e) == "42501":
@@ -48,12 +52,12 @@ def _sql_error(e: BaseException, timeout_s: float | None) -> UsageError:
 
 
 @contextlib.contextmanager
-def _guarded(conn: Connection, timeout_s: float | None) -> Iterator[None]:
+def _guarded(conn: Connection, timeout_s: float | None, auth: sqlguard.SqliteAuthorizer) -> Iterator[None]:
     """The back end's read-only guard and time limit around one statement."""
     deadline = time.monotonic() + timeout_s if timeout_s else None
     if dialect.name(conn) == "sqlite":
         raw = conn.connection.dbapi_connection
-        raw.set_authorizer(sqlguard.sqlite_authorizer)
+        raw.set_authorizer(auth)
         if deadline is not None:
             raw.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
         try:
@@ -79,8 +83,9 @@ def stream_sql(engine: Engine, sql: str, params: dict[str, Any] | None = None, *
     cursor = True
     if engine.dialect.name == "postgresql":
         cursor = sqlguard.check_postgres(sql)
+    auth = sqlguard.SqliteAuthorizer()
     try:
-        with engine.connect() as conn, _guarded(conn, timeout_s):
+        with engine.connect() as conn, _guarded(conn, timeout_s, auth):
             result = conn.execution_options(stream_results=cursor).execute(text(sql), params or {})
             try:
                 cols = list(result.keys())
@@ -101,7 +106,7 @@ def stream_sql(engine: Engine, sql: str, params: dict[str, Any] | None = None, *
                             n += 1
                             yield tuple(r)
                 except DBAPIError as e:
-                    raise _sql_error(e, timeout_s) from None
+                    raise _sql_error(e, timeout_s, auth.denied) from None
             out.rows = rows()
             try:
                 yield out
@@ -109,7 +114,7 @@ def stream_sql(engine: Engine, sql: str, params: dict[str, Any] | None = None, *
                 result.close()
                 conn.rollback()
     except DBAPIError as e:
-        raise _sql_error(e, timeout_s) from None
+        raise _sql_error(e, timeout_s, auth.denied) from None
     except SQLAlchemyError as e:
         raise UsageError(f"SQL error: {e}") from None
 

@@ -19,23 +19,43 @@ from warehouse.errors import UsageError
 
 # ------------------------------------------------------------------------------------------------ SQLite
 _SQLITE_ALLOWED = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
-# PRAGMAs that only describe the schema (asked without a value)
+# PRAGMAs that only describe the schema (their argument names a table or index, never a value to set)
 _SQLITE_PRAGMAS = {"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list",
                    "table_list", "function_list", "collation_list", "pragma_list"}
 _SQLITE_FUNCTIONS_DENIED = {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"}
 
 
-def sqlite_authorizer(action: int, arg1: Any, arg2: Any, _db: Any, _trigger: Any) -> int:
-    """``sqlite3.Connection.set_authorizer`` callback: reading is allowed, anything else denied."""
-    if action == sqlite3.SQLITE_FUNCTION:
-        return sqlite3.SQLITE_DENY if str(arg2).lower() in _SQLITE_FUNCTIONS_DENIED else sqlite3.SQLITE_OK
-    if action in _SQLITE_ALLOWED:
-        return sqlite3.SQLITE_OK
-    if action == sqlite3.SQLITE_TRANSACTION:
-        return sqlite3.SQLITE_OK  # the read transaction around the statement (the connection is read-only)
-    if action == sqlite3.SQLITE_PRAGMA and arg2 is None and str(arg1).lower() in _SQLITE_PRAGMAS:
-        return sqlite3.SQLITE_OK
-    return sqlite3.SQLITE_DENY
+_SQLITE_NAMES = {sqlite3.SQLITE_ATTACH: "ATTACH", sqlite3.SQLITE_DETACH: "DETACH", sqlite3.SQLITE_INSERT: "INSERT",
+                 sqlite3.SQLITE_UPDATE: "UPDATE", sqlite3.SQLITE_DELETE: "DELETE", sqlite3.SQLITE_PRAGMA: "PRAGMA",
+                 sqlite3.SQLITE_ALTER_TABLE: "ALTER TABLE", sqlite3.SQLITE_REINDEX: "REINDEX",
+                 sqlite3.SQLITE_ANALYZE: "ANALYZE", sqlite3.SQLITE_CREATE_VTABLE: "CREATE VIRTUAL TABLE",
+                 sqlite3.SQLITE_SAVEPOINT: "SAVEPOINT", sqlite3.SQLITE_FUNCTION: "the function"}
+
+
+class SqliteAuthorizer:
+    """``sqlite3.Connection.set_authorizer`` callback: reading is allowed, anything else denied; ``denied``
+    names the first thing refused, for the error message."""
+
+    def __init__(self) -> None:
+        self.denied: str | None = None
+
+    def __call__(self, action: int, arg1: Any, arg2: Any, _db: Any, _trigger: Any) -> int:
+        if self._allowed(action, arg1, arg2):
+            return sqlite3.SQLITE_OK
+        if self.denied is None:
+            what = _SQLITE_NAMES.get(action, "CREATE / DROP" if action <= 17 or action in (26, 27, 30, 32)
+                                     else f"action {action}")
+            detail = arg2 if action == sqlite3.SQLITE_FUNCTION else arg1
+            self.denied = f"{what} {detail}".strip() if detail else what
+        return sqlite3.SQLITE_DENY
+
+    @staticmethod
+    def _allowed(action: int, arg1: Any, arg2: Any) -> bool:
+        if action == sqlite3.SQLITE_FUNCTION:
+            return str(arg2).lower() not in _SQLITE_FUNCTIONS_DENIED
+        if action in _SQLITE_ALLOWED or action == sqlite3.SQLITE_TRANSACTION:
+            return True  # (transactions: the read transaction around the statement; the connection is read-only)
+        return action == sqlite3.SQLITE_PRAGMA and str(arg1).lower() in _SQLITE_PRAGMAS
 
 
 # ------------------------------------------------------------------------------------------------ PostgreSQL
@@ -51,8 +71,9 @@ _PG_DENIED_PREFIXES = ("pg_", "lo_", "dblink")
 _PG_ALLOWED = {"pg_typeof", "pg_column_size", "pg_size_pretty", "pg_size_bytes"}
 
 
-def _refuse(what: str) -> UsageError:
-    return UsageError(f"`warehouse sql` runs one read-only SELECT over the warehouse; {what} is refused")
+def refused(what: str) -> UsageError:
+    """The one error for a statement `warehouse sql` does not run."""
+    return UsageError(f"`warehouse sql` runs one read-only SELECT over the warehouse; refused: {what}")
 
 
 def check_postgres(sql: str) -> bool:
@@ -70,11 +91,11 @@ def check_postgres(sql: str) -> bool:
     except pglast.parser.ParseError as e:
         raise UsageError(f"SQL error: {e}") from None
     if len(stmts) != 1:
-        raise _refuse(f"{len(stmts)} statements" if stmts else "an empty statement")
+        raise refused(f"{len(stmts)} statements" if stmts else "an empty statement")
     stmt = stmts[0].stmt
     query = stmt.query if isinstance(stmt, ast.ExplainStmt) else stmt
     if not isinstance(query, ast.SelectStmt):
-        raise _refuse(type(stmt).__name__.removesuffix("Stmt").upper() or "this statement")
+        raise refused(type(stmt).__name__.removesuffix("Stmt").upper() or "this statement")
 
     problems: list[str] = []
 
@@ -90,6 +111,18 @@ def check_postgres(sql: str) -> bool:
                 problems.append(f"reading {'.'.join(filter(None, [node.schemaname, node.relname]))} "
                                 "(outside the warehouse)")
 
+        def visit_InsertStmt(self, _ancestors, _node) -> None:
+            problems.append("INSERT inside the query")
+
+        def visit_UpdateStmt(self, _ancestors, _node) -> None:
+            problems.append("UPDATE inside the query")
+
+        def visit_DeleteStmt(self, _ancestors, _node) -> None:
+            problems.append("DELETE inside the query")
+
+        def visit_MergeStmt(self, _ancestors, _node) -> None:
+            problems.append("MERGE inside the query")
+
         def visit_IntoClause(self, _ancestors, _node) -> None:
             problems.append("SELECT INTO")
 
@@ -98,5 +131,5 @@ def check_postgres(sql: str) -> bool:
 
     _Walk()(stmts)
     if problems:
-        raise _refuse(problems[0])
+        raise refused(problems[0])
     return not isinstance(stmt, ast.ExplainStmt)
