@@ -31,6 +31,7 @@ from warehouse.files import open_regular, shown
 from warehouse.signposts import Attribution, SectionSpan
 
 CHUNK = 5000
+MAX_WARNINGS = 1000  # stored per run
 _CAPTURED = re.compile(r"_(\d{4})_(\d{2})_(\d{2})_(\d{2})_(\d{2})_(\d{2})")
 _INT64 = 2 ** 63
 _INT32 = 2 ** 31
@@ -539,6 +540,10 @@ def _ingest_once(engine: Engine, path: Path, scan: FileScan, sha: str, meta: dic
                                              "padded or skipped)"))
         if warnings is not None:
             job.warnings = list(warnings)
+        if len(job.warnings) > MAX_WARNINGS:  # a damaged file can warn on every row: keep the first ones
+            extra = len(job.warnings) - MAX_WARNINGS
+            job.warnings = job.warnings[:MAX_WARNINGS] + [
+                (None, None, f"{extra} more warning(s) not stored; the first {MAX_WARNINGS} are")]
         if job.warnings:
             conn.execute(t.run_warning.insert(), [{"run_id": run_id, "row_no": r, "column_name": c,
                                                    "message": m} for r, c, m in job.warnings])
