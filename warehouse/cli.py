@@ -150,7 +150,7 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], label: str | None, tags: 
         if bar:
             bar.__exit__(None, None, None)
     if failed:
-        click.echo(f"{failed} path(s) failed, {len(files) - min(failed, len(files))} file(s) tried", err=True)
+        click.echo(f"{failed} of {len(found)} path(s) failed; the others were ingested", err=True)
         ctx.exit(1)
 
 

@@ -28,6 +28,9 @@ from warehouse.db import write_tx
 from warehouse.devicelog import resolve_freq
 from warehouse.errors import InputError, UsageError, WarehouseError
 from warehouse.files import open_regular, shown
+from warehouse import history
+from warehouse.history import HistoryTracker, own
+from warehouse.rollups import build_rollups
 from warehouse.signposts import Attribution, SectionSpan
 
 CHUNK = 5000
@@ -170,7 +173,9 @@ _TYPED: list[tuple[str, str, Callable[[str], object] | None]] = [
 ]
 # The columns of an op row as _FileIngest builds it, in this order.
 OP_COLUMNS = (["run_id", "row_no", "section_id", "pos", "block", "layer", "attribution", "occurrence",
-               "marker_row", "op_code_id", "input0_shape"] + [c for c, _, _ in _TYPED])
+               "marker_row", "op_code_id", "input0_shape"] + [c for c, _, _ in _TYPED]
+              + ["hist_block", "hist_layer", "hist_how", "iteration", "iter_pos"])
+_REPLAY = [c for c, _, _ in _TYPED].index("replay_session")
 SIGNPOST_COLUMNS = ["run_id", "row_no", "name", "message", "host_ts", "kind"]
 CELL_COLUMNS = ["run_id", "row_no", "static_id", "cells"]
 
@@ -354,6 +359,7 @@ class _FileIngest:
         self.n_ops = self.n_signposts = self.n_sections = 0
         self.warnings: list[tuple[int | None, str | None, str]] = []
         self.arch: str | None = None
+        self.history = HistoryTracker()
 
     def _store_section(self, span: SectionSpan) -> int:
         self.n_sections += 1
@@ -407,8 +413,15 @@ class _FileIngest:
         self.seen[key] = occ + 1
         if self.arch is None and self.cells.arch is not None:
             self.arch = cells[self.cells.arch].strip() or None
+        typed = self.cells.typed(cells)
+        if sec is not None and sec.name == "trace":
+            hist = self.history.trace_op(row_no, code_id, typed[_REPLAY], block, layer, p)
+        else:
+            if sec is not None and sec.name == "eager":
+                self.history.eager_op(code_id, block, layer)
+            hist = own(block, layer, p)
         self.ops.append((self.run_id, row_no, sec_id, p, block, layer, "signpost" if (block or layer) else None,
-                         occ, a.marker_row, code_id, self.cells.shape(cells), *self.cells.typed(cells)))
+                         occ, a.marker_row, code_id, self.cells.shape(cells), *typed, *hist.values()))
         self.n_ops += 1
 
     def _flush(self) -> None:
@@ -463,6 +476,7 @@ class _FileIngest:
                                      e.c.section_id.in_(self.section_ids["eager"]), e.c.pos == t.op.c.pos)
                               .values(block=e.c.block, layer=e.c.layer, occurrence=e.c.occurrence,
                                       attribution="eager_position"))
+        history.apply(self.conn, self.run_id, self.history.finish())
         return same
 
 
@@ -547,6 +561,7 @@ def _ingest_once(engine: Engine, path: Path, scan: FileScan, sha: str, meta: dic
         if job.warnings:
             conn.execute(t.run_warning.insert(), [{"run_id": run_id, "row_no": r, "column_name": c,
                                                    "message": m} for r, c, m in job.warnings])
+        build_rollups(conn, run_id, meta.get("freq_mhz", freq))
         seconds = time.perf_counter() - t0
         final = dict(row_count=reader.rows_read, op_count=job.n_ops, signpost_count=job.n_signposts,
                      final_newline=scan.final_newline, export_exact=exact,

@@ -155,6 +155,12 @@ op = Table(
     Column("input0_shape", Text, nullable=True, comment="logical W x Z x Y x X of input 0"),
     Column("input0_memory", Text, nullable=True),
     Column("output0_memory", Text, nullable=True),
+    Column("hist_block", Text, nullable=True, comment="history attribution: the block (see hist_how)"),
+    Column("hist_layer", Text, nullable=True, comment="history attribution: the layer"),
+    Column("hist_how", String(16), nullable=True,
+           comment="how history attributed it: signpost | position | aligned | unmatched (NULL: no signpost)"),
+    Column("iteration", Integer, nullable=True, comment="trace: the replay (0, 1, ...) the op belongs to"),
+    Column("iter_pos", Integer, nullable=True, comment="trace: the op's position within its replay"),
 )
 Index("ix_op_run_row", op.c.run_id, op.c.row_no, unique=True)
 
@@ -170,6 +176,26 @@ row_cells = Table(
 )
 Index("ix_op_section_pos", op.c.section_id, op.c.pos)
 
+# Per-run figures for history (see warehouse.rollups): runs x keys, never ops.
+rollup = Table(
+    "rollup", metadata,
+    Column("run_id", Id, ForeignKey("run.id", ondelete="CASCADE"), primary_key=True),
+    Column("section", Text, primary_key=True, comment="eager, trace, a custom section's name, '' the whole run"),
+    Column("grouping", String(32), primary_key=True, comment="section | block | layer | op-code | category ..."),
+    Column("key", Text, primary_key=True),
+    Column("device", Integer, primary_key=True, comment="-1: all devices together"),
+    Column("iterations", Integer, nullable=False, comment="replays the figures are averaged over"),
+    Column("ops", Double, nullable=False, comment="ops per iteration"),
+    Column("kernel_us", Double, nullable=True, comment="per iteration (mean over replays)"),
+    Column("kernel_spread_us", Double, nullable=True, comment="max - min over replays (NULL: one)"),
+    Column("op2op_us", Double, nullable=True),
+    Column("op2op_spread_us", Double, nullable=True),
+    Column("fw_us", Double, nullable=True),
+    Column("fw_spread_us", Double, nullable=True),
+    Column("span_us", Double, nullable=True, comment="section and device totals only"),
+    Column("span_spread_us", Double, nullable=True),
+)
+
 # One line per table, for `warehouse schema` and the README.
 TABLE_DOCS = {
     "run": "one ingested CSV: hash, file, header, frequency, arch, label, capture time",
@@ -182,4 +208,5 @@ TABLE_DOCS = {
     "op_code": "op codes with their report category and whether they are compute (conv / matmul)",
     "cell_tuple": "interned static cells (attributes, shapes, memory...) shared by rows and runs",
     "text_value": "interned long strings (ATTRIBUTES, kernel sources) shared by tuples",
+    "rollup": "per run, section, grouping, key and device: per-iteration kernel / op-to-op / FW / span us",
 }

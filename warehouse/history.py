@@ -1,0 +1,169 @@
+"""The history attribution: every trace op gets a block and layer, beside the oracle's attribution.
+
+The report keeps the oracle's rule (the trace inherits the eager attribution only when both op-code sequences
+are identical). History needs more, because real captures replay a trace several times and traces drift from
+eager by an op or two:
+
+1. The trace is cut into *iterations*: by ``METAL TRACE REPLAY SESSION ID`` when the file has it (in order of
+   first appearance), else by the eager length when the trace is the eager sequence repeated k times, else one.
+2. Each iteration takes block and layer from the eager op at the same position (``position``) when its op codes
+   equal eager's; otherwise the two op-code sequences are aligned (difflib's SequenceMatcher, a longest-common-
+   subsequence style matching, near-linear for these sequences): matched ops take the eager op's attribution
+   (``aligned``), the few others are ``unmatched`` (block '?').
+3. Every other op (eager, custom sections, outside sections) keeps its own signpost attribution (``signpost``).
+
+Ingest feeds :class:`HistoryTracker` row by row: the common cases are settled as the rows stream, and only
+iterations that turn out to differ from eager are fixed up at the end.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+
+from sqlalchemy import Connection, text
+
+SIGNPOST, POSITION, ALIGNED, UNMATCHED = "signpost", "position", "aligned", "unmatched"
+
+
+@dataclass
+class Attributed:
+    """History attribution of one op: ``(hist_block, hist_layer, hist_how, iteration, iter_pos)``."""
+
+    block: str | None
+    layer: str | None
+    how: str | None
+    iteration: int | None
+    iter_pos: int | None
+
+    def values(self) -> tuple:
+        return self.block, self.layer, self.how, self.iteration, self.iter_pos
+
+
+def own(block: str | None, layer: str | None, pos: int | None) -> Attributed:
+    """An op attributed by its own signposts (eager, custom sections, outside sections)."""
+    return Attributed(block, layer, SIGNPOST if (block or layer) else None, 0 if pos is not None else None, pos)
+
+
+@dataclass
+class HistoryTracker:
+    """Feed eager and trace ops in file order; :meth:`trace_op` answers at once, :meth:`finish` lists the
+    corrections for iterations that did not match eager op for op."""
+
+    e_codes: list[int] = field(default_factory=list)
+    e_attr: list[tuple[str | None, str | None]] = field(default_factory=list)
+    t_rows: list[int] = field(default_factory=list)
+    t_codes: list[int] = field(default_factory=list)
+    t_iter: list[int] = field(default_factory=list)
+    t_own: list[tuple[str | None, str | None]] = field(default_factory=list)
+    sessions: dict[str, int] = field(default_factory=dict)
+    counts: dict[int, int] = field(default_factory=dict)
+    bad_iterations: set[int] = field(default_factory=set)
+    by_session: bool | None = None
+
+    def eager_op(self, code: int, block: str | None, layer: str | None) -> None:
+        self.e_codes.append(code)
+        self.e_attr.append((block, layer))
+
+    def trace_op(self, row_no: int, code: int, replay: str | None, block: str | None, layer: str | None,
+                 pos: int) -> Attributed:
+        """The op's attribution, assuming its iteration matches eager (corrected by :meth:`finish` if not)."""
+        if self.by_session is None:
+            self.by_session = bool(replay)
+        n = len(self.e_codes)
+        if self.by_session:
+            it = self.sessions.setdefault(replay or "", len(self.sessions))
+            ipos = self.counts.get(it, 0)
+            self.counts[it] = ipos + 1
+        elif n:
+            it, ipos = divmod(pos, n)
+        else:
+            it, ipos = 0, pos
+        self.t_rows.append(row_no)
+        self.t_codes.append(code)
+        self.t_iter.append(it)
+        self.t_own.append((block, layer))
+        if not n:  # no eager section to learn from: the trace's own signposts
+            return Attributed(block, layer, SIGNPOST if (block or layer) else None, it, ipos)
+        if ipos < n and self.e_codes[ipos] == code:
+            b, lay = self.e_attr[ipos]
+            return Attributed(b, lay, POSITION, it, ipos)
+        self.bad_iterations.add(it)
+        return Attributed(None, None, UNMATCHED, it, ipos)
+
+    def finish(self) -> list[tuple[int, Attributed]]:
+        """``(row_no, attribution)`` for every trace op whose answer from :meth:`trace_op` was wrong: the ops
+        of iterations that differ from eager (aligned), or all of them when the trace is not k whole copies of
+        eager and has no replay ids (then it is one iteration)."""
+        n = len(self.e_codes)
+        if not self.t_rows or not n:
+            return []
+        if not self.by_session and (len(self.t_codes) % n or self.bad_iterations):
+            # not k copies of eager: one iteration, aligned whole
+            self.t_iter = [0] * len(self.t_rows)
+            return self._align(list(range(len(self.t_rows))), 0)
+        if self.by_session:
+            # an iteration shorter than eager matched op for op but misses ops: align it too
+            self.bad_iterations |= {it for it, c in self.counts.items() if c != n}
+        out: list[tuple[int, Attributed]] = []
+        for it in sorted(self.bad_iterations):
+            out += self._align([i for i, x in enumerate(self.t_iter) if x == it], it)
+        return out
+
+    def _align(self, idx: list[int], it: int) -> list[tuple[int, Attributed]]:
+        codes = [self.t_codes[i] for i in idx]
+        found: dict[int, int] = {}
+        for a, b, size in SequenceMatcher(None, self.e_codes, codes, autojunk=False).get_matching_blocks():
+            for k in range(size):
+                found[b + k] = a + k
+        out = []
+        for k, i in enumerate(idx):
+            if k in found:
+                b, lay = self.e_attr[found[k]]
+                out.append((self.t_rows[i], Attributed(b, lay, ALIGNED, it, k)))
+            else:
+                out.append((self.t_rows[i], Attributed(None, None, UNMATCHED, it, k)))
+        return out
+
+
+UPDATE_SQL = ("UPDATE op SET hist_block = {m}, hist_layer = {m}, hist_how = {m}, iteration = {m}, iter_pos = {m} "
+              "WHERE run_id = {m} AND row_no = {m}")
+
+
+def apply(conn: Connection, run_id: int, fixes: list[tuple[int, Attributed]]) -> None:
+    """Write corrections from :meth:`HistoryTracker.finish`."""
+    if not fixes:
+        return
+    from warehouse import dialect
+    sql = UPDATE_SQL.format(m=dialect.paramstyle_mark(conn))
+    conn.exec_driver_sql(sql, [(*a.values(), run_id, row) for row, a in fixes])
+
+
+def attribute_run(conn: Connection, run_id: int) -> None:
+    """(Re)compute the history attribution of a stored run from its ops (migrations, repairs)."""
+    rows = conn.execute(text(
+        "SELECT o.row_no, s.kind, o.pos, o.op_code_id, o.block, o.layer, o.replay_session "
+        "FROM op o LEFT JOIN section s ON s.id = o.section_id WHERE o.run_id = :r ORDER BY o.row_no"),
+        {"r": run_id}).all()
+    tracker = HistoryTracker()
+    values: list[tuple[int, Attributed]] = []
+    # eager first (the trace learns from it), whatever the order in the file
+    for row_no, kind, pos, code, block, layer, _ in rows:
+        if kind == "eager":
+            tracker.eager_op(code, block, layer)
+    for row_no, kind, pos, code, block, layer, replay in rows:
+        if kind == "trace":
+            values.append((row_no, tracker.trace_op(row_no, code, replay or None, block, layer, pos)))
+        else:
+            values.append((row_no, own(block, layer, pos)))
+    fixed = dict(tracker.finish())
+    values = [(row, fixed.get(row, a)) for row, a in values]
+    apply(conn, run_id, values)
+
+
+def backfill(conn: Connection) -> None:
+    """History attribution and rollups for every stored run (migration 0005)."""
+    from warehouse.rollups import build_rollups
+
+    for run_id, freq in conn.execute(text("SELECT id, freq_mhz FROM run ORDER BY id")).all():
+        attribute_run(conn, run_id)
+        build_rollups(conn, run_id, freq)

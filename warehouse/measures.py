@@ -1,0 +1,79 @@
+"""The one registry of what history groups by and what it measures.
+
+A :class:`Grouping` is a way to cut a section's ops into keys (block, layer, op code...); a :class:`Metric` is a
+per-iteration figure of a key (kernel time, op-to-op time...). The rollups written at ingest
+(:mod:`warehouse.rollups`), the series views, the CLI's ``--by`` and ``--metric`` choices, ``compare``,
+``regressions`` and ``trend`` are all generated from these two lists: adding a grouping or a metric is one entry.
+
+Expressions read the per-iteration fine table of :mod:`warehouse.rollups` (columns ``block``, ``layer`` (the
+history attribution), ``op_code``, ``category``); metric expressions aggregate its per-iteration sums
+(``kernel_us``, ``op2op_us``, ``fw_us``, ``first_cycle``, ``last_cycle``) within one iteration.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The layer key of the oracle: the layer, else "[<block> glue]".
+LAYER_KEY = ("CASE WHEN layer <> '' THEN layer ELSE '[' || CASE WHEN block <> '' THEN block ELSE '?' END "
+             "|| ' glue]' END")
+BLOCK_KEY = "CASE WHEN block <> '' THEN block ELSE '?' END"
+
+
+@dataclass(frozen=True)
+class Grouping:
+    """A way to cut ops into keys. ``expr`` is SQL over the fine table; ``cli`` says whether ``--by`` offers it
+    (drill-down groupings serve ``regressions`` only)."""
+
+    key: str
+    label: str
+    expr: str
+    doc: str
+    cli: bool = True
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A per-iteration figure. ``column`` is its rollup column (its spread over iterations is
+    ``<column>`` with ``_spread`` before the unit); ``expr`` aggregates the fine table within one iteration;
+    ``total_only``: meaningful for a whole section (or device) only, not per key."""
+
+    key: str
+    label: str
+    unit: str
+    column: str
+    expr: str
+    doc: str
+    total_only: bool = False
+
+    @property
+    def spread_column(self) -> str:
+        """The rollup column of the spread between iterations (max - min)."""
+        base, _, unit = self.column.rpartition("_")
+        return f"{base}_spread_{unit}"
+
+
+GROUPINGS: list[Grouping] = [
+    Grouping("section", "section", "'total'", "the whole section: one key, 'total'"),
+    Grouping("block", "block", BLOCK_KEY, "m:<block> signposts ('?' before the first)"),
+    Grouping("layer", "layer", LAYER_KEY, "c:<layer> signposts ('[block glue]' between layers)"),
+    Grouping("op-code", "op code", "op_code", "the OP CODE column"),
+    Grouping("category", "category", "category", "the report's op category (ordered regex list)"),
+    Grouping("block/op-code", "op code within a block", BLOCK_KEY + " || ' / ' || op_code",
+             "drill-down: which op codes of a block moved", cli=False),
+    Grouping("layer/op-code", "op code within a layer", LAYER_KEY + " || ' / ' || op_code",
+             "drill-down: which op codes of a layer moved", cli=False),
+]
+
+METRICS: list[Metric] = [
+    Metric("kernel", "kernel time", "us", "kernel_us", "SUM(kernel_us)", "DEVICE KERNEL DURATION, summed"),
+    Metric("op2op", "op-to-op time", "us", "op2op_us", "SUM(op2op_us)",
+           "OP TO OP LATENCY, summed (0 for the first op of each iteration)"),
+    Metric("fw", "FW time", "us", "fw_us", "SUM(fw_us)", "DEVICE FW DURATION, summed"),
+    Metric("span", "span", "us", "span_us", "(MAX(last_cycle) - MIN(first_cycle)) / MAX(freq_mhz)",
+           "first FW start to last FW end, at the run's frequency", total_only=True),
+]
+
+GROUPING = {g.key: g for g in GROUPINGS}
+METRIC = {m.key: m for m in METRICS}
+CLI_GROUPINGS = [g.key for g in GROUPINGS if g.cli]
+DRILL_DOWN = {"block": "block/op-code", "layer": "layer/op-code"}

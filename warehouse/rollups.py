@@ -1,0 +1,131 @@
+"""Per-run rollups: what history reads instead of ops, written at ingest in the file's transaction.
+
+One ``rollup`` row per run x section x grouping x key x device: the per-iteration mean of every metric of
+:mod:`warehouse.measures`, and its spread (max - min) over the iterations (trace replays). Sections are the
+oracle's ``eager`` and ``trace`` (all sections of a name together), each custom pair by name, and ``''`` for
+the whole run. Device ``-1`` is all devices together; runs with several devices also get a row per device.
+Blocks and layers are the *history* attribution (``op.hist_block`` / ``op.hist_layer``).
+
+Everything is generated from the registry, so a new grouping or metric is a new rollup column or row kind
+without touching this module (a new metric needs a migration for its column).
+"""
+from __future__ import annotations
+
+from sqlalchemy import Connection, text
+
+from warehouse.measures import GROUPINGS, METRICS, Grouping
+
+# The ops of one run with their scopes: the eager / trace section, each custom section around it, the whole run.
+_SCOPED = """
+ops AS (
+  SELECT o.row_no, o.device_id AS device, COALESCE(o.hist_block, '') AS block, COALESCE(o.hist_layer, '') AS layer,
+         c.name AS op_code, c.category, COALESCE(o.kernel_ns, 0) / 1000.0 AS kernel_us,
+         COALESCE(o.fw_ns, 0) / 1000.0 AS fw_us, COALESCE(o.op2op_ns, 0) / 1000.0 AS op2op_raw,
+         o.iteration, o.iter_pos, s.name AS sec, o.fw_start_cycle, o.fw_end_cycle
+  FROM op o JOIN op_code c ON c.id = o.op_code_id LEFT JOIN section s ON s.id = o.section_id
+  WHERE o.run_id = :run),
+scoped AS (
+  SELECT sec AS section, COALESCE(iteration, 0) AS iteration, device, block, layer, op_code, category, kernel_us,
+         fw_us, CASE WHEN COALESCE(iter_pos, 0) = 0 THEN 0.0 ELSE op2op_raw END AS op2op_us, fw_start_cycle,
+         fw_end_cycle
+  FROM ops WHERE sec IS NOT NULL
+  UNION ALL
+  SELECT s.name, 0, device, block, layer, op_code, category, kernel_us, fw_us, op2op_raw, fw_start_cycle,
+         fw_end_cycle
+  FROM ops JOIN section s ON s.run_id = :run AND s.kind = 'custom' AND ops.row_no > s.start_row
+                         AND (s.end_row IS NULL OR ops.row_no < s.end_row)
+  UNION ALL
+  SELECT '', 0, device, block, layer, op_code, category, kernel_us, fw_us, op2op_raw, fw_start_cycle, fw_end_cycle
+  FROM ops),
+f AS MATERIALIZED (
+  SELECT section, iteration, device, block, layer, op_code, category, COUNT(*) AS ops, SUM(kernel_us) AS kernel_us,
+         SUM(op2op_us) AS op2op_us, SUM(fw_us) AS fw_us,
+         MIN(CASE WHEN fw_start_cycle > 0 THEN fw_start_cycle END) AS first_cycle,
+         MAX(CASE WHEN fw_end_cycle > 0 THEN fw_end_cycle END) AS last_cycle, :freq AS freq_mhz
+  FROM scoped GROUP BY section, iteration, device, block, layer, op_code, category),
+iters AS (SELECT section, COUNT(DISTINCT iteration) AS n FROM f GROUP BY section),
+devices AS (SELECT COUNT(DISTINCT device) AS n FROM f WHERE device IS NOT NULL)"""
+
+
+def rollup_columns() -> list[str]:
+    """The rollup table's columns, in insert order."""
+    cols = ["run_id", "section", "grouping", "key", "device", "iterations", "ops"]
+    for m in METRICS:
+        cols += [m.column, m.spread_column]
+    return cols
+
+
+def _per_grouping(g: Grouping, per_device: bool) -> str:
+    device = "device" if per_device else "-1"
+    group_device = ", device" if per_device else ""
+    where = "WHERE device IS NOT NULL AND (SELECT n FROM devices) > 1" if per_device else ""
+    metrics = [f"{'CAST(NULL AS DOUBLE PRECISION)' if m.total_only and g.key != 'section' else m.expr} AS {m.column}"
+               for m in METRICS]
+    outer = []
+    for m in METRICS:
+        outer.append(f"SUM(p.{m.column}) / i.n")
+        outer.append(f"CASE WHEN i.n > 1 THEN MAX(p.{m.column}) - MIN(p.{m.column}) END")
+    key = g.expr
+    group_key = "" if key.startswith("'") else f", {key}"  # PostgreSQL refuses a constant in GROUP BY
+    return f"""
+SELECT :run, p.section, '{g.key}', p.key, p.device, i.n, 1.0 * SUM(p.ops) / i.n, {', '.join(outer)}
+FROM (SELECT section, iteration, {key} AS key, {device} AS device, SUM(ops) AS ops, {', '.join(metrics)}
+      FROM f {where} GROUP BY section, iteration{group_key}{group_device}) p
+JOIN iters i ON i.section = p.section
+GROUP BY p.section, p.key, p.device, i.n"""
+
+
+def build_sql() -> str:
+    """The one INSERT that writes a run's rollups (parameters ``run`` and ``freq``)."""
+    parts = [_per_grouping(g, d) for g in GROUPINGS for d in (False, True)]
+    return (f"INSERT INTO rollup ({', '.join(rollup_columns())})\nWITH {_SCOPED}\n"
+            + "\nUNION ALL".join(parts))
+
+
+_SQL = build_sql()
+
+
+def build_rollups(conn: Connection, run_id: int, freq_mhz: float) -> None:
+    """Write the rollups of one run (its ops and history attribution must be complete)."""
+    conn.execute(text("DELETE FROM rollup WHERE run_id = :run"), {"run": run_id})
+    conn.execute(text(_SQL), {"run": run_id, "freq": float(freq_mhz)})
+
+
+def rebuild_all(conn: Connection) -> int:
+    """Rebuild the rollups of every run (``warehouse db upgrade`` after a change of the registry); returns
+    how many runs."""
+    runs = conn.execute(text("SELECT id, freq_mhz FROM run ORDER BY id")).all()
+    for run_id, freq in runs:
+        build_rollups(conn, run_id, freq)
+    return len(runs)
+
+
+def check_rollups(conn: Connection) -> list[str]:
+    """Problems: runs whose stored rollups differ from rollups computed again from their ops."""
+    problems = []
+    cols = rollup_columns()
+    keycols = ["section", "grouping", "key", "device"]
+    values = [c for c in cols if c not in keycols and c != "run_id"]
+    for run_id, freq in conn.execute(text("SELECT id, freq_mhz FROM run ORDER BY id")).all():
+        stored = {tuple(r[:4]): r[4:] for r in conn.execute(text(
+            f"SELECT {', '.join(keycols + values)} FROM rollup WHERE run_id = :r"), {"r": run_id})}
+        fresh_sql = _SQL.split("\n", 1)[1]  # the SELECT without the INSERT
+        fresh = {tuple(r[1:5]): r[5:] for r in conn.execute(text(fresh_sql), {"run": run_id, "freq": float(freq)})}
+        if stored.keys() != fresh.keys():
+            problems.append(f"run {run_id}: {len(stored)} rollup rows stored, {len(fresh)} computed from its ops")
+            continue
+        bad = [k for k in fresh if not _close(stored[k], fresh[k])]
+        if bad:
+            problems.append(f"run {run_id}: {len(bad)} rollup rows disagree with the ops (first: {bad[0]})")
+    return problems
+
+
+def _close(a, b) -> bool:
+    for x, y in zip(a, b):
+        if x is None or y is None:
+            if x is not y and not (x is None and y is None):
+                return False
+            continue
+        if abs(float(x) - float(y)) > 1e-6 * max(1.0, abs(float(y))):
+            return False
+    return True
