@@ -37,17 +37,17 @@ def nightly(request, tmp_path_factory):
 def test_slowdown_is_found(nightly):
     r = nightly("regressions", "--label", "dlv3", "--format", "json")
     assert r.exit_code == 3, r.output
-    res = json.loads(r.output)
-    regs = res["regressions"]
+    res = json.loads(r.stdout)
+    regs = [f for f in res["regressions"] if f["metric"] == "kernel"]
     assert res["checked"][0]["run_id"] == NIGHTS and len(res["checked"][0]["window"]) == 7
-    assert {"by": "op-code", "key": "Conv2dDeviceOperation"}.items() <= next(
-        f for f in regs if f["by"] == "op-code").items()
-    conv = next(f for f in regs if f["by"] == "op-code")
-    assert 20 < conv["delta_pct"] < 30
-    assert any(f["by"] == "section" and f["key"] == "total" for f in regs)
+    assert res["checked"][0]["sections"] == ["eager", "trace"]
+    for sec in ("eager", "trace"):
+        conv = next(f for f in regs if f["by"] == "op-code" and f["section"] == sec)
+        assert conv["key"] == "Conv2dDeviceOperation" and 20 < conv["delta_pct"] < 30
+        assert any(f["by"] == "section" and f["key"] == "total" and f["section"] == sec for f in regs)
     assert any(f["by"] == "layer" for f in regs) and any(f["by"] == "block" for f in regs)
     # noise is not reported: only the conv op code moved, nothing improved
-    assert [f["key"] for f in regs if f["by"] == "op-code"] == ["Conv2dDeviceOperation"]
+    assert {f["key"] for f in regs if f["by"] == "op-code"} == {"Conv2dDeviceOperation"}
     assert res["improvements"] == []
 
 
@@ -60,9 +60,10 @@ def test_noise_alone_is_quiet(nightly):
 
 def test_threshold_and_by(nightly):
     assert nightly("regressions", "--label", "dlv3", "--threshold", "50%").exit_code == 0
-    r = nightly("regressions", "--label", "dlv3", "--by", "category", "--format", "md")
+    r = nightly("regressions", "--label", "dlv3", "--by", "category", "--metric", "kernel", "--section", "trace",
+                "--format", "md")
     assert r.exit_code == 3
-    assert r.output.startswith("**1 regression(s), 0 improvement(s)**")
+    assert r.output.startswith("**1 regression(s), 0 improvement(s) in run 12 (2026-01-12 02:00, dlv3; vs 7 runs)**")
     assert "conv2d / conv_transpose2d" in r.output
     r = nightly("regressions", "--label", "nope")
     assert r.exit_code == 2 and r.output.startswith("Error: no runs match")
@@ -79,23 +80,26 @@ def test_slowdown_window_moves_on(nightly):
 def test_compare(nightly):
     r = nightly("compare", "1", str(NIGHTS), "--by", "op-code", "--format", "json")
     assert r.exit_code == 0
-    res = json.loads(r.output)
+    res = json.loads(r.stdout)
     assert res["section"] == "trace" and res["total"]["key"] == "total"
     assert res["rows"][0]["key"] == "Conv2dDeviceOperation" and res["rows"][0]["delta_pct"] > 20
     deltas = [abs(x["delta_us"]) for x in res["rows"]]
     assert deltas == sorted(deltas, reverse=True)
     md = nightly("compare", "1", "latest", "--by", "layer", "--format", "md", "--top", "5").output
-    assert md.startswith(f"**Run {NIGHTS} vs run 1**") and "| total |" in md
+    assert md.startswith(f"**run {NIGHTS} (") and ", dlv3, phase=after) vs run 1 (" in md and "| total |" in md
     assert len([line for line in md.splitlines() if line.startswith("| ")]) == 1 + 1 + 5
     table = nightly("compare", "1", "2", "--section", "eager").output
-    assert table.splitlines()[0] == "run 2 vs run 1, section eager, by layer"
+    assert table.splitlines()[0].startswith("run 2 (") and \
+        table.splitlines()[0].endswith("section eager, by layer, kernel time (us per iteration)")
 
 
 def test_compare_keys_in_one_run_only(wh):
     assert wh("ingest", cases()["dlv3_same"]).exit_code == 0
     assert wh("ingest", cases()["segenc_notrace"]).exit_code == 0
-    res = json.loads(wh("compare", "1", "2", "--by", "op-code", "--format", "json").output)
-    assert res["section"] == "eager"  # segenc has no trace
+    r = wh("compare", "1", "2", "--by", "op-code", "--format", "json", "--section", "eager")
+    res = json.loads(r.stdout)
+    assert "share" in r.output and "op codes: different models?" in r.output  # the warning on stderr
+    assert res["section"] == "eager"
     status = {x["key"]: x["status"] for x in res["rows"]}
     assert status["Conv2dDeviceOperation"] == "only in A" and status["LayerNorm"] == "only in B"
     assert status["HaloDeviceOperation"] == "both"
@@ -108,7 +112,7 @@ def test_trend_table_and_plot(nightly, tmp_path):
     r = nightly("trend", "--by", "op-code", "--top", "3", "--format", "csv")
     assert r.exit_code == 0
     lines = r.output.splitlines()
-    assert lines[0].startswith("run,Conv2dDeviceOperation")
+    assert lines[0].startswith("run,time,label,Conv2dDeviceOperation (us)")
     assert len(lines) == 1 + NIGHTS
     png = tmp_path / "t.png"
     r = nightly("trend", "--by", "block", "--plot", png)
@@ -127,23 +131,36 @@ def test_trend_without_matplotlib(nightly, tmp_path, monkeypatch):
     assert r.output.startswith("Error: plots need matplotlib: pip install 'tt-profile-warehouse[plot]'")
 
 
-def test_readme_sql_examples(nightly):
+def test_readme_sql_examples(nightly, tmp_path):
     """The worked SQL examples of the README run and answer on a nightly warehouse."""
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     examples = re.findall(r"```sql\n(.*?)```", readme, re.S)
-    assert len(examples) >= 3
+    assert len(examples) >= 5
+    # the per-device example reads an 8-device series
+    from test_series_kinds import eight_devices
+    src = eight_devices(cases()["dlv3_same"], tmp_path / "e" / "src.csv")
+    for night in range(3):
+        f = tmp_path / "e" / f"ops_perf_results_2026_12_0{night + 1}_02_00_00.csv"
+        f.write_bytes(src.read_bytes().replace(b"\r\n", b"\r\n" + b"" * night) + b"\r\n" * night)
+        assert nightly("ingest", f, "--label", "eight").exit_code == 0
     for sql in examples:
         r = nightly("sql", sql, "--format", "json")
         assert r.exit_code == 0, (sql, r.output)
-        assert json.loads(r.output), sql
+        assert json.loads(r.stdout), sql
 
 
-def test_replay_sessions_are_a_noise_source(wh, db_url):
+def test_replays_are_iterations(wh, db_url):
+    """Three replay sessions: the trace figures are per replay (the mean), their spread is the noise."""
     from warehouse.db import open_db
-    from warehouse.series import fetch_replays
+    from warehouse.series import fetch
     assert wh("ingest", cases()["clip_replays3"]).exit_code == 0
     eng = open_db(db_url)
     with eng.connect() as c:
-        per = fetch_replays(c, "section", 1, "trace")
+        p = fetch(c, [1], "trace", "section")[(1, "total", -1)]
+        e = fetch(c, [1], "eager", "section")[(1, "total", -1)]
+        how = dict(c.exec_driver_sql("SELECT hist_how, COUNT(*) FROM op_history WHERE section = 'trace' "
+                                     "GROUP BY hist_how").all())
     eng.dispose()
-    assert len(per["total"]) == 3
+    assert p.iterations == 3 and p.ops == 660 and e.ops == 660
+    assert p.spreads["kernel"] is not None and p.spreads["kernel"] > 0
+    assert how == {"position": 1980}

@@ -562,7 +562,7 @@ def test_compare_and_history_arguments(wh, tmp_path):
     b = wh("ingest", cases()["oft2025_noise"])
     assert a.exit_code == b.exit_code == 0
     r = wh("compare", "1", "2", "--by", "section")
-    assert r.exit_code == 0 and [ln.split()[0] for ln in r.output.splitlines()[3:]] == ["total"], r.output
+    assert r.exit_code == 0 and [ln.split()[0] for ln in r.stdout.splitlines()[3:]] == ["total"], r.output
     r = wh("compare", "1", "2", "--section", "nosuch")
     assert r.exit_code == 2 and "--section 'nosuch': no such section" in r.output
     r = wh("regressions", "--section", "trcae")

@@ -77,6 +77,22 @@ def cli(ctx: click.Context, db: str | None) -> None:
     ctx.obj["db"] = db
 
 
+# ---------------------------------------------------------------------------------------------------- options
+def label_option(help_: str = "Only runs with this label.") -> Any:
+    """``--label``, shared by every command that selects runs."""
+    return click.option("--label", help=help_)
+
+
+def tag_option(help_: str = "Only runs with this tag (repeatable).") -> Any:
+    """``--tag KEY=VALUE``, repeatable, shared by every command that selects or sets tags."""
+    return click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help=help_)
+
+
+def format_option(choices: tuple[str, ...] = ("table", "md", "json")) -> Any:
+    """``--format``, one choice list per kind of output."""
+    return click.option("--format", "fmt", type=click.Choice(list(choices)), default="table", show_default=True)
+
+
 # ---------------------------------------------------------------------------------------------------- ingest
 def _tags(items: tuple[str, ...]) -> dict[str, str]:
     from warehouse.ingest import parse_tags
@@ -86,8 +102,8 @@ def _tags(items: tuple[str, ...]) -> dict[str, str]:
 
 @cli.command()
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--label", help="A label for the runs (model, branch...).")
-@click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="A tag for the runs (repeatable).")
+@label_option("A label for the runs (model, branch...).")
+@tag_option("A tag for the runs (repeatable).")
 @click.option("--freq-mhz", type=float, help="Chip frequency; default: the device log beside the CSV, else 1350.")
 @click.option("--glob", "pattern", default="ops_perf_results*.csv", show_default=True,
               help="File names a folder is searched for (recursively).")
@@ -156,7 +172,7 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], label: str | None, tags: 
 
 # ---------------------------------------------------------------------------------------------------- runs
 @cli.command()
-@click.option("--label", help="Only runs with this label.")
+@label_option()
 @click.option("--warnings", is_flag=True, help="Show the warnings recorded at ingest.")
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of a table.")
 @click.pass_context
@@ -233,7 +249,16 @@ def report(ctx: click.Context, run: str, label: str | None, json_out: str | None
 
 
 # ---------------------------------------------------------------------------------------------------- history
-BY = click.Choice(["section", "category", "block", "layer", "op-code", "op"])
+def _by_choice() -> click.Choice:
+    from warehouse.measures import CLI_GROUPINGS
+
+    return click.Choice(CLI_GROUPINGS)
+
+
+def _metric_choice() -> click.Choice:
+    from warehouse.measures import METRIC
+
+    return click.Choice(list(METRIC))
 
 
 def _percent(value: str) -> float:
@@ -258,98 +283,159 @@ def _finite_min_us(ctx: click.Context, param: click.Parameter, value: float) -> 
     return value
 
 
+def key_options(f: Any) -> Any:
+    """``--key`` (repeatable), with ``--block`` and ``--layer`` as shorthands that also set ``--by``."""
+    f = click.option("--layer", "layer_key", metavar="LAYER", help="Only this layer (implies --by layer).")(f)
+    f = click.option("--block", "block_key", metavar="BLOCK", help="Only this block (implies --by block).")(f)
+    return click.option("--key", "keys", multiple=True, metavar="KEY",
+                        help="Only these keys of the grouping (repeatable).")(f)
+
+
+def _keys(by: tuple[str, ...] | str | None, keys: tuple[str, ...], block: str | None, layer: str | None
+          ) -> tuple[list[str] | None, list[str] | None]:
+    """(groupings, keys) after --block / --layer."""
+    bys = [by] if isinstance(by, str) else list(by or [])
+    ks = list(keys)
+    for dim, k in (("block", block), ("layer", layer)):
+        if k is not None:
+            if bys and bys != [dim]:
+                raise click.BadParameter(f"--{dim} goes with --by {dim}", param_hint=f"--{dim}")
+            bys, ks = [dim], ks + [k]
+    return bys or None, ks or None
+
+
+def _warn(res: dict) -> None:
+    for w in res.get("warnings", []):
+        click.echo(f"Warning: {w}", err=True)
+
+
 @cli.command()
 @click.argument("a")
 @click.argument("b")
-@click.option("--by", type=BY, default="layer", show_default=True)
-@click.option("--section", help="Section name (default: trace when both runs have one, else eager; 'all' for "
-                                "ops outside sections).")
+@click.option("--by", type=_by_choice(), default="layer", show_default=True)
+@click.option("--metric", type=_metric_choice(), default="kernel", show_default=True)
+@click.option("--section", help="A section of the runs (default: trace when present, else the first; 'all' is "
+                                "the whole run).")
+@key_options
 @click.option("--top", type=click.IntRange(min=0), default=0, help="Only the N largest changes (0: all).")
-@click.option("--format", "fmt", type=click.Choice(["table", "md", "json"]), default="table", show_default=True)
+@format_option()
 @click.pass_context
-def compare(ctx: click.Context, a: str, b: str, by: str, section: str | None, top: int, fmt: str) -> None:
-    """Compare run B with run A (ids or 'latest'): totals first, then keys by absolute change."""
+def compare(ctx: click.Context, a: str, b: str, by: str, metric: str, section: str | None, keys: tuple[str, ...],
+            block_key: str | None, layer_key: str | None, top: int, fmt: str) -> None:
+    """Compare run B with run A (ids or 'latest'): per-iteration figures, totals first, then keys by change."""
     from warehouse import compare as cmp
     from warehouse import render
 
-    res = cmp.compare_runs(_engine(ctx, create=False), a, b, by=by, section=section)
+    bys, ks = _keys(by, keys, block_key, layer_key)
+    res = cmp.compare_runs(_engine(ctx, create=False), a, b, by=(bys or [by])[0], section=section, metric=metric,
+                           keys=ks)
+    _warn(res)
     if fmt == "json":
         click.echo(render.to_json(res))
     elif fmt == "md":
         click.echo(cmp.markdown(res, top or 30))
     else:
-        click.echo(f"run {res['b']} vs run {res['a']}, section {res['section']}, by {by}")
+        click.echo(cmp.title(res))
         click.echo(render.table(cmp.COLUMNS, cmp.as_rows(res, top or None)))
 
 
 @cli.command()
-@click.option("--label", help="Only runs with this label.")
-@click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Only runs with this tag (repeatable).")
+@label_option()
+@tag_option()
 @click.option("--last", type=click.IntRange(min=1), default=1, show_default=True, help="Check the N newest runs.")
 @click.option("--window", type=click.IntRange(min=1), default=7, show_default=True,
               help="Against the median of N earlier runs.")
 @click.option("--threshold", default="5%", show_default=True, help="Smallest relative change reported.")
 @click.option("--min-us", type=float, default=1.0, show_default=True, callback=_finite_min_us,
               help="Smallest absolute change reported.")
-@click.option("--by", "dims", type=BY, multiple=True, help="Series to check (repeatable; default: section, "
-                                                           "block, layer, op-code).")
-@click.option("--section", help="Section name (default: trace when present, else eager).")
-@click.option("--format", "fmt", type=click.Choice(["table", "md", "json"]), default="table", show_default=True)
+@click.option("--by", "dims", type=_by_choice(), multiple=True,
+              help="Groupings to check (repeatable; default: section, block, layer, op-code).")
+@click.option("--metric", "metrics", type=_metric_choice(), multiple=True,
+              help="Metrics to check (repeatable; default: all).")
+@click.option("--section", help="Only this section (default: every section of the runs).")
+@key_options
+@format_option()
 @click.pass_context
 def regressions(ctx: click.Context, label: str | None, tags: tuple[str, ...], last: int, window: int,
-                threshold: str, min_us: float, dims: tuple[str, ...], section: str | None, fmt: str) -> None:
+                threshold: str, min_us: float, dims: tuple[str, ...], metrics: tuple[str, ...],
+                section: str | None, keys: tuple[str, ...], block_key: str | None, layer_key: str | None,
+                fmt: str) -> None:
     """Newest runs against the history of matching runs; exit status 3 when something regressed."""
     from warehouse import regressions as reg
     from warehouse import render
-    from warehouse.ingest import parse_tags
 
-    res = reg.find_regressions(_engine(ctx, create=False), label=label, tags=parse_tags(tags), last=last,
-                               window=window, threshold=_percent(threshold), min_us=min_us,
-                               by=list(dims) or None, section=section)
+    bys, ks = _keys(dims, keys, block_key, layer_key)
+    res = reg.find_regressions(_engine(ctx, create=False), label=label, tags=_tags(tags), last=last,
+                               window=window, threshold=_percent(threshold), min_us=min_us, by=bys,
+                               section=section, metrics=list(metrics) or None, keys=ks)
+    _warn(res)
     if fmt == "json":
         click.echo(render.to_json(res))
     elif fmt == "md":
         click.echo(reg.markdown(res))
     else:
-        n, m = len(res["regressions"]), len(res["improvements"])
-        click.echo(f"{n} regression(s), {m} improvement(s) in "
-                   + (", ".join(f"run {c['run_id']} (vs {len(c['window'])} runs)" for c in res["checked"])
-                      or "no run with history"))
-        if n or m:
+        click.echo(reg.verdict(res))
+        if res["regressions"] or res["improvements"]:
             click.echo(render.table(reg.COLUMNS, reg.as_rows(res)))
     if res["regressions"]:
         ctx.exit(3)
 
 
 @cli.command()
-@click.option("--by", type=click.Choice(["section", "category", "block", "layer", "op-code"]), default="block",
-              show_default=True)
-@click.option("--section", help="Section name (default: trace when present, else eager).")
+@click.option("--by", type=_by_choice(), default="block", show_default=True)
+@click.option("--metric", type=_metric_choice(), default="kernel", show_default=True)
+@click.option("--section", help="A section (default: trace when present, else the first; 'all': whole run).")
+@key_options
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
-              help="The N largest keys of the newest run.")
-@click.option("--label", help="Only runs with this label.")
-@click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE")
+              help="Without --key: the N largest keys of the newest run.")
+@label_option()
+@tag_option()
 @click.option("--last", type=click.IntRange(min=0), default=30, show_default=True,
               help="The N newest runs (0: all).")
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False), help="Write a .png or .svg plot.")
-@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@format_option(("table", "csv", "json", "md"))
 @click.pass_context
-def trend(ctx: click.Context, by: str, section: str | None, top: int, label: str | None, tags: tuple[str, ...],
+def trend(ctx: click.Context, by: str, metric: str, section: str | None, keys: tuple[str, ...],
+          block_key: str | None, layer_key: str | None, top: int, label: str | None, tags: tuple[str, ...],
           last: int, plot_file: str | None, fmt: str) -> None:
-    """Kernel us of the largest keys over the runs: a table, or a plot with --plot."""
+    """A metric of chosen (or the largest) keys over the runs: a table, or a plot over capture time."""
     from warehouse import render
     from warehouse import trend as tr
-    from warehouse.ingest import parse_tags
 
-    res = tr.trend(_engine(ctx, create=False), by=by, section=section, top=top, label=label,
-                   tags=parse_tags(tags), last=last or None)
+    bys, ks = _keys(by, keys, block_key, layer_key)
+    res = tr.trend(_engine(ctx, create=False), by=(bys or [by])[0], section=section, top=top, label=label,
+                   tags=_tags(tags), last=last or None, metric=metric, keys=ks)
+    _warn(res)
     if plot_file:
         tr.plot(res, Path(plot_file))
         click.echo(f"{plot_file}: {len(res['keys'])} series over {len(res['runs'])} runs")
         return
-    cols = ["run"] + res["keys"]
-    rows = [[r] + [res["values"][k][i] for k in res["keys"]] for i, r in enumerate(res["runs"])]
+    if fmt == "json":
+        click.echo(render.to_json(res))
+        return
+    cols = ["run", "time", "label"] + [f"{k} ({res['unit']})" for k in res["keys"]]
+    rows = [[r, (res["meta"][r]["time"] or "")[:16], res["meta"][r]["label"] or ""]
+            + [res["values"][k][i] for k in res["keys"]] for i, r in enumerate(res["runs"])]
+    if fmt == "table":
+        click.echo(f"{res['metric']} ({res['unit']} per iteration) by {res['by']}, section {res['section']}")
     click.echo(render.render(cols, rows, fmt))
+
+
+@cli.command(name="tag")
+@click.argument("run")
+@click.option("--label", help="The run's new label ('' removes it).")
+@tag_option("Set a tag (repeatable).")
+@click.option("--untag", multiple=True, metavar="KEY", help="Remove a tag (repeatable).")
+@click.pass_context
+def tag_cmd(ctx: click.Context, run: str, label: str | None, tags: tuple[str, ...], untag: tuple[str, ...]) -> None:
+    """Change a run's label and tags after ingest (a commit, a branch, a note)."""
+    from warehouse.runs import retag
+
+    if label is None and not tags and not untag:
+        raise click.UsageError("nothing to change: pass --label, --tag or --untag")
+    r = retag(_engine(ctx, create=False), run, label=label, tags=_tags(tags), untag=list(untag))
+    click.echo(f"run {r['id']}: label {r['label']!r}, tags "
+               + (" ".join(f"{k}={v}" for k, v in r["tags"].items()) or "none"))
 
 
 # ---------------------------------------------------------------------------------------------------- sql

@@ -61,3 +61,26 @@ def list_runs(engine: Engine, label: str | None = None, warnings: bool = False) 
         if warnings:
             r["warnings"] = warn.get(r["id"], [])
     return runs
+
+
+def retag(engine: Engine, ref: str, *, label: str | None = None, tags: dict[str, str] | None = None,
+          untag: list[str] | None = None) -> dict[str, Any]:
+    """Change a run's label (``''`` removes it) and tags; returns ``{"id", "label", "tags"}`` after."""
+    from sqlalchemy import delete
+
+    from warehouse.db import write_tx
+    from warehouse.dialect import insert_ignore
+
+    with write_tx(engine) as conn:
+        run_id = resolve_run(conn, ref)
+        if label is not None:
+            conn.execute(t.run.update().where(t.run.c.id == run_id).values(label=label or None))
+        for k in untag or []:
+            conn.execute(delete(t.run_tag).where(t.run_tag.c.run_id == run_id, t.run_tag.c.key == k))
+        for k, v in (tags or {}).items():
+            conn.execute(delete(t.run_tag).where(t.run_tag.c.run_id == run_id, t.run_tag.c.key == k))
+            conn.execute(insert_ignore(conn, t.run_tag).values(run_id=run_id, key=k, value=v))
+        new_label = conn.execute(select(t.run.c.label).where(t.run.c.id == run_id)).scalar()
+        new_tags = dict(conn.execute(select(t.run_tag.c.key, t.run_tag.c.value)
+                                     .where(t.run_tag.c.run_id == run_id).order_by(t.run_tag.c.key)).all())
+    return {"id": run_id, "label": new_label, "tags": new_tags}

@@ -1,114 +1,180 @@
-"""Series across runs: which runs match a filter, and per-run totals by section, block, layer, op code,
-category or single op (the ``series_*`` and ``op_identity`` views)."""
+"""Series across runs, read from the rollups (runs x keys, never ops): which runs match a filter, their metadata,
+the sections they have, and per-iteration figures per section, grouping, key and device."""
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
-from typing import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Iterable
 
 from sqlalchemy import Connection, select, text
 
 from warehouse import schema as t
 from warehouse.errors import NotFound, UsageError
+from warehouse.measures import GROUPING, METRIC, METRICS
 from warehouse.runs import order_key
-from warehouse.views import BLOCK_KEY, LAYER_KEY
 
-# --by value -> (view, key column): every dimension is a view users can query themselves.
-DIMENSIONS = {
-    "section": ("series_section", "key"),
-    "category": ("series_category", "key"),
-    "block": ("series_block", "key"),
-    "layer": ("series_layer", "key"),
-    "op-code": ("series_op_code", "key"),
-    "op": ("op_identity", "identity"),
-}
+ALL_DEVICES = -1
 
 
 @dataclass
-class Value:
-    """One series point: a key's totals in one run and section."""
+class RunMeta:
+    """What every history output says about a run besides its id."""
 
-    ops: int
-    kernel_us: float
-    gap_us: float
+    id: int
+    time: str | None  # capture time, else ingest time (ISO)
+    captured: bool
+    label: str | None
+    tags: dict[str, str] = field(default_factory=dict)
+    file_name: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"run_id": self.id, "time": self.time, "captured": self.captured, "label": self.label,
+                "tags": self.tags, "file": self.file_name, "short": self.short()}
+
+    def short(self) -> str:
+        """``run 12 (2026-11-12 02:00, resnet, branch=main)``."""
+        bits = [b for b in ((self.time or "")[:16], self.label or "",
+                            " ".join(f"{k}={v}" for k, v in self.tags.items())) if b]
+        return f"run {self.id}" + (f" ({', '.join(bits)})" if bits else "")
+
+
+@dataclass
+class Point:
+    """One series point: a key's per-iteration figures in one run, section and device."""
+
+    ops: float
+    iterations: int
+    values: dict[str, float | None]  # metric key -> per-iteration value
+    spreads: dict[str, float | None]  # metric key -> max - min over iterations
 
 
 def select_runs(conn: Connection, label: str | None = None, tags: dict[str, str] | None = None) -> list[int]:
-    """Ids of the runs with ``label`` and every tag in ``tags``, oldest capture first."""
+    """Ids of the runs with ``label`` and every tag in ``tags``, oldest capture first; a filter that selects no
+    run is an error (exit 2), never an empty answer."""
     q = select(t.run.c.id)
     if label is not None:
         q = q.where(t.run.c.label == label)
     for k, v in (tags or {}).items():
         q = q.where(t.run.c.id.in_(select(t.run_tag.c.run_id).where(t.run_tag.c.key == k, t.run_tag.c.value == v)))
-    return list(conn.execute(q.order_by(*order_key())).scalars())
+    runs = list(conn.execute(q.order_by(*order_key())).scalars())
+    if not runs and (label is not None or tags):
+        known = sorted(x for x in conn.execute(select(t.run.c.label).distinct()).scalars() if x)
+        what = " and ".join(filter(None, [f"label {label!r}" if label is not None else "",
+                                          " ".join(f"tag {k}={v}" for k, v in (tags or {}).items())]))
+        raise NotFound(f"no runs match {what} (labels: {', '.join(known) or 'none'})")
+    return runs
 
 
-def sections_of(conn: Connection, run_id: int) -> set[str]:
-    """The section names that hold ops in a run ('' for ops outside every section)."""
-    return set(conn.execute(text("SELECT DISTINCT section FROM series_section WHERE run_id = :r"),
-                            {"r": run_id}).scalars())
+def run_meta(conn: Connection, ids: Iterable[int]) -> dict[int, RunMeta]:
+    """Capture time, label and tags of runs."""
+    ids = list(dict.fromkeys(ids))
+    if not ids:
+        return {}
+    out: dict[int, RunMeta] = {}
+    for rid, cap, ing, label, name in conn.execute(select(
+            t.run.c.id, t.run.c.captured_at, t.run.c.ingested_at, t.run.c.label, t.run.c.file_name)
+            .where(t.run.c.id.in_(ids))):
+        when = cap or ing
+        out[rid] = RunMeta(rid, when.isoformat(sep=" ") if when else None, cap is not None, label, {}, name)
+    for rid, k, v in conn.execute(select(t.run_tag.c.run_id, t.run_tag.c.key, t.run_tag.c.value)
+                                  .where(t.run_tag.c.run_id.in_(ids)).order_by(t.run_tag.c.key)):
+        out[rid].tags[k] = v
+    return out
+
+
+def sections_of(conn: Connection, run_ids: Iterable[int]) -> dict[int, list[str]]:
+    """The sections each run has ('' is the whole run), in a stable order: eager, trace, then custom ones."""
+    ids = list(run_ids)
+    out: dict[int, list[str]] = {r: [] for r in ids}
+    if not ids:
+        return out
+    rows = conn.execute(text(
+        "SELECT run_id, section FROM rollup WHERE grouping = 'section' AND device = -1 AND run_id IN "
+        f"({', '.join(str(int(r)) for r in ids)})")).all()
+    order = {"eager": 0, "trace": 1, "": 3}
+    for rid, sec in rows:
+        out[rid].append(sec)
+    for rid in out:
+        out[rid].sort(key=lambda s: (order.get(s, 2), s))
+    return out
+
+
+def section_label(section: str) -> str:
+    """How outputs name a section ('' is the whole run)."""
+    return section if section else "(whole run)"
+
+
+def resolve_sections(conn: Connection, section: str | None, run_ids: list[int]) -> list[str]:
+    """The sections to look at: the one asked for (an error when no run has it), else every section of the
+    runs, except the whole run when there are sections (it would count replays k times)."""
+    have = sections_of(conn, run_ids)
+    names: list[str] = []
+    for secs in have.values():
+        names += [s for s in secs if s not in names]
+    if section is not None:
+        want = "" if section in ("all", "") else section
+        if want not in names:
+            shown = ", ".join(section_label(n) for n in names) or "none"
+            raise NotFound(f"--section {section!r}: no such section in run(s) "
+                           f"{', '.join(map(str, run_ids))} (sections there: {shown}; 'all' is the whole run)")
+        return [want]
+    real = [n for n in names if n != ""]
+    return real or [""]
 
 
 def check_section(conn: Connection, section: str | None, run_ids: list[int]) -> None:
     """Refuse a ``--section`` that none of the runs has (a typo must not turn a CI gate into a silent pass)."""
-    if section is None or section == "all":
-        return
-    have: set[str] = set()
-    for r in run_ids:
-        have |= sections_of(conn, r)
-    if section not in have:
-        names = ", ".join(sorted(n for n in have if n)) or "none"
-        raise NotFound(f"--section {section!r}: no such section in run(s) {', '.join(map(str, run_ids))} "
-                       f"(sections there: {names}; 'all' for ops outside sections)")
+    resolve_sections(conn, section, run_ids)
 
 
-def default_section(conn: Connection, run_ids: Iterable[int]) -> str:
-    """``trace`` when every run has one, else ``eager``, else ``''`` (ops outside any section)."""
-    common: set[str] | None = None
-    for r in run_ids:
-        s = sections_of(conn, r)
-        common = s if common is None else common & s
-    for cand in ("trace", "eager"):
-        if common and cand in common:
-            return cand
-    return "" if common and "" in common else next(iter(sorted(common or {""})))
+def check_metric(metric: str) -> None:
+    if metric not in METRIC:
+        raise UsageError(f"--metric {metric!r}: expected one of {', '.join(METRIC)}")
 
 
-def fetch(conn: Connection, by: str, run_ids: list[int], section: str) -> dict[int, dict[str, Value]]:
-    """``{run id: {key: Value}}`` for a dimension and section over the given runs."""
-    if by not in DIMENSIONS:
-        raise UsageError(f"--by {by!r}: expected one of {', '.join(DIMENSIONS)}")
-    view, key = DIMENSIONS[by]
-    out: dict[int, dict[str, Value]] = defaultdict(dict)
+def fetch(conn: Connection, run_ids: list[int], section: str, grouping: str, *, devices: bool = False,
+          keys: Iterable[str] | None = None) -> dict[tuple[int, str, int], Point]:
+    """``{(run, key, device): Point}`` from the rollups; ``devices`` adds the per-device rows (device -1 is all
+    devices together); ``keys`` restricts to these keys."""
+    if grouping not in GROUPING:
+        raise UsageError(f"--by {grouping!r}: expected one of {', '.join(GROUPING)}")
+    out: dict[tuple[int, str, int], Point] = {}
     if not run_ids:
         return out
-    if by == "op":
-        sql = (f"SELECT run_id, {key} AS key, COUNT(*) AS ops, SUM(kernel_us) AS kernel_us, SUM(gap_us) AS gap_us "
-               f"FROM {view} WHERE run_id IN ({', '.join(map(str, run_ids))}) AND COALESCE(section, '') = :s "
-               f"GROUP BY run_id, {key}")
-    else:
-        sql = (f"SELECT run_id, key, ops, kernel_us, gap_us FROM {view} "
-               f"WHERE run_id IN ({', '.join(map(str, run_ids))}) AND section = :s")
-    for r in conn.execute(text(sql), {"s": section}).mappings():
-        out[r["run_id"]][r["key"]] = Value(int(r["ops"]), float(r["kernel_us"] or 0), float(r["gap_us"] or 0))
+    cols = ", ".join(f"{m.column}, {m.spread_column}" for m in METRICS)
+    params: dict[str, Any] = {"s": section, "g": grouping}
+    where = "" if devices else " AND device = -1"
+    if keys is not None:
+        keys = list(keys)
+        if not keys:
+            return out
+        names = [f"k{i}" for i in range(len(keys))]
+        params.update(zip(names, keys))
+        where += f" AND key IN ({', '.join(':' + n for n in names)})"
+    sql = (f"SELECT run_id, key, device, iterations, ops, {cols} FROM rollup WHERE section = :s AND grouping = :g "
+           f"AND run_id IN ({', '.join(str(int(r)) for r in run_ids)}){where}")
+    for r in conn.execute(text(sql), params):
+        vals, spreads = {}, {}
+        for i, m in enumerate(METRICS):
+            v, sp = r[5 + 2 * i], r[6 + 2 * i]
+            vals[m.key] = float(v) if v is not None else None
+            spreads[m.key] = float(sp) if sp is not None else None
+        out[(r[0], r[1], r[2])] = Point(float(r[4]), int(r[3]), vals, spreads)
     return out
 
 
-def fetch_replays(conn: Connection, by: str, run_id: int, section: str) -> dict[str, list[float]]:
-    """Per key, the kernel us of each replay session of a run (only when it has several)."""
-    if by == "section":
-        key = "'total'"
-    elif by == "op":
-        key = "identity"
-    else:
-        key = {"category": "category", "block": BLOCK_KEY, "layer": LAYER_KEY, "op-code": "op_code"}[by]
-    view = "op_identity" if by == "op" else "op_detail"
-    group = "" if key.startswith("'") else f"{key}, "  # PostgreSQL refuses a constant in GROUP BY
-    rows = conn.execute(text(
-        f"SELECT {key} AS key, replay_session, SUM(kernel_us) AS k FROM {view} "
-        f"WHERE run_id = :r AND COALESCE(section, '') = :s AND replay_session <> '' "
-        f"GROUP BY {group}replay_session"), {"r": run_id, "s": section}).all()
-    per: dict[str, list[float]] = defaultdict(list)
-    for k, _, v in rows:
-        per[k].append(float(v or 0))
-    return {k: v for k, v in per.items() if len(v) > 1}
+def by_run(points: dict[tuple[int, str, int], Point]) -> dict[int, dict[tuple[str, int], Point]]:
+    """``{run: {(key, device): Point}}``."""
+    out: dict[int, dict[tuple[str, int], Point]] = defaultdict(dict)
+    for (run, key, dev), p in points.items():
+        out[run][(key, dev)] = p
+    return out
+
+
+def attribution_gaps(conn: Connection, run_id: int, section: str) -> float:
+    """The share of a section's ops (per iteration) that history could not give a block: the '?' key."""
+    rows = dict(conn.execute(text(
+        "SELECT key, ops FROM rollup WHERE run_id = :r AND section = :s AND grouping = 'block' AND device = -1"),
+        {"r": run_id, "s": section}).all())
+    total = sum(rows.values())
+    return rows.get("?", 0.0) / total if total else 0.0

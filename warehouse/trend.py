@@ -1,38 +1,52 @@
-"""A dimension's series over the runs: a table, or a plot (matplotlib, the ``plot`` extra)."""
+"""A grouping's series over the runs (per-iteration figures from the rollups): a table, or a plot with a time
+axis (matplotlib, the ``plot`` extra)."""
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine
 
 from warehouse.errors import NotFound, UsageError
-from warehouse.series import check_section, default_section, fetch, select_runs
+from warehouse.measures import METRIC
+from warehouse.series import ALL_DEVICES, fetch, resolve_sections, run_meta, section_label, select_runs
 
 
 def trend(engine: Engine, by: str = "block", section: str | None = None, top: int = 10, label: str | None = None,
-          tags: dict[str, str] | None = None, last: int | None = None) -> dict[str, Any]:
-    """``{"runs": [ids], "section", "by", "keys": [...], "values": {key: [us per run or None]}}``; the ``top``
-    keys by kernel time in the newest run."""
+          tags: dict[str, str] | None = None, last: int | None = None, metric: str = "kernel",
+          keys: list[str] | None = None) -> dict[str, Any]:
+    """``{"runs": [ids], "meta": {id: run metadata}, "section", "by", "metric", "keys", "values": {key: [value per
+    run or None]}}``: the chosen ``keys``, else the ``top`` keys of the newest run by the metric."""
     with engine.connect() as conn:
         runs = select_runs(conn, label, tags)
         if last:
             runs = runs[-last:]
         if not runs:
-            raise NotFound("no runs match the filter")
-        check_section(conn, section, runs)
-        sec = section if section is not None else default_section(conn, runs[-1:])
-        sec = "" if sec == "all" else sec
-        values = fetch(conn, by, runs, sec)
-    newest = values.get(runs[-1], {})
-    keys = sorted(newest, key=lambda k: -newest[k].kernel_us)[:top]
-    return {"runs": runs, "section": sec or "(no section)", "by": by, "keys": keys,
-            "values": {k: [round(values[r][k].kernel_us, 3) if k in values.get(r, {}) else None for r in runs]
-                       for k in keys}}
+            raise NotFound("no runs in the warehouse; ingest a CSV first")
+        secs = resolve_sections(conn, section, runs[-1:] if section is None else runs)
+        sec = secs[0] if section is not None else ("trace" if "trace" in secs else secs[0])
+        points = fetch(conn, runs, sec, by, keys=keys)
+        meta = run_meta(conn, runs)
+    values = {(r, k): p.values.get(metric) for (r, k, d), p in points.items() if d == ALL_DEVICES}
+    if keys:
+        missing = [k for k in keys if not any(kk == k for (_, kk) in values)]
+        if missing:
+            raise NotFound(f"--key {missing[0]!r}: no such {by} in section {section_label(sec)} of these runs")
+        chosen = list(keys)
+    else:
+        newest = {k: v for (r, k), v in values.items() if r == runs[-1] and v is not None}
+        chosen = sorted(newest, key=lambda k: -newest[k])[:top]
+    labels = {meta[r].label for r in runs}
+    warnings = [f"the runs mix labels {sorted(map(str, labels))}; pass --label"] if len(labels) > 1 else []
+    return {"runs": runs, "meta": {r: meta[r].as_dict() for r in runs}, "section": section_label(sec), "by": by,
+            "metric": metric, "unit": METRIC[metric].unit, "keys": chosen, "warnings": warnings,
+            "values": {k: [None if values.get((r, k)) is None else round(values[(r, k)], 3) for r in runs]
+                       for k in chosen}}
 
 
 def plot(res: dict[str, Any], path: Path) -> None:
-    """Write the series as a line plot (PNG or SVG by the file's suffix)."""
+    """Write the series as a line plot over capture time (PNG or SVG by the file's suffix)."""
     if path.suffix.lower() not in (".png", ".svg"):
         raise UsageError(f"--plot {path}: expected a .png or .svg file")
     try:
@@ -43,15 +57,16 @@ def plot(res: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(11, 6))
-    x = list(range(len(res["runs"])))
+    x = [datetime.fromisoformat(res["meta"][r]["time"]) if res["meta"][r]["time"] else None for r in res["runs"]]
     for k in res["keys"]:
-        ax.plot(x, [v if v is not None else float("nan") for v in res["values"][k]], marker=".",
+        pts = [(t, v) for t, v in zip(x, res["values"][k]) if t is not None]
+        ax.plot([p[0] for p in pts], [p[1] if p[1] is not None else float("nan") for p in pts], marker=".",
                 label=k[:60].replace("$", r"\$"))  # a key is text, never mathtext
-    ax.set_xticks(x, [str(r) for r in res["runs"]], rotation=90 if len(x) > 20 else 0)
-    ax.set_xlabel("run id (capture order)")
-    ax.set_ylabel("kernel us")
-    ax.set_title(f"kernel us by {res['by']}, section {res['section']}".replace("$", r"\$"))
+    ax.set_xlabel("capture time")
+    ax.set_ylabel(f"{METRIC[res['metric']].label}, {res['unit']} per iteration")
+    ax.set_title(f"{METRIC[res['metric']].label} by {res['by']}, section {res['section']}".replace("$", r"\$"))
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.autofmt_xdate()
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

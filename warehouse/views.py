@@ -15,9 +15,7 @@ import hashlib
 
 from sqlalchemy import Connection, inspect, text
 
-# The layer key of the oracle: the layer, else "[<block> glue]".
-LAYER_KEY = ("CASE WHEN layer <> '' THEN layer ELSE '[' || CASE WHEN block <> '' THEN block ELSE '?' END "
-              "|| ' glue]' END")
+from warehouse.measures import BLOCK_KEY, LAYER_KEY  # one definition of the keys
 
 
 def _median(name: str, value: str, where: str) -> str:
@@ -47,19 +45,33 @@ FROM (SELECT run_id, section, {key} AS key, COUNT(*) AS ops, SUM(kernel_us) AS k
       FROM op_detail WHERE section_kind IN ('eager', 'trace') GROUP BY run_id, section, {key}) g"""
 
 
-BLOCK_KEY = "CASE WHEN block <> '' THEN block ELSE '?' END"
 
 
-def _series(name: str, key: str, doc: str) -> tuple[str, str, str]:
-    # Plain aggregates (no ordered sums): these views serve comparisons across many runs, where speed
-    # matters and the last bit of a float does not. Ops outside any section count under section ''.
-    group = "" if key.startswith("'") else f", {key}"  # PostgreSQL refuses a constant in GROUP BY
-    return name, doc + " (run metadata, ops, kernel / FW / op-to-op us)", f"""
+def _series_views() -> list[tuple[str, str, str]]:
+    """``series`` (every rollup row with its run's time and label) and one ``series_<grouping>`` per grouping of
+    the registry (all devices together), plus ``series_device`` (section totals per device)."""
+    from warehouse.measures import GROUPINGS, METRICS
+
+    metric_cols = ", ".join(f"r.{m.column}, r.{m.spread_column}" for m in METRICS)
+    plain = ", ".join(m.column for m in METRICS)
+    out = [("series", "per run, section, grouping, key and device (-1: all): per-iteration metrics and their "
+            "spread over replays, from the rollups", f"""
+CREATE VIEW series AS
+SELECT r.run_id, i.run_time, i.label, r.section, r.grouping, r.key, r.device, r.iterations, r.ops, {metric_cols}
+FROM rollup r JOIN run_info i ON i.run_id = r.run_id""")]
+    for g in GROUPINGS:
+        if not g.cli:
+            continue
+        name = "series_" + g.key.replace("-", "_")
+        out.append((name, f"per run and section, by {g.label} (all devices): ops and {plain} per iteration", f"""
 CREATE VIEW {name} AS
-SELECT d.run_id, i.run_time, i.label, COALESCE(d.section, '') AS section, {key} AS key,
-       COUNT(*) AS ops, SUM(d.kernel_us) AS kernel_us, SUM(d.fw_us) AS fw_us, SUM(d.gap_us) AS gap_us
-FROM op_detail d JOIN run_info i ON i.run_id = d.run_id
-GROUP BY d.run_id, i.run_time, i.label, COALESCE(d.section, ''){group}"""
+SELECT run_id, run_time, label, section, key, iterations, ops, {plain}
+FROM series WHERE grouping = '{g.key}' AND device = -1"""))
+    out.append(("series_device", "per run, section and device: the section totals per iteration", f"""
+CREATE VIEW series_device AS
+SELECT run_id, run_time, label, section, device, iterations, ops, {plain}
+FROM series WHERE grouping = 'section' AND device >= 0"""))
+    return out
 
 
 # (name, one line for the README, SQL), in creation order: a view may read only the views above it.
@@ -140,16 +152,20 @@ SELECT o.id AS op_id, o.run_id, o.row_no, s.id AS section_id, s.name AS section,
 FROM op o
 JOIN section s ON s.run_id = o.run_id AND s.kind = 'custom' AND o.row_no > s.start_row
               AND (s.end_row IS NULL OR o.row_no < s.end_row)"""),
-    ("run_info", "runs with their time (capture, else ingest), label and a tag list, in run order", """
+    ("run_info", "runs with their time (capture, else ingest), label, file, op count, frequency and arch", """
 CREATE VIEW run_info AS
 SELECT r.id AS run_id, COALESCE(r.captured_at, r.ingested_at) AS run_time, r.captured_at, r.ingested_at,
        r.label, r.file_name, r.op_count, r.freq_mhz, r.arch, r.trace_matches_eager
 FROM run r"""),
-    _series("series_section", "'total'", "run totals per section: one row per run and section"),
-    _series("series_block", BLOCK_KEY, "per run, section and block"),
-    _series("series_layer", LAYER_KEY, "per run, section and layer"),
-    _series("series_op_code", "op_code", "per run, section and op code"),
-    _series("series_category", "category", "per run, section and category"),
+    *_series_views(),
+    ("op_history", "every op with both attributions: the report's (block, layer) and history's (hist_block, "
+                   "hist_layer, hist_how) and its replay iteration", """
+CREATE VIEW op_history AS
+SELECT o.id AS op_id, o.run_id, o.row_no, s.name AS section, o.pos, o.iteration, o.iter_pos,
+       COALESCE(o.block, '') AS block, COALESCE(o.layer, '') AS layer, COALESCE(o.hist_block, '') AS hist_block,
+       COALESCE(o.hist_layer, '') AS hist_layer, o.hist_how, c.name AS op_code, o.device_id,
+       COALESCE(o.kernel_ns, 0) / 1000.0 AS kernel_us
+FROM op o JOIN op_code c ON c.id = o.op_code_id LEFT JOIN section s ON s.id = o.section_id"""),
     ("op_identity", "every op with its identity across runs: section / block / layer / op code #occurrence", """
 CREATE VIEW op_identity AS
 SELECT d.run_id, i.run_time, i.label, d.section, d.block, d.layer, d.op_code, d.occurrence,
@@ -188,7 +204,7 @@ def views_current(conn: Connection) -> bool:
 
 
 # Views that earlier versions created and this one no longer does: still dropped before migrating.
-RETIRED_VIEWS: list[str] = []
+RETIRED_VIEWS: list[str] = []  # (series_* are still created, from the rollups since revision 0005)
 
 
 def drop_views(conn: Connection) -> None:
