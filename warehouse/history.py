@@ -7,8 +7,10 @@ eager by an op or two:
 1. The trace is cut into *iterations*: by ``METAL TRACE REPLAY SESSION ID`` when the file has it (in order of
    first appearance), else by the eager length when the trace is the eager sequence repeated k times, else one.
 2. Each iteration takes block and layer from the eager op at the same position (``position``) when its op codes
-   equal eager's; otherwise the two op-code sequences are aligned (difflib's SequenceMatcher, a longest-common-
-   subsequence style matching, near-linear for these sequences): matched ops take the eager op's attribution
+   equal eager's; otherwise the two op-code sequences are aligned (:func:`align`: walk both, and where they
+   differ resynchronise at the nearest pair of positions within a window that starts a run of equal op codes;
+   linear in the length for the few drifts real traces have, where an LCS (difflib) is quadratic on these
+   repetitive sequences: 330 s for a 100,000-op capture): matched ops take the eager op's attribution
    (``aligned``), the few others are ``unmatched`` (block '?').
 3. Every other op (eager, custom sections, outside sections) keeps its own signpost attribution (``signpost``).
 
@@ -18,11 +20,56 @@ iterations that turn out to differ from eager are fixed up at the end.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from difflib import SequenceMatcher
 
 from sqlalchemy import Connection, text
 
 SIGNPOST, POSITION, ALIGNED, UNMATCHED = "signpost", "position", "aligned", "unmatched"
+WINDOW = 64  # how far ahead (in either sequence) a resynchronisation is looked for
+CONFIRM = 3  # equal op codes in a row that make a resynchronisation point
+BUDGET = 5_000_000  # comparisons per alignment; past it, the rest of the trace stays unmatched
+
+
+def align(a: list[int], b: list[int]) -> dict[int, int]:
+    """``{index in b: index in a}`` for the ops of ``b`` matched to ops of ``a``, in order: equal runs are
+    matched; at a difference, the nearest pair of offsets (fewest ops skipped in both) within :data:`WINDOW`
+    whose op codes agree for :data:`CONFIRM` ops (or to the end) resumes the matching."""
+    out: dict[int, int] = {}
+    i = j = 0
+    na, nb = len(a), len(b)
+    budget = BUDGET
+
+    def confirmed(x: int, y: int) -> bool:
+        k = 0
+        while k < CONFIRM and x + k < na and y + k < nb:
+            if a[x + k] != b[y + k]:
+                return False
+            k += 1
+        return True
+
+    while i < na and j < nb:
+        if a[i] == b[j]:
+            out[j] = i
+            i += 1
+            j += 1
+            continue
+        ahead: dict[int, list[int]] = {}
+        for di in range(min(WINDOW, na - i) + 1):
+            if i + di < na:
+                ahead.setdefault(a[i + di], []).append(di)
+        best: tuple[int, int] | None = None
+        for dj in range(min(WINDOW, nb - j - 1) + 1):
+            if best is not None and dj >= best[0] + best[1]:
+                break
+            for di in ahead.get(b[j + dj], ()):
+                budget -= 1
+                if (di or dj) and (best is None or di + dj < sum(best)) and confirmed(i + di, j + dj):
+                    best = (di, dj)
+                    break
+        budget -= WINDOW
+        if best is None or budget < 0:
+            break  # no resynchronisation near: the rest stays unmatched
+        i, j = i + best[0], j + best[1]
+    return out
 
 
 @dataclass
@@ -110,11 +157,7 @@ class HistoryTracker:
         return out
 
     def _align(self, idx: list[int], it: int) -> list[tuple[int, Attributed]]:
-        codes = [self.t_codes[i] for i in idx]
-        found: dict[int, int] = {}
-        for a, b, size in SequenceMatcher(None, self.e_codes, codes, autojunk=False).get_matching_blocks():
-            for k in range(size):
-                found[b + k] = a + k
+        found = align(self.e_codes, [self.t_codes[i] for i in idx])
         out = []
         for k, i in enumerate(idx):
             if k in found:
