@@ -119,11 +119,13 @@ def test_runs_listing(wh, corpus_copy):
     r = wh("runs")
     assert r.exit_code == 0
     lines = r.output.splitlines()
-    assert lines[0].split() == ["id", "captured", "label", "tags", "file", "ops"]
+    assert lines[0].split() == ["id", "captured", "label", "tags", "file", "ops", "history", "attribution"]
     assert "dlv3" in lines[2] and "sha=abc" in lines[2] and "774" in lines[2]
+    assert "position 387 signpost 385" in lines[2]
     data = json.loads(wh("runs", "--json").output)
     assert [d["id"] for d in data] == [1, 2]
     assert data[0]["tags"] == {"sha": "abc"} and data[1]["op_count"] == 1004
+    assert data[0]["attribution"] == {"none": 2, "position": 387, "signpost": 385}
     assert [d["id"] for d in json.loads(wh("runs", "--json", "--label", "dlv3").output)] == [1]
 
 

@@ -185,9 +185,10 @@ def runs(ctx: click.Context, label: str | None, warnings: bool, as_json: bool) -
     if as_json:
         click.echo(render.to_json(rows))
         return
-    cols = ["id", "captured", "label", "tags", "file", "ops"]
+    cols = ["id", "captured", "label", "tags", "file", "ops", "history attribution"]
     data = [[r["id"], r["captured_at"] or "", r["label"] or "",
-             " ".join(f"{k}={v}" for k, v in r["tags"].items()), r["file_name"], r["op_count"]] for r in rows]
+             " ".join(f"{k}={v}" for k, v in r["tags"].items()), r["file_name"], r["op_count"],
+             " ".join(f"{k} {v}" for k, v in r["attribution"].items())] for r in rows]
     click.echo(render.table(cols, data))
     if warnings:
         for r in rows:

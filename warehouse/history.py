@@ -203,10 +203,21 @@ def attribute_run(conn: Connection, run_id: int) -> None:
     apply(conn, run_id, values)
 
 
+def summarize(conn: Connection, run_id: int) -> None:
+    """Record on the run how many ops each attribution gave (``warehouse runs`` shows it)."""
+    import json
+
+    counts = {how or "none": n for how, n in conn.execute(text(
+        "SELECT hist_how, COUNT(*) FROM op WHERE run_id = :r GROUP BY hist_how"), {"r": run_id})}
+    conn.execute(text("UPDATE run SET attribution = :a WHERE id = :r"),
+                 {"a": json.dumps(dict(sorted(counts.items()))), "r": run_id})
+
+
 def backfill(conn: Connection) -> None:
     """History attribution and rollups for every stored run (migration 0005)."""
     from warehouse.rollups import build_rollups
 
     for run_id, freq in conn.execute(text("SELECT id, freq_mhz FROM run ORDER BY id")).all():
         attribute_run(conn, run_id)
+        summarize(conn, run_id)
         build_rollups(conn, run_id, freq)

@@ -561,6 +561,7 @@ def _ingest_once(engine: Engine, path: Path, scan: FileScan, sha: str, meta: dic
         if job.warnings:
             conn.execute(t.run_warning.insert(), [{"run_id": run_id, "row_no": r, "column_name": c,
                                                    "message": m} for r, c, m in job.warnings])
+        history.summarize(conn, run_id)
         build_rollups(conn, run_id, meta.get("freq_mhz", freq))
         seconds = time.perf_counter() - t0
         final = dict(row_count=reader.rows_read, op_count=job.n_ops, signpost_count=job.n_signposts,

@@ -25,24 +25,32 @@ ops AS (
   FROM op o JOIN op_code c ON c.id = o.op_code_id LEFT JOIN section s ON s.id = o.section_id
   WHERE o.run_id = :run),
 scoped AS (
-  SELECT sec AS section, COALESCE(iteration, 0) AS iteration, device, block, layer, op_code, category, kernel_us,
-         fw_us, CASE WHEN COALESCE(iter_pos, 0) = 0 THEN 0.0 ELSE op2op_raw END AS op2op_us, fw_start_cycle,
-         fw_end_cycle
-  FROM ops WHERE sec IS NOT NULL
+  SELECT 0 AS custom, COALESCE(sec, '') AS section, COALESCE(iteration, 0) AS iteration, device, block, layer,
+         op_code, category, kernel_us, fw_us,
+         CASE WHEN sec IS NOT NULL AND COALESCE(iter_pos, 0) = 0 THEN 0.0 ELSE op2op_raw END AS op2op_us,
+         fw_start_cycle, fw_end_cycle
+  FROM ops
   UNION ALL
-  SELECT s.name, 0, device, block, layer, op_code, category, kernel_us, fw_us, op2op_raw, fw_start_cycle,
+  SELECT 1, s.name, 0, device, block, layer, op_code, category, kernel_us, fw_us, op2op_raw, fw_start_cycle,
          fw_end_cycle
   FROM ops JOIN section s ON s.run_id = :run AND s.kind = 'custom' AND ops.row_no > s.start_row
-                         AND (s.end_row IS NULL OR ops.row_no < s.end_row)
-  UNION ALL
-  SELECT '', 0, device, block, layer, op_code, category, kernel_us, fw_us, op2op_raw, fw_start_cycle, fw_end_cycle
-  FROM ops),
-f AS MATERIALIZED (
-  SELECT section, iteration, device, block, layer, op_code, category, COUNT(*) AS ops, SUM(kernel_us) AS kernel_us,
-         SUM(op2op_us) AS op2op_us, SUM(fw_us) AS fw_us,
+                         AND (s.end_row IS NULL OR ops.row_no < s.end_row)),
+f0 AS MATERIALIZED (
+  SELECT custom, section, iteration, device, block, layer, op_code, category, COUNT(*) AS ops,
+         SUM(kernel_us) AS kernel_us, SUM(op2op_us) AS op2op_us, SUM(fw_us) AS fw_us,
          MIN(CASE WHEN fw_start_cycle > 0 THEN fw_start_cycle END) AS first_cycle,
-         MAX(CASE WHEN fw_end_cycle > 0 THEN fw_end_cycle END) AS last_cycle, :freq AS freq_mhz
-  FROM scoped GROUP BY section, iteration, device, block, layer, op_code, category),
+         MAX(CASE WHEN fw_end_cycle > 0 THEN fw_end_cycle END) AS last_cycle
+  FROM scoped GROUP BY custom, section, iteration, device, block, layer, op_code, category),
+f AS MATERIALIZED (
+  -- the eager / trace sections and the custom ones, then the whole run ('') from the oracle's sections and the
+  -- ops outside them (which f0 holds under '' already): one pass over the ops, not two
+  SELECT section, iteration, device, block, layer, op_code, category, ops, kernel_us, op2op_us, fw_us,
+         first_cycle, last_cycle, :freq AS freq_mhz
+  FROM f0 WHERE section <> '' OR custom = 1
+  UNION ALL
+  SELECT '', 0, device, block, layer, op_code, category, SUM(ops), SUM(kernel_us), SUM(op2op_us), SUM(fw_us),
+         MIN(first_cycle), MAX(last_cycle), :freq
+  FROM f0 WHERE custom = 0 GROUP BY device, block, layer, op_code, category),
 iters AS (SELECT section, COUNT(DISTINCT iteration) AS n FROM f GROUP BY section),
 devices AS (SELECT COUNT(DISTINCT device) AS n FROM f WHERE device IS NOT NULL)"""
 

@@ -1,6 +1,7 @@
 """Listing runs and resolving the ``RUN`` argument of commands (an id, or ``latest``)."""
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from sqlalchemy import Connection, Engine, func, select
@@ -41,7 +42,7 @@ def list_runs(engine: Engine, label: str | None = None, warnings: bool = False) 
     with engine.connect() as conn:
         q = select(t.run.c.id, t.run.c.captured_at, t.run.c.ingested_at, t.run.c.label, t.run.c.file_name,
                    t.run.c.op_count, t.run.c.signpost_count, t.run.c.freq_mhz, t.run.c.freq_source, t.run.c.arch,
-                   t.run.c.trace_matches_eager, t.run.c.export_exact, t.run.c.source_path)
+                   t.run.c.trace_matches_eager, t.run.c.export_exact, t.run.c.source_path, t.run.c.attribution)
         if label is not None:
             q = q.where(t.run.c.label == label)
         runs = [dict(r) for r in conn.execute(q.order_by(*order_key())).mappings()]
@@ -56,6 +57,7 @@ def list_runs(engine: Engine, label: str | None = None, warnings: bool = False) 
                     {"row": w["row_no"], "column": w["column_name"], "message": w["message"]})
     for r in runs:
         r["tags"] = tags.get(r["id"], {})
+        r["attribution"] = json.loads(r["attribution"]) if r["attribution"] else {}
         for k in ("captured_at", "ingested_at"):
             r[k] = r[k].isoformat(sep=" ") if r[k] is not None else None
         if warnings:

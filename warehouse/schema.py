@@ -54,6 +54,8 @@ run = Table(
     Column("label", Text, nullable=True),
     Column("trace_matches_eager", Boolean, nullable=False),
     Column("seconds", Double, nullable=True, comment="ingest wall time"),
+    Column("attribution", Text, nullable=True,
+           comment="JSON: ops per history attribution (signpost, position, aligned, unmatched, none)"),
     sqlite_autoincrement=True,  # a deleted run's id is never given to another run
 )
 Index("ix_run_label_captured", run.c.label, run.c.captured_at)

@@ -33,6 +33,10 @@ def upgrade() -> None:
                                comment="trace: the replay (0, 1, ...) the op belongs to"))
         b.add_column(sa.Column("iter_pos", sa.Integer(), nullable=True,
                                comment="trace: the op's position within its replay"))
+    with op.batch_alter_table("run") as b:
+        b.add_column(sa.Column("attribution", sa.Text(), nullable=True,
+                               comment="JSON: ops per history attribution (signpost, position, aligned, unmatched, "
+                                       "none)"))
     op.create_table(
         "rollup",
         sa.Column("run_id", Id, nullable=False),
@@ -63,6 +67,8 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table("rollup")
+    with op.batch_alter_table("run") as b:
+        b.drop_column("attribution")
     with op.batch_alter_table("op") as b:
         for c in ("iter_pos", "iteration", "hist_how", "hist_layer", "hist_block"):
             b.drop_column(c)
