@@ -63,7 +63,8 @@ def test_threshold_and_by(nightly):
     r = nightly("regressions", "--label", "dlv3", "--by", "category", "--metric", "kernel", "--section", "trace",
                 "--format", "md")
     assert r.exit_code == 3
-    assert r.output.startswith("**1 regression(s), 0 improvement(s) in run 12 (2026-01-12 02:00, dlv3; vs 7 runs)**")
+    assert r.output.startswith("**1 regression(s), 0 improvement(s) in run 12 (2026-01-12 02:00, dlv3, phase=after; "
+                               "vs 7 runs)**")
     assert "conv2d / conv_transpose2d" in r.output
     r = nightly("regressions", "--label", "nope")
     assert r.exit_code == 2 and r.output.startswith("Error: no runs match")
@@ -112,7 +113,7 @@ def test_trend_table_and_plot(nightly, tmp_path):
     r = nightly("trend", "--by", "op-code", "--top", "3", "--format", "csv")
     assert r.exit_code == 0
     lines = r.output.splitlines()
-    assert lines[0].startswith("run,time,label,Conv2dDeviceOperation (us)")
+    assert lines[0].startswith("run,time,label,tags,Conv2dDeviceOperation (us)")
     assert len(lines) == 1 + NIGHTS
     png = tmp_path / "t.png"
     r = nightly("trend", "--by", "block", "--plot", png)

@@ -414,8 +414,9 @@ def trend(ctx: click.Context, by: str, metric: str, section: str | None, keys: t
     if fmt == "json":
         click.echo(render.to_json(res))
         return
-    cols = ["run", "time", "label"] + [f"{k} ({res['unit']})" for k in res["keys"]]
-    rows = [[r, (res["meta"][r]["time"] or "")[:16], res["meta"][r]["label"] or ""]
+    cols = ["run", "time", "label", "tags"] + [f"{k} ({res['unit']})" for k in res["keys"]]
+    rows = [[r, (res["meta"][r]["time"] or "")[:16], res["meta"][r]["label"] or "",
+             " ".join(f"{k}={v}" for k, v in res["meta"][r]["tags"].items())]
             + [res["values"][k][i] for k in res["keys"]] for i, r in enumerate(res["runs"])]
     if fmt == "table":
         click.echo(f"{res['metric']} ({res['unit']} per iteration) by {res['by']}, section {res['section']}")

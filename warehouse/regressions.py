@@ -183,8 +183,8 @@ def as_rows(res: dict[str, Any]) -> list[list[Any]]:
 def verdict(res: dict[str, Any]) -> str:
     """The first line: counts, and which runs were checked against how many."""
     n, m = len(res["regressions"]), len(res["improvements"])
-    runs = ", ".join(f"run {c['run_id']} ({(c['time'] or '')[:16]}{', ' + c['label'] if c['label'] else ''}; "
-                     f"vs {len(c['window'])} runs)" for c in res["checked"])
+    runs = ", ".join(f"{c['short'][:-1] if c['short'].endswith(')') else c['short'] + ' ('}; vs {len(c['window'])} "
+                     "runs)" for c in res["checked"])
     return f"{n} regression(s), {m} improvement(s) in {runs or 'no run with history'}"
 
 
