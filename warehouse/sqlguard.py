@@ -69,6 +69,10 @@ _PG_DENIED = {"set_config", "current_setting", "nextval", "setval", "currval", "
               "inet_client_addr", "inet_client_port", "version"}
 _PG_DENIED_PREFIXES = ("pg_", "lo_", "dblink")
 _PG_ALLOWED = {"pg_typeof", "pg_column_size", "pg_size_pretty", "pg_size_bytes"}
+# Parse-tree nodes that make a SELECT write or lock, wherever they sit (a WITH can hold an UPDATE)
+_PG_NODES_REFUSED = {"InsertStmt": "INSERT inside the query", "UpdateStmt": "UPDATE inside the query",
+                     "DeleteStmt": "DELETE inside the query", "MergeStmt": "MERGE inside the query",
+                     "IntoClause": "SELECT INTO", "LockingClause": "FOR UPDATE / FOR SHARE"}
 
 
 def refused(what: str) -> UsageError:
@@ -111,23 +115,10 @@ def check_postgres(sql: str) -> bool:
                 problems.append(f"reading {'.'.join(filter(None, [node.schemaname, node.relname]))} "
                                 "(outside the warehouse)")
 
-        def visit_InsertStmt(self, _ancestors, _node) -> None:
-            problems.append("INSERT inside the query")
-
-        def visit_UpdateStmt(self, _ancestors, _node) -> None:
-            problems.append("UPDATE inside the query")
-
-        def visit_DeleteStmt(self, _ancestors, _node) -> None:
-            problems.append("DELETE inside the query")
-
-        def visit_MergeStmt(self, _ancestors, _node) -> None:
-            problems.append("MERGE inside the query")
-
-        def visit_IntoClause(self, _ancestors, _node) -> None:
-            problems.append("SELECT INTO")
-
-        def visit_LockingClause(self, _ancestors, _node) -> None:
-            problems.append("FOR UPDATE / FOR SHARE")
+        def visit(self, _ancestors, node) -> None:  # every other node: refused kinds by class name
+            what = _PG_NODES_REFUSED.get(type(node).__name__)
+            if what:
+                problems.append(what)
 
     _Walk()(stmts)
     if problems:
