@@ -27,16 +27,51 @@ def large_csv(tmp_path_factory):
     return f
 
 
+def _read_bytes(pid: int) -> int:
+    """Bytes the process has read so far (Linux /proc/PID/io)."""
+    with open(f"/proc/{pid}/io") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("rchar:"))
+
+
 def test_sigkill_during_ingest(tmp_path, large_csv):
+    """Ten SIGKILLs, each proven to land mid-ingest: the file is read twice (hash, then parse and insert in chunks
+    of 5,000 rows inside one transaction); each kill waits until the parse pass has read 35-80 % of the file (two
+    chunks or more written) and finds the file's write transaction still open. Nothing of it may remain."""
     db = tmp_path / "w.db"
     small = cases()["ttperfreport__bh20_oft_integral_image_trace"]
     assert CliRunner().invoke(cli, ["--db", str(db), "ingest", str(small)]).exit_code == 0
+    size = large_csv.stat().st_size
+    # what starting Python and importing the ingest code reads, measured: the kill point is past it
+    start = int(subprocess.run([sys.executable, "-c", "import warehouse.cli, warehouse.ingest, sqlalchemy.dialects."
+                                "sqlite; print(open('/proc/self/io').read().split()[1])"],
+                               capture_output=True, text=True, check=True).stdout)
     rng = random.Random(11)
+    landed = 0
     for attempt in range(10):
         p = subprocess.Popen([sys.executable, "-m", "warehouse", "--db", str(db), "ingest", str(large_csv)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.4, 3.0))
-        if p.poll() is None:
+        frac = rng.uniform(0.35, 0.8)  # of the parse pass: at least two 5,000-row chunks inserted
+        target = start + size + frac * size  # imports, the hash pass, then this far into the parse pass
+        deadline = time.monotonic() + 120
+        read = 0
+        while p.poll() is None and time.monotonic() < deadline:
+            try:
+                read = _read_bytes(p.pid)
+            except OSError:
+                break
+            if read >= target:
+                break
+            time.sleep(0.005)
+        alive = p.poll() is None
+        locked = False
+        if alive:  # the file's transaction is open: a second writer cannot start one
+            probe = sqlite3.connect(db, timeout=0)
+            try:
+                probe.execute("BEGIN IMMEDIATE")
+                probe.rollback()
+            except sqlite3.OperationalError as e:
+                locked = "locked" in str(e)
+            probe.close()
             os.kill(p.pid, signal.SIGKILL)
         p.wait()
         con = sqlite3.connect(db)
@@ -46,8 +81,12 @@ def test_sigkill_during_ingest(tmp_path, large_csv):
         con.close()
         assert all(ops.get(rid, 0) == n for rid, n in runs), (runs, ops)  # no partial run
         assert set(ops) <= {rid for rid, _ in runs}
+        if alive and locked and start + size * 1.3 < read < start + size * 1.95 and len(runs) == 1:
+            landed += 1
         if len(runs) == 2:  # this attempt finished before the kill: start again from one run
             CliRunner().invoke(cli, ["--db", str(db), "rm", "--yes", str(runs[1][0])])
+    print(f"\n{landed} of 10 kills landed mid-ingest")
+    assert landed == 10
     r = CliRunner().invoke(cli, ["--db", str(db), "ingest", str(large_csv)])
     assert r.exit_code == 0 and "ops" in r.output
     assert CliRunner().invoke(cli, ["--db", str(db), "check"]).output.strip() == "warehouse ok"

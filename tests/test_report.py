@@ -116,3 +116,50 @@ def test_reports_identical_on_both_back_ends(case, tmp_path):
         for _ in gen:
             pass
     assert outs[0] == outs[1]
+
+
+def _numbers(obj, path=()):
+    """Every number leaf of a report document with its path (booleans are not numbers here)."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _numbers(v, path + (k,))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _numbers(v, path + (i,))
+    elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
+        yield path, obj
+
+
+def _last_digit(v):
+    """One unit of the last digit Python prints for ``v``."""
+    if isinstance(v, int):
+        return 1
+    s = repr(v)
+    return 10 ** -len(s.split(".")[1]) if "." in s and "e" not in s else abs(v) * 1e-15 or 1e-300
+
+
+@pytest.mark.parametrize("case", ["dlv3_same", "clip_replays3", "oft_mismatch"])
+def test_parity_fails_on_any_number_off_by_its_last_digit(corpus_wh, case, tmp_path):
+    """The parity rule is exact: every number of the report, moved by one unit of its last printed digit, is
+    caught (the Markdown is compared exactly too, in test_report_matches_oracle)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import parity
+    invoke, ids, _ = corpus_wh
+    out_json = tmp_path / "r.json"
+    assert invoke("report", ids[case], "--json", out_json, "-q").exit_code == 0
+    ours = json.loads(out_json.read_text())
+    gold = json.loads((GOLDEN / f"{case}.json").read_text())
+    out: list[str] = []
+    parity.diff(gold, ours, "", out)
+    assert out == []
+    leaves = [(p, v) for p, v in _numbers(ours) if p[0] != "columns"]
+    assert len(leaves) > 100
+    for path, v in leaves:
+        mutated = json.loads(json.dumps(ours))
+        node = mutated
+        for k in path[:-1]:
+            node = node[k]
+        node[path[-1]] = v + _last_digit(v)
+        out = []
+        parity.diff(gold, mutated, "", out)
+        assert out, f"a change of {path} by its last digit passed"
