@@ -251,9 +251,9 @@ def report(ctx: click.Context, run: str, label: str | None, json_out: str | None
 
 # ---------------------------------------------------------------------------------------------------- history
 def _by_choice() -> click.Choice:
-    from warehouse.measures import CLI_GROUPINGS
+    from warehouse.measures import grouping_keys
 
-    return click.Choice(CLI_GROUPINGS)
+    return click.Choice(grouping_keys(cli_only=True))
 
 
 def _metric_choice() -> click.Choice:

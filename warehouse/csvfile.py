@@ -15,7 +15,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from operator import itemgetter
-from typing import IO, Callable, Iterator
+from typing import IO
+from collections.abc import Callable, Iterator, Sequence
 
 from warehouse.errors import InputError
 
@@ -84,7 +85,7 @@ _MAGIC = {b"\x1f\x8b": ("gzip", "gunzip"), b"PK\x03\x04": ("zip", "unzip"), b"BZ
           b"\xfd7zXZ\x00": ("xz", "unxz"), b"\x28\xb5\x2f\xfd": ("zstd", "unzstd")}
 
 
-def scan_file(f: IO[bytes], path: Path) -> FileScan:
+def scan_file(f: io.BufferedReader, path: Path) -> FileScan:
     """Hash an open file and look at its line ends, in 1 MiB blocks (bounded memory, C speed); the file is left
     at its start for the parse."""
     h = hashlib.sha256()
@@ -109,7 +110,7 @@ def scan_file(f: IO[bytes], path: Path) -> FileScan:
             last = block[-1:]
         f.seek(0)
     except OSError as e:
-        raise InputError(path, f"cannot be read: {e.strerror}") from None
+        raise InputError(str(path), f"cannot be read: {e.strerror}") from None
     newline = newline or "\n"
     consistent = (cr == lf == crlf) if newline == "\r\n" else cr == 0
     compressed = next((kind for magic, kind in _MAGIC.items() if first.startswith(magic)), None)
@@ -125,15 +126,15 @@ def decompress_hint(kind: str) -> str:
 class _Hashing(io.RawIOBase):
     """A raw reader that hashes what it hands on: the parse pass hashes exactly the bytes it parses."""
 
-    def __init__(self, f: IO[bytes]):
+    def __init__(self, f: io.BufferedReader):
         self.f = f
         self.sha = hashlib.sha256()
 
     def readable(self) -> bool:
         return True
 
-    def readinto(self, b) -> int:  # type: ignore[override]
-        n = self.f.readinto(b)  # type: ignore[attr-defined]
+    def readinto(self, b) -> int:
+        n = self.f.readinto(b)
         if n:
             self.sha.update(memoryview(b)[:n])
         return n or 0
@@ -146,7 +147,7 @@ class CsvReader:
     ``f`` is the open file that :func:`scan_file` hashed; :meth:`verify` checks, after the last row, that the
     bytes parsed are the bytes hashed and that the file did not change meanwhile."""
 
-    def __init__(self, path: Path, f: IO[bytes], scan: FileScan):
+    def __init__(self, path: Path, f: io.BufferedReader, scan: FileScan):
         self.path = Path(path)
         self.scan = scan
         self.warnings: list[RowWarning] = []
@@ -186,14 +187,14 @@ class CsvReader:
         self._text.close()
         self._f.close()
 
-    def __enter__(self) -> "CsvReader":
+    def __enter__(self) -> CsvReader:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _fail(self, row: int | None, message: str, column: str | None = None) -> InputError:
-        return InputError(self.path, message, row=row, column=column)
+        return InputError(str(self.path), message, row=row, column=column)
 
     def _lines(self) -> Iterator[str]:
         """Physical lines, each at most MAX_LINE characters (a longer one is an error, not a memory spike)."""
@@ -372,7 +373,7 @@ def cells_getter(indexes: list[int]) -> Callable[[list[str]], tuple[str, ...]]:
     return lambda row: ()
 
 
-def encode_inline(cells: list[str]) -> str:
+def encode_inline(cells: Sequence[str]) -> str:
     """The volatile cells of one row as one string (unit-separated; JSON when a cell holds a separator)."""
     text = _SEP.join(cells)
     if text.count(_SEP) != len(cells) - 1 or text.startswith(_JSON):

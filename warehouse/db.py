@@ -12,7 +12,7 @@ import re
 import stat
 import urllib.parse
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL, make_url
@@ -76,7 +76,10 @@ def head_revision() -> str:
     """The newest revision this code knows, as Alembic sees it."""
     from alembic.script import ScriptDirectory
 
-    return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+    head = ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+    if head is None:  # pragma: no cover - the package always ships its revisions
+        raise WarehouseError("the Alembic migrations are missing from this installation; reinstall the package")
+    return head
 
 
 _REVISION_FILE = re.compile(r"^(\d{4})_\w+\.py$")
@@ -209,6 +212,7 @@ def _migrating(engine: Engine) -> Iterator[Connection]:
         raw = None
         if conn.dialect.name == "sqlite":
             raw = conn.connection.dbapi_connection
+            assert raw is not None
             raw.execute("PRAGMA foreign_keys = OFF")  # no transaction is open yet: the pragma takes effect
         try:
             with _schema_lock(conn):

@@ -26,10 +26,10 @@ def name(conn: Connection) -> str:
 def insert_ignore(conn: Connection, table: Table) -> Any:
     """``INSERT ... ON CONFLICT DO NOTHING`` for the connection's back end."""
     if name(conn) == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    return insert(table).on_conflict_do_nothing()
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+        return pg_insert(table).on_conflict_do_nothing()
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+    return sqlite_insert(table).on_conflict_do_nothing()
 
 
 def paramstyle_mark(conn: Connection) -> str:

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import io
 import json
-from typing import IO, Iterator
+from typing import IO
+from collections.abc import Iterator
 
 from sqlalchemy import Connection, Engine, select
 
@@ -79,7 +80,8 @@ def export_run(engine: Engine, run_id: int, out: IO[bytes]) -> int:
                 yield row
 
         # Written in slices so that memory stays flat; the last newline is held back for files without one.
-        write_rows(_Sink(out, r["final_newline"], r["newline"]), header, rows(), r["newline"])
+        write_rows(_Sink(out, r["final_newline"], r["newline"]), header, rows(),  # type: ignore[arg-type]
+                   r["newline"])  # (a TextIOBase that csv.writer accepts)
         return n
 
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
+from collections.abc import Iterator
 
 from warehouse.errors import InputError, UsageError
 
@@ -32,7 +34,7 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def open_regular(path: Path, what: str = "") -> IO[bytes]:
+def open_regular(path: Path, what: str = "") -> io.BufferedReader:
     """Open a regular file for reading, refusing anything else without blocking on it (a FIFO is opened
     non-blocking and refused; a device such as /dev/zero is refused before a byte is read)."""
     try:
@@ -50,7 +52,7 @@ def open_regular(path: Path, what: str = "") -> IO[bytes]:
         os.close(fd)
         raise InputError(shown(path), f"is {_kind(st.st_mode)}; {what or 'only regular files are read'}")
     os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb")
+    return io.BufferedReader(io.FileIO(fd, "rb"))
 
 
 def is_regular(path: Path) -> bool:

@@ -190,7 +190,7 @@ def attribute_run(conn: Connection, run_id: int) -> None:
     tracker = HistoryTracker()
     values: list[tuple[int, Attributed]] = []
     # eager first (the trace learns from it), whatever the order in the file
-    for row_no, kind, pos, code, block, layer, _ in rows:
+    for _row, kind, _pos, code, block, layer, _ in rows:
         if kind == "eager":
             tracker.eager_op(code, block, layer)
     for row_no, kind, pos, code, block, layer, replay in rows:

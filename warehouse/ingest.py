@@ -10,11 +10,11 @@ import re
 import time
 from array import array
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from math import isfinite
 from operator import itemgetter
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from sqlalchemy import Connection, Engine, select, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
@@ -106,7 +106,8 @@ def captured_at(file_name: str) -> datetime | None:
     if not m:
         return None
     try:
-        return datetime(*(int(g) for g in m.groups()))
+        y, mo, d, h, mi, s = (int(g) for g in m.groups())
+        return datetime(y, mo, d, h, mi, s)
     except ValueError:
         return None
 
@@ -191,7 +192,7 @@ class _Cells:
         def at(name: str) -> int:
             i = c(name)
             return none if i is None else i
-        self.name = c(layout.name_column)
+        self.name: int = layout.index[layout.name_column]  # the header was checked to have it
         self.op_type = c("OP TYPE")
         self.attributes = c("ATTRIBUTES")
         self.host_start = c("HOST START TS")
@@ -280,7 +281,7 @@ class _Interner:
         conn = self._connection()
         col = table.c[key_col]
         out: dict[object, int] = {}
-        keys = sorted(values)
+        keys = sorted(values)  # type: ignore[type-var]  # str or bytes keys, one kind per table
         for k in range(0, len(keys), 500):
             part = keys[k:k + 500]
             out.update(conn.execute(select(col, table.c.id).where(col.in_(part))).all())
@@ -400,6 +401,8 @@ class _FileIngest:
                                 encode_inline(self._volatile(cells))))
         cells.append("")  # the cell that columns missing from this file read (see _Cells)
         sec = a.section
+        p: int | None
+        sec_id: object
         if sec is not None:
             p = self.pos.get(sec.name, 0)
             self.pos[sec.name] = p + 1
@@ -415,7 +418,7 @@ class _FileIngest:
             self.arch = cells[self.cells.arch].strip() or None
         typed = self.cells.typed(cells)
         if sec is not None and sec.name == "trace":
-            hist = self.history.trace_op(row_no, code_id, typed[_REPLAY], block, layer, p)
+            hist = self.history.trace_op(row_no, code_id, typed[_REPLAY], block, layer, p or 0)
         else:
             if sec is not None and sec.name == "eager":
                 self.history.eager_op(code_id, block, layer)
@@ -534,7 +537,7 @@ def _ingest_once(engine: Engine, path: Path, scan: FileScan, sha: str, meta: dic
             row_count=0, op_count=0, signpost_count=0, columns=json.dumps(lay.header, ensure_ascii=False),
             static_columns=json.dumps(lay.static_idx), name_column=lay.name_column, newline=lay.newline,
             final_newline=True, bom=lay.bom, export_exact=True, captured_at=captured_at(shown(path.name)),
-            ingested_at=datetime.now(timezone.utc).replace(tzinfo=None), freq_mhz=freq,
+            ingested_at=datetime.now(UTC).replace(tzinfo=None), freq_mhz=freq,
             freq_source=freq_source, arch=log_arch, label=label, trace_matches_eager=False)
         values.update(meta)
         run_id = conn.execute(t.run.insert().values(**values).returning(t.run.c.id)).scalar_one()

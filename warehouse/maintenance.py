@@ -21,7 +21,7 @@ def check_warehouse(engine: Engine) -> list[str]:
                 problems += [f"integrity: {r}" for r in res]
             problems += [f"foreign key: {r[0]} row {r[1]} -> {r[2]}"
                          for r in conn.execute(text("PRAGMA foreign_key_check"))]
-        counts = {
+        counts: dict[str, dict[int, int]] = {
             "op": dict(conn.execute(select(t.op.c.run_id, func.count()).group_by(t.op.c.run_id)).all()),
             "signpost": dict(conn.execute(select(t.signpost.c.run_id, func.count())
                                           .group_by(t.signpost.c.run_id)).all()),

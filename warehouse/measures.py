@@ -73,7 +73,10 @@ METRICS: list[Metric] = [
            "first FW start to last FW end, at the run's frequency", total_only=True),
 ]
 
-GROUPING = {g.key: g for g in GROUPINGS}
 METRIC = {m.key: m for m in METRICS}
-CLI_GROUPINGS = [g.key for g in GROUPINGS if g.cli]
+
+
+def grouping_keys(cli_only: bool = False) -> list[str]:
+    """The groupings' keys (read when asked, so that an entry appended to GROUPINGS counts everywhere)."""
+    return [g.key for g in GROUPINGS if g.cli or not cli_only]
 DRILL_DOWN = {"block": "block/op-code", "layer": "layer/op-code"}

@@ -8,7 +8,8 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from sqlalchemy import Connection, Engine, inspect, text
 from sqlalchemy.exc import DBAPIError, ResourceClosedError, SQLAlchemyError
@@ -56,7 +57,7 @@ def _guarded(conn: Connection, timeout_s: float | None, auth: sqlguard.SqliteAut
     """The back end's read-only guard and time limit around one statement."""
     deadline = time.monotonic() + timeout_s if timeout_s else None
     if dialect.name(conn) == "sqlite":
-        raw = conn.connection.dbapi_connection
+        raw: Any = conn.connection.dbapi_connection  # the sqlite3 connection
         raw.set_authorizer(auth)
         if deadline is not None:
             raw.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)

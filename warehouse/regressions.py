@@ -76,7 +76,7 @@ def _check(conn: Connection, cand: int, hist: list[int], section: str, dim: str,
                 continue
             base = statistics.median(past)
             delta = v - base
-            window_spread = [q.spreads.get(mk) for q in hp if q.spreads.get(mk) is not None]
+            window_spread = [s for s in (q.spreads.get(mk) for q in hp) if s is not None]
             noise = _noise(past, [p.spreads.get(mk), statistics.median(window_spread) if window_spread else None])
             if abs(delta) > max(threshold * abs(base), min_us, noise):
                 out.append(Finding("regression" if delta > 0 else "improvement", cand, time,
@@ -94,7 +94,7 @@ def _contributors(conn: Connection, f: Finding, cand: int, hist: list[int], sect
     dev = ALL_DEVICES if f.device == "all" else int(f.device)
     prefix = f.key + " / "
     points = by_run(fetch(conn, [cand, *hist], section, sub, devices=dev != ALL_DEVICES))
-    moved = []
+    moved: list[dict[str, Any]] = []
     for (key, d), p in points.get(cand, {}).items():
         if d != dev or not key.startswith(prefix):
             continue
@@ -194,7 +194,8 @@ def markdown(res: dict[str, Any]) -> str:
            f"{', '.join(res['metrics'])})"
     if not res["regressions"] and not res["improvements"]:
         return head
-    lines = [head, "", "| | run | section | by | key | device | metric | us | baseline us | Δ us | Δ % | top op codes |",
+    lines = [head, "",
+             "| | run | section | by | key | device | metric | us | baseline us | Δ us | Δ % | top op codes |",
              "|---|---:|---|---|---|---|---|---:|---:|---:|---:|---|"]
     for f in res["regressions"] + res["improvements"]:
         mark = "🔺" if f["kind"] == "regression" else "🟢"

@@ -6,7 +6,8 @@ import io
 import json
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
+from collections.abc import Callable, Iterable, Sequence
 
 
 def _cell(v: Any) -> str:
@@ -29,7 +30,8 @@ def table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     numeric = [all(isinstance(r[i], (int, float, Decimal)) or r[i] is None for r in rows) and rows
                for i in range(len(columns))]
     def line(vals):
-        return "  ".join(v.rjust(w) if numeric[i] else v.ljust(w) for i, (v, w) in enumerate(zip(vals, widths))).rstrip()
+        cells = (v.rjust(w) if numeric[i] else v.ljust(w) for i, (v, w) in enumerate(zip(vals, widths)))
+        return "  ".join(cells).rstrip()
     out = [line(list(columns)), "  ".join("-" * w for w in widths)]
     out += [line(r) for r in cells]
     return "\n".join(out)

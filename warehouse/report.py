@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Engine, text
@@ -32,7 +33,8 @@ _COLS = ("pos", "op_code_id", "block", "layer", "kernel_us", "fw_us", "gap_us", 
 GROUPS = ("by_op", "by_category", "by_block", "by_layer")
 
 
-def _groups(ops: list, codes: dict[int, tuple[str, str, bool]], total: float) -> dict[str, list[dict[str, Any]]]:
+def _groups(ops: Sequence[Any], codes: dict[int, tuple[str, str, bool]], total: float
+            ) -> dict[str, list[dict[str, Any]]]:
     """The four group tables in one pass (the oracle's per-group sums, in position order)."""
     aggs: tuple[dict[str, list], ...] = ({}, {}, {}, {})
     for op in ops:
@@ -55,7 +57,7 @@ def _groups(ops: list, codes: dict[int, tuple[str, str, bool]], total: float) ->
             for name, agg in zip(GROUPS, aggs)}
 
 
-def _precision_split(ops: list[tuple], codes: dict[int, tuple[str, str, bool]]) -> dict[str, Any]:
+def _precision_split(ops: Sequence[Any], codes: dict[int, tuple[str, str, bool]]) -> dict[str, Any]:
     """The layer cost split (``|post`` glue excluded): compute, movement between the first and last compute
     op, split before, finish after."""
     layers: dict[str, list[int]] = {}
@@ -170,7 +172,8 @@ def render_text(res: dict[str, Any]) -> str:
                      f"op2op {x['op2op_sum_us']:.1f} us (median {x['op2op_median_us']})  span {x['span_us']} us  "
                      f"cores median {x['cores_median']}  <120 cores: {x['ops_below_120_cores']}  "
                      f"fidelity {x['fidelity']}")
-    lines += ["", md_table(t_["by_category"], 20, "category (trace)"), "", md_table(t_["by_block"], 20, "block (trace)"),
+    lines += ["", md_table(t_["by_category"], 20, "category (trace)"), "",
+              md_table(t_["by_block"], 20, "block (trace)"),
               "", md_table(t_["by_op"], 25, "op code (trace)"), "", md_table(t_["by_layer"], 25, "layer (trace)"), "",
               "| # | op | block | layer | kernel us | cores | fidelity | input0 | in mem | out mem |",
               "|---:|---|---|---|---:|---:|---|---|---|---|"]

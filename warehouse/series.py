@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from sqlalchemy import Connection, select, text
 
 from warehouse import schema as t
 from warehouse.errors import NotFound, UsageError
-from warehouse.measures import GROUPING, METRIC, METRICS
+from warehouse.measures import METRIC, METRICS, grouping_keys
 from warehouse.runs import order_key
 
 ALL_DEVICES = -1
@@ -136,8 +137,8 @@ def fetch(conn: Connection, run_ids: list[int], section: str, grouping: str, *, 
           keys: Iterable[str] | None = None) -> dict[tuple[int, str, int], Point]:
     """``{(run, key, device): Point}`` from the rollups; ``devices`` adds the per-device rows (device -1 is all
     devices together); ``keys`` restricts to these keys."""
-    if grouping not in GROUPING:
-        raise UsageError(f"--by {grouping!r}: expected one of {', '.join(GROUPING)}")
+    if grouping not in grouping_keys():
+        raise UsageError(f"--by {grouping!r}: expected one of {', '.join(grouping_keys())}")
     out: dict[tuple[int, str, int], Point] = {}
     if not run_ids:
         return out
@@ -173,7 +174,7 @@ def by_run(points: dict[tuple[int, str, int], Point]) -> dict[int, dict[tuple[st
 
 def attribution_gaps(conn: Connection, run_id: int, section: str) -> float:
     """The share of a section's ops (per iteration) that history could not give a block: the '?' key."""
-    rows = dict(conn.execute(text(
+    rows: dict[str, float] = dict(conn.execute(text(
         "SELECT key, ops FROM rollup WHERE run_id = :r AND section = :s AND grouping = 'block' AND device = -1"),
         {"r": run_id, "s": section}).all())
     total = sum(rows.values())

@@ -106,12 +106,12 @@ class Attribution:
             else:
                 ev.warning = f"{name!r} without a matching start"
             return ev
-        start = _strip(name, _STARTS)
+        base_start = _strip(name, _STARTS)
         self._arrivals += 1
-        self._open.setdefault(start if start is not None else name, []).append(
-            (row, start is not None, self._arrivals))
+        self._open.setdefault(base_start if base_start is not None else name, []).append(
+            (row, base_start is not None, self._arrivals))
         self.marker_row = row
-        return SignpostEvent("section_start" if start is not None else "marker")
+        return SignpostEvent("section_start" if base_start is not None else "marker")
 
     def finish(self) -> tuple[list[SectionSpan], list[str]]:
         """At the end of the file: the custom sections opened explicitly that never closed (still to be

@@ -6,7 +6,7 @@ import csv
 import random
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 KERNEL = "DEVICE KERNEL DURATION [ns]"
 
@@ -36,7 +36,7 @@ def scale_csv(src: Path, dst: Path, ops: int,
         rows = list(csv.reader(f))
     header, body = rows[0], rows[1:]
     idx = {h: i for i, h in enumerate(header)}
-    name_i, type_i = idx.get("OP CODE", idx.get("OP NAME")), idx["OP TYPE"]
+    name_i, type_i = idx["OP CODE"] if "OP CODE" in idx else idx["OP NAME"], idx["OP TYPE"]
     eager, trace = _sections(body, name_i, type_i)
     per = sum(1 for r in eager if r[type_i] != "signpost") or 1
     reps = max(1, round(ops / 2 / per))

@@ -41,8 +41,11 @@ def trend(engine: Engine, by: str = "block", section: str | None = None, top: in
     warnings = [f"the runs mix labels {sorted(map(str, labels))}; pass --label"] if len(labels) > 1 else []
     return {"runs": runs, "meta": {r: meta[r].as_dict() for r in runs}, "section": section_label(sec), "by": by,
             "metric": metric, "unit": METRIC[metric].unit, "keys": chosen, "warnings": warnings,
-            "values": {k: [None if values.get((r, k)) is None else round(values[(r, k)], 3) for r in runs]
-                       for k in chosen}}
+            "values": {k: [_round(values.get((r, k))) for r in runs] for k in chosen}}
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None else round(v, 3)
 
 
 def plot(res: dict[str, Any], path: Path) -> None:
@@ -60,7 +63,8 @@ def plot(res: dict[str, Any], path: Path) -> None:
     x = [datetime.fromisoformat(res["meta"][r]["time"]) if res["meta"][r]["time"] else None for r in res["runs"]]
     for k in res["keys"]:
         pts = [(t, v) for t, v in zip(x, res["values"][k]) if t is not None]
-        ax.plot([p[0] for p in pts], [p[1] if p[1] is not None else float("nan") for p in pts], marker=".",
+        ax.plot([p[0] for p in pts], [p[1] if p[1] is not None else float("nan") for p in pts],  # type: ignore[arg-type]
+                marker=".",
                 label=k[:60].replace("$", r"\$"))  # a key is text, never mathtext
     ax.set_xlabel("capture time")
     ax.set_ylabel(f"{METRIC[res['metric']].label}, {res['unit']} per iteration")

@@ -15,7 +15,7 @@ import hashlib
 
 from sqlalchemy import Connection, inspect, text
 
-from warehouse.measures import BLOCK_KEY, LAYER_KEY  # one definition of the keys
+from warehouse.measures import LAYER_KEY  # one definition of the keys
 
 
 def _median(name: str, value: str, where: str) -> str:
@@ -76,7 +76,8 @@ FROM series WHERE grouping = 'section' AND device >= 0"""))
 
 # (name, one line for the README, SQL), in creation order: a view may read only the views above it.
 VIEWS: list[tuple[str, str, str]] = [
-    ("op_detail", "every op with its run, section, op code, category and times in us (gap 0 for a section's first op)", """
+    ("op_detail", "every op with its run, section, op code, category and times in us (gap 0 for a section's "
+                  "first op)", """
 CREATE VIEW op_detail AS
 SELECT o.id AS op_id, o.run_id, o.row_no, s.name AS section, s.kind AS section_kind, o.pos,
        COALESCE(o.block, '') AS block, COALESCE(o.layer, '') AS layer, o.attribution, o.occurrence, o.marker_row,
@@ -103,7 +104,8 @@ FROM op_detail WHERE section_kind IN ('eager', 'trace') GROUP BY run_id, section
      _median("section_gap_median", "gap_us", "pos > 0 AND gap_us > 0")),
     ("section_cores_median", "per run and section: median core count per op",
      _median("section_cores_median", "cores", "1 = 1")),
-    ("section_summary", "per run and section: the report's totals (ops, sums, medians, span at the run's frequency)", """
+    ("section_summary", "per run and section: the report's totals (ops, sums, medians, span at the run's "
+                        "frequency)", """
 CREATE VIEW section_summary AS
 SELECT t.run_id, t.section, t.ops, t.kernel_sum_us, t.fw_sum_us, t.op2op_sum_us,
        g.median AS op2op_median_us,
