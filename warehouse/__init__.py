@@ -16,6 +16,21 @@ Architecture at a glance (each module does one thing; ``cli`` only parses argume
 - ``series``, ``compare``, ``regressions``, ``trend``   runs over time
 - ``copy``, ``maintenance``   moving runs between warehouses; check and rm
 - ``synthetic``   large and nightly captures built from real ones (benchmarks, tests)
+- ``api``         :class:`Warehouse`, the public Python API for notebooks and scripts
+- ``measures``    the registry of groupings and metrics; ``rollups`` per-run figures; ``history`` attribution
+- ``dialect``, ``files``, ``sqlguard``, ``roles``   back-end differences, safe file I/O, read-only SQL, roles
 """
+from __future__ import annotations
+
+from typing import Any
 
 __version__ = "0.1.0"
+__all__ = ["Warehouse", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: `warehouse --help` must not import SQLAlchemy through the package's __init__.
+    if name == "Warehouse":
+        from warehouse.api import Warehouse
+        return Warehouse
+    raise AttributeError(name)

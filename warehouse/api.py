@@ -1,0 +1,103 @@
+"""The public Python API, for notebooks and scripts: one :class:`Warehouse` over a database URL, returning plain
+data (dicts and lists; a pandas DataFrame from :meth:`Warehouse.frame` where pandas is installed).
+
+    >>> from warehouse import Warehouse
+    >>> wh = Warehouse("warehouse.db")              # or "postgresql+psycopg://user@host/warehouse"
+    >>> wh.ingest("nightly/", label="resnet")       # files, folders, globs
+    >>> wh.regressions(label="resnet")["regressions"]
+    >>> wh.query("SELECT * FROM series_block WHERE label = :l", l="resnet")
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine
+
+from warehouse.errors import InputError, WarehouseError
+
+
+class Warehouse:
+    """A warehouse at ``url`` (a SQLite path or a SQLAlchemy URL; ``None``: ``$WAREHOUSE_DB`` or
+    ``./warehouse.db``). Reading methods never create a database."""
+
+    def __init__(self, url: str | None = None):
+        self.url = url
+
+    @cached_property
+    def engine(self) -> Engine:
+        """The engine (a new database is created at head when needed)."""
+        from warehouse.db import open_db
+        return open_db(self.url)
+
+    def _reader(self) -> Engine:
+        from warehouse.db import open_db
+        return self.__dict__["engine"] if "engine" in self.__dict__ else open_db(self.url, create=False)
+
+    def ingest(self, paths: str | Path | Iterable[str | Path], *, label: str | None = None,
+               tags: dict[str, str] | None = None, freq_mhz: float | None = None, glob: str | None = None
+               ) -> list[dict[str, Any]]:
+        """Store CSVs as runs; one dict per file: ``path``, ``run_id``, ``ops``, ``existing``, ``warnings``, or
+        ``error`` (the other files are still ingested)."""
+        from warehouse.devicelog import check_freq_option
+        from warehouse.ingest import DEFAULT_GLOB, find_csvs, ingest_file
+
+        check_freq_option(freq_mhz)
+        items = [str(paths)] if isinstance(paths, (str, Path)) else [str(p) for p in paths]
+        out: list[dict[str, Any]] = []
+        for f in find_csvs(items, glob or DEFAULT_GLOB):
+            if isinstance(f, InputError):
+                out.append({"path": f.path, "error": str(f)})
+                continue
+            try:
+                r = ingest_file(self.engine, f, label=label, tags=tags, freq_mhz=freq_mhz)
+            except WarehouseError as e:  # this file failed; the others are still tried
+                out.append({"path": str(f), "error": str(e)})
+            else:
+                out.append({"path": r.path, "run_id": r.run_id, "ops": r.ops, "existing": r.existing,
+                            "warnings": r.warnings})
+        return out
+
+    def runs(self, label: str | None = None, warnings: bool = False) -> list[dict[str, Any]]:
+        """Every run, oldest capture first, with tags, history attribution (and warnings)."""
+        from warehouse.runs import list_runs
+        return list_runs(self._reader(), label=label, warnings=warnings)
+
+    def report(self, run: str | int = "latest", label: str | None = None) -> dict[str, Any]:
+        """The OPT_BASELINE report document of a run (as profile_summary.py writes it)."""
+        from warehouse.report import build_report
+        from warehouse.runs import resolve_run
+        eng = self._reader()
+        with eng.connect() as conn:
+            run_id = resolve_run(conn, str(run), label)
+        return build_report(eng, run_id)
+
+    def compare(self, a: str | int, b: str | int, **options: Any) -> dict[str, Any]:
+        """Run B against run A (see :func:`warehouse.compare.compare_runs` for ``by``, ``section``, ``metric``,
+        ``keys``)."""
+        from warehouse.compare import compare_runs
+        return compare_runs(self._reader(), str(a), str(b), **options)
+
+    def regressions(self, **options: Any) -> dict[str, Any]:
+        """The newest runs against their history (see :func:`warehouse.regressions.find_regressions`)."""
+        from warehouse.regressions import find_regressions
+        return find_regressions(self._reader(), **options)
+
+    def trend(self, **options: Any) -> dict[str, Any]:
+        """A grouping's series over the runs (see :func:`warehouse.trend.trend`)."""
+        from warehouse.trend import trend
+        return trend(self._reader(), **options)
+
+    def query(self, sql: str, max_rows: int | None = None, **params: Any) -> list[dict[str, Any]]:
+        """One read-only SELECT (``:name`` parameters); a list of dicts."""
+        from warehouse.db import open_db
+        from warehouse.query import stream_sql
+        with stream_sql(open_db(self.url, create=False, readonly=True), sql, params, max_rows=max_rows) as res:
+            return [dict(zip(res.columns, r)) for r in res.rows]
+
+    def frame(self, sql: str, **params: Any) -> Any:
+        """:meth:`query` as a pandas DataFrame (needs pandas)."""
+        import pandas as pd
+        return pd.DataFrame(self.query(sql, **params))
