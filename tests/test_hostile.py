@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import string
 
 import pytest
@@ -141,8 +142,12 @@ def csv_files(draw):
     return header, rows, buf.getvalue().encode("utf-8", "surrogatepass")
 
 
-# Derandomised: the suite must pass or fail the same way every time (scripts/fuzz.py runs long random searches).
-@settings(max_examples=60, deadline=None, derandomize=True,
+# Derandomised: the suite must pass or fail the same way every time. scripts/fuzz.py runs long random searches
+# (WAREHOUSE_FUZZ_EXAMPLES examples, random seeds).
+_FUZZ = int(os.environ.get("WAREHOUSE_FUZZ_EXAMPLES", "0"))
+
+
+@settings(max_examples=_FUZZ or 60, deadline=None, derandomize=not _FUZZ,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(csv_files())
 def test_parser_fuzz(tmp_path_factory, data):

@@ -193,3 +193,17 @@ def test_progress_bar_on_a_terminal(db_url, monkeypatch):
     assert len([line for line in r.stdout.splitlines() if ": run " in line]) == 5
     r = CliRunner().invoke(cli, ["--db", db_url, "ingest", str(cases()["dlv3_same"])])
     assert r.stderr == ""  # one small file: no bar
+
+
+def test_implausible_measurements_are_warned(wh, tmp_path):
+    head = "OP CODE,OP TYPE,DEVICE KERNEL DURATION [ns],DEVICE FW DURATION [ns],OP TO OP LATENCY [ns]"
+    rows = ["A,tt_dnn_device,100,200,5", "B,tt_dnn_device,300,200,-40", "C,tt_dnn_device,2000000000,3000000000,-1",
+            "D,tt_dnn_device,10,20,3"]
+    f = tmp_path / "ops_perf_results_odd.csv"
+    f.write_text("\r\n".join([head] + rows) + "\r\n", newline="")
+    r = wh("ingest", f)
+    assert r.exit_code == 0 and "3 warning(s)" in r.output, r.output
+    out = wh("runs", "--warnings").output
+    assert "run 1: row 2: 2 op(s) with negative op-to-op latencies" in out
+    assert "run 1: row 3: 1 op(s) with kernel durations over a second" in out
+    assert "run 1: row 2: 1 op(s) with kernel durations longer than the FW duration" in out

@@ -16,7 +16,7 @@ from operator import itemgetter
 from pathlib import Path
 from collections.abc import Callable, Iterable, Iterator
 
-from sqlalchemy import Connection, Engine, select, update
+from sqlalchemy import Connection, Engine, select, text, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from warehouse import dialect
@@ -555,6 +555,7 @@ def _ingest_once(engine: Engine, path: Path, scan: FileScan, sha: str, meta: dic
             job.warnings.append((None, None, "export will give the same cells but not the same bytes (quoting, "
                                              "line ends that differ from the first line's, a CR alone, or rows "
                                              "padded or skipped)"))
+        job.warnings += implausible(conn, run_id)
         if warnings is not None:
             job.warnings = list(warnings)
         if len(job.warnings) > MAX_WARNINGS:  # a damaged file can warn on every row: keep the first ones
@@ -574,6 +575,28 @@ def _ingest_once(engine: Engine, path: Path, scan: FileScan, sha: str, meta: dic
         conn.execute(update(t.run).where(t.run.c.id == run_id).values(**final))
     return IngestResult(shown(path), run_id, ops=job.n_ops, signposts=job.n_signposts, sections=job.n_sections,
                         seconds=seconds, warnings=[m for _, _, m in job.warnings])
+
+
+# Measurements that cannot be right, or that a sum would hide: (SQL condition, column, what it means).
+_IMPLAUSIBLE = [
+    ("op2op_ns < 0", "OP TO OP LATENCY [ns]", "negative op-to-op latencies (cycles from different sessions?)"),
+    ("kernel_ns > 1e9", "DEVICE KERNEL DURATION [ns]", "kernel durations over a second"),
+    ("kernel_ns > fw_ns AND fw_ns > 0", "DEVICE KERNEL DURATION [ns]", "kernel durations longer than the FW duration"),
+    ("fw_end_cycle < fw_start_cycle AND fw_end_cycle > 0", "DEVICE FW END CYCLE", "FW end cycles before the start"),
+]
+
+
+def implausible(conn: Connection, run_id: int) -> list[tuple[int | None, str | None, str]]:
+    """Run warnings for implausible measurements (counted, with the first row): they are stored and summed as
+    the file says, but never silently."""
+    out: list[tuple[int | None, str | None, str]] = []
+    for cond, column, what in _IMPLAUSIBLE:
+        n, first = conn.execute(text(f"SELECT COUNT(*), MIN(row_no) FROM op WHERE run_id = :r AND {cond}"),
+                                {"r": run_id}).one()
+        if n:
+            out.append((first, column, f"{n} op(s) with {what}; stored and summed as the file says "
+                                       f"(first at row {first})"))
+    return out
 
 
 def parse_tags(items: Iterable[str]) -> dict[str, str]:
