@@ -90,7 +90,8 @@ def tag_option(help_: str = "Only runs with this tag (repeatable).") -> Any:
 
 def format_option(choices: tuple[str, ...] = ("table", "md", "json")) -> Any:
     """``--format``, one choice list per kind of output."""
-    return click.option("--format", "fmt", type=click.Choice(list(choices)), default="table", show_default=True)
+    return click.option("--format", "fmt", type=click.Choice(list(choices)), default="table", show_default=True,
+                        help="Output format.")
 
 
 # ---------------------------------------------------------------------------------------------------- ingest
@@ -313,8 +314,8 @@ def _warn(res: dict) -> None:
 @cli.command()
 @click.argument("a")
 @click.argument("b")
-@click.option("--by", type=_by_choice(), default="layer", show_default=True)
-@click.option("--metric", type=_metric_choice(), default="kernel", show_default=True)
+@click.option("--by", type=_by_choice(), default="layer", show_default=True, help="The grouping of the keys.")
+@click.option("--metric", type=_metric_choice(), default="kernel", show_default=True, help="The figure compared.")
 @click.option("--section", help="A section of the runs (default: trace when present, else the first; 'all' is "
                                 "the whole run).")
 @key_options
@@ -383,8 +384,8 @@ def regressions(ctx: click.Context, label: str | None, tags: tuple[str, ...], la
 
 
 @cli.command()
-@click.option("--by", type=_by_choice(), default="block", show_default=True)
-@click.option("--metric", type=_metric_choice(), default="kernel", show_default=True)
+@click.option("--by", type=_by_choice(), default="block", show_default=True, help="The grouping of the keys.")
+@click.option("--metric", type=_metric_choice(), default="kernel", show_default=True, help="The figure shown.")
 @click.option("--section", help="A section (default: trace when present, else the first; 'all': whole run).")
 @key_options
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
@@ -467,7 +468,7 @@ def sql(ctx: click.Context, statement: str | None, fmt: str, timeout: float, max
 
 
 @cli.command()
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="JSON instead of text.")
 @click.pass_context
 def schema(ctx: click.Context, as_json: bool) -> None:
     """List tables and views with their columns."""
@@ -558,7 +559,7 @@ def db() -> None:
 
 
 @db.command()
-@click.option("--revision", default="head", show_default=True)
+@click.option("--revision", default="head", show_default=True, help="A revision id (0001...) or head.")
 @click.pass_context
 def upgrade(ctx: click.Context, revision: str) -> None:
     """Upgrade the warehouse's schema (creates it when new)."""

@@ -128,6 +128,12 @@ def run_sql(engine: Engine, sql: str, params: dict[str, Any] | None = None, *,
         return res.columns, list(res.rows)
 
 
+def _type_name(t: Any) -> str:
+    """A column's SQL type; SQLite declares none for view columns ('' rather than NULL)."""
+    from sqlalchemy.types import NullType
+    return "" if t is None or isinstance(t, NullType) else str(t)
+
+
 def describe_schema(engine: Engine) -> list[dict[str, Any]]:
     """Tables and views with their columns: ``[{"name", "type": table|view, "doc", "columns": [...]}]``."""
     docs = {name: doc for name, doc, _ in VIEWS}
@@ -137,8 +143,7 @@ def describe_schema(engine: Engine) -> list[dict[str, Any]]:
         for name in sorted(names):
             if name == "alembic_version":
                 continue
-            cols = [{"name": c["name"], "type": str(c["type"]) if c.get("type") is not None else ""}
-                    for c in insp.get_columns(name)]
+            cols = [{"name": c["name"], "type": _type_name(c.get("type"))} for c in insp.get_columns(name)]
             out.append({"name": name, "type": kind, "doc": docs.get(name, TABLE_DOCS.get(name, "")),
                         "columns": cols})
     return out

@@ -198,17 +198,22 @@ rollup = Table(
     Column("span_spread_us", Double, nullable=True),
 )
 
-# One line per table, for `warehouse schema` and the README.
+# One line per table: `warehouse schema`, PostgreSQL's table comments and the README (scripts/gen_docs.py) read it.
 TABLE_DOCS = {
-    "run": "one ingested CSV: hash, file, header, frequency, arch, label, capture time",
-    "run_tag": "key = value tags of a run (--tag)",
-    "run_warning": "what ingest noticed and tolerated in a run (short rows, unclosed sections...)",
-    "section": "eager / trace sections and custom S .. S_end pairs, with their rows",
-    "signpost": "signpost rows: name, message, host time, kind (section_start/end, block, layer, marker)",
-    "op": "one row per device op: typed columns for SQL and attribution",
-    "row_cells": "every row's cells (a cell_tuple and the volatile cells) for a lossless export",
+    "run": "one ingested CSV: sha256 (unique: re-ingest is idempotent), path, header, frequency and its source, "
+           "arch, label, capture / ingest time, `trace_matches_eager`, the history attribution's counts",
+    "run_tag": "`--tag key=value` pairs of a run (`warehouse tag` changes them)",
+    "run_warning": "what ingest noticed and tolerated, per row (short rows, unclosed sections, implausible values...)",
+    "section": "`eager` / `trace` sections (the oracle's) and custom `S` .. `S_end` pairs, with start and end rows",
+    "signpost": "every signpost row: name, message (`ATTRIBUTES`), host time, kind (`section_start`, "
+                "`section_end`, `block`, `layer`, `marker`)",
+    "op": "one row per device op: section, position, the report's block / layer / `attribution`, history's "
+          "`hist_block` / `hist_layer` / `hist_how`, replay `iteration` and `iter_pos`, `occurrence`, "
+          "`marker_row`, op code, device, durations, cycles, host times, cores, fidelity, trace ids, shapes, memory",
     "op_code": "op codes with their report category and whether they are compute (conv / matmul)",
-    "cell_tuple": "interned static cells (attributes, shapes, memory...) shared by rows and runs",
-    "text_value": "interned long strings (ATTRIBUTES, kernel sources) shared by tuples",
-    "rollup": "per run, section, grouping, key and device: per-iteration kernel / op-to-op / FW / span us",
+    "rollup": "per run, section, grouping, key and device: per-iteration kernel / op-to-op / FW / span us and "
+              "their spread over replays (what history reads)",
+    "row_cells": "every row's cells for export: a `cell_tuple` id and the volatile cells (durations, cycles...)",
+    "cell_tuple": "the static cells of rows (attributes, shapes, memory...), stored once, shared by rows and runs",
+    "text_value": "long strings inside cell tuples (ATTRIBUTES, kernel sources), stored once",
 }

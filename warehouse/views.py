@@ -192,10 +192,20 @@ def not_a_view(name: str, type_: str, parent_names: dict) -> bool:
 
 
 def create_views(conn: Connection) -> None:
-    """Create every view (the schema must be at head)."""
+    """Create every view (the schema must be at head); on PostgreSQL, tables and views get their one-line docs
+    as comments (psql's \\d+ and other tools show them)."""
     for _, _, sql in VIEWS:
         conn.execute(text(sql))
     conn.execute(text(f"CREATE VIEW {_STAMP} AS SELECT '{VIEWS_HASH}' AS hash"))
+    if conn.dialect.name == "postgresql":
+        from warehouse.schema import TABLE_DOCS
+
+        def quote(doc: str) -> str:
+            return "'" + doc.replace("'", "''") + "'"
+        for name, doc in TABLE_DOCS.items():
+            conn.exec_driver_sql(f"COMMENT ON TABLE {name} IS {quote(doc)}".replace("%", "%%"))
+        for name, doc, _ in VIEWS:
+            conn.exec_driver_sql(f"COMMENT ON VIEW {name} IS {quote(doc)}".replace("%", "%%"))
 
 
 def views_current(conn: Connection) -> bool:
