@@ -593,6 +593,21 @@ def check(ctx: click.Context) -> None:
     _problems(ctx, check_schema(_engine(ctx, create=False)), "schema matches the models")
 
 
+@cli.command()
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on (only this machine by default; 0.0.0.0 for everyone).")
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True, help="TCP port.")
+@click.pass_context
+def serve(ctx: click.Context, host: str, port: int) -> None:
+    """A read-only web dashboard over the warehouse: runs, reports, compare, regressions, trends, SQL."""
+    try:
+        from warehouse.web.app import serve as run_server
+    except ModuleNotFoundError:
+        raise click.UsageError("the dashboard needs the web extra: pip install 'tt-profile-warehouse[web]'") from None
+    click.echo(f"serving the warehouse read-only on http://{host}:{port}/ (Ctrl-C stops)", err=True)
+    run_server(ctx.obj["db"], host=host, port=port)
+
+
 @db.command(name="create-reader")
 @click.argument("role")
 @click.option("--password-env", metavar="VAR", help="Read the role's password from this environment variable "

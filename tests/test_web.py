@@ -1,0 +1,152 @@
+"""The dashboard in a real headless browser (Debian's chromium through Playwright), as a person uses it, on SQLite
+and PostgreSQL: the runs, a run's report (numbers equal `report --json`), a comparison, the regressed block named,
+its trend drawn with the regression marked, and SQL that cannot write. Screenshots go to $WAREHOUSE_TEST_ARTIFACTS
+(default: a temporary folder)."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import BACKENDS, _new_url, make_invoke
+from corpus import cases
+
+CHROMIUM = "/usr/bin/chromium"
+MKSERIES = Path(__file__).parent / "mkseries.py"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def site(request, tmp_path_factory):
+    """A warehouse with a 9-night series (the last night's stage6.block1 30 % slower) and the dashboard over it."""
+    uvicorn = pytest.importorskip("uvicorn") if not os.environ.get("CI") else __import__("uvicorn")
+    from warehouse.web.app import create_app
+    folder = tmp_path_factory.mktemp("web")
+    gen = _new_url(request.param, folder)
+    url = next(gen)
+    wh = make_invoke(url)
+    subprocess.run([sys.executable, str(MKSERIES), str(cases()["clip_replays3"]), str(folder / "n"), "--runs", "9",
+                    "--seed", "3", "--slow-block", "stage6.block1"], check=True, capture_output=True)
+    assert wh("ingest", folder / "n", "--label", "clip", "--tag", "branch=main").exit_code == 0
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(url), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.started
+    shots = Path(os.environ.get("WAREHOUSE_TEST_ARTIFACTS") or folder / "screens") / request.param
+    shots.mkdir(parents=True, exist_ok=True)
+    yield f"http://127.0.0.1:{port}", wh, url, shots
+    server.should_exit = True
+    thread.join(timeout=10)
+    for _ in gen:
+        pass
+
+
+@pytest.fixture(scope="module")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ModuleNotFoundError:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip("pip install '.[web,webtest]' to run the browser tests (CI always runs them)")
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CI"):
+            raise AssertionError("Debian's chromium is needed (.ci/run installs it)")
+        pytest.skip("apt-get install chromium to run the browser tests (CI always runs them)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    pg = browser.new_page(viewport={"width": 1280, "height": 900})
+    yield pg
+    pg.close()
+
+
+def test_runs_and_a_run_report(site, page, tmp_path):
+    base, wh, url, shots = site
+    page.goto(base + "/")
+    rows = page.locator("#runs tbody tr")
+    assert rows.count() == 9
+    assert "clip" in rows.first.inner_text() and "branch=main" in rows.first.inner_text()
+    page.screenshot(path=str(shots / "runs.png"))
+    page.select_option("select[name=label]", "clip")
+    page.click("form.filters button")
+    assert page.locator("#runs tbody tr").count() == 9
+    newest = page.locator("#runs tbody tr a").first
+    run_id = newest.inner_text()
+    newest.click()
+    assert page.url.endswith(f"/runs/{run_id}")
+    shown = page.locator("[data-field='trace.kernel_sum_us']").inner_text()
+    assert wh("report", run_id, "--json", tmp_path / "r.json", "-q").exit_code == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert float(shown) == report["trace"]["kernel_sum_us"]
+    assert page.locator("text=report JSON").count() == 1
+    page.screenshot(path=str(shots / "run.png"))
+    # a sortable table: clicking "kernel us" sorts the category table descending on the second click
+    table = page.locator("table.group").first
+    table.locator("th", has_text="kernel us").click()
+    table.locator("th", has_text="kernel us").click()
+    vals = [float(t) for t in table.locator("tbody tr td:nth-child(3)").all_inner_texts()]
+    assert vals == sorted(vals, reverse=True)
+    data = json.loads(page.goto(base + f"/runs/{run_id}?format=json").text())
+    assert data["report"]["trace"]["kernel_sum_us"] == report["trace"]["kernel_sum_us"]
+
+
+def test_compare_regressions_and_trend(site, page):
+    base, wh, url, shots = site
+    page.goto(base + "/compare?a=1&b=9&by=block")
+    assert page.locator("#compare tbody tr").count() > 3
+    assert page.locator("#compare tr.worse", has_text="stage6.block1").count() == 1
+    page.screenshot(path=str(shots / "compare.png"))
+    page.goto(base + "/regressions?label=clip")
+    verdict = page.locator("#verdict").inner_text()
+    assert int(verdict.split()[0]) >= 1 and "in run 9 (2026-11-09 02:00, clip, branch=main)" in verdict
+    link = page.locator("#findings").get_by_role("link", name="stage6.block1", exact=True).first
+    assert link.count() == 1
+    page.screenshot(path=str(shots / "regressions.png"))
+    link.click()
+    assert "/trend?" in page.url
+    chart = page.locator("#chart svg")
+    assert chart.count() == 1 and page.locator("#chart circle").count() == 9
+    assert page.locator("#chart circle.regressed").count() >= 1
+    title = page.locator("#chart circle.regressed title").first.text_content()
+    assert "stage6.block1: run 9, 2026-11-09" in title
+    page.screenshot(path=str(shots / "trend.png"))
+
+
+def test_sql_reads_and_refuses_writes(site, page):
+    base, wh, url, shots = site
+    page.goto(base + "/sql")
+    page.fill("textarea[name=q]", "SELECT label, COUNT(*) AS runs FROM run GROUP BY label")
+    page.click("form.sql button")
+    assert page.locator("#result tbody tr").inner_text().split() == ["clip", "9"]
+    page.screenshot(path=str(shots / "sql.png"))
+    for stmt in ("DELETE FROM op", "UPDATE run SET label = 'x'", "DROP TABLE op"):
+        page.goto(base + "/sql")
+        page.fill("textarea[name=q]", stmt)
+        page.click("form.sql button")
+        assert page.locator("#error").count() == 1, stmt
+    r = wh("sql", "SELECT COUNT(*) AS n, MIN(label) AS l FROM run", "--format", "csv")
+    assert r.stdout.splitlines()[1] == "9,clip"
+    csv_text = page.request.get(base + "/sql?q=SELECT+COUNT(*)+AS+n+FROM+run&format=csv").text()
+    assert csv_text.splitlines() == ["n", "9"]

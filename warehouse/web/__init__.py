@@ -1,0 +1,1 @@
+"""``warehouse serve``: a read-only web dashboard over the library (Starlette, Jinja2; the ``web`` extra)."""

@@ -1,0 +1,199 @@
+"""The dashboard: a read-only ASGI app over the library. Pages render library results with Jinja2 templates (no
+SQL in templates); every page has a JSON form (``?format=json``) with the same data; assets ship in the package.
+
+The engine is opened read-only (SQLite ``mode=ro``; PostgreSQL read-only transactions) and ``/sql`` goes through
+the same guard as ``warehouse sql``: no page can write to the database.
+"""
+from __future__ import annotations
+
+import io
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, text
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+
+from warehouse.errors import NotFound, WarehouseError
+
+HERE = Path(__file__).parent
+SQL_TIMEOUT_S = 10.0
+SQL_MAX_ROWS = 1000
+
+
+def _json_default(v: Any) -> Any:
+    if isinstance(v, datetime):
+        return v.isoformat()
+    if isinstance(v, bytes):
+        return v.hex()
+    return str(v)
+
+
+def _json(data: Any, status: int = 200) -> Response:
+    return Response(json.dumps(data, default=_json_default, ensure_ascii=False), status_code=status,
+                    media_type="application/json")
+
+
+def create_app(url: str | None) -> Starlette:
+    """The app for the warehouse at ``url`` (opened read-only once, shared by requests)."""
+    from warehouse.db import open_db
+
+    engine: Engine = open_db(url, create=False, readonly=True)
+    templates = Jinja2Templates(directory=str(HERE / "templates"))
+
+    def page(request: Request, name: str, data: dict[str, Any]) -> Response:
+        if request.query_params.get("format") == "json":
+            return _json(data)
+        return templates.TemplateResponse(request, name, {"d": data, "q": request.query_params})
+
+    def failed(request: Request, e: WarehouseError) -> Response:
+        status = 404 if isinstance(e, NotFound) else 400
+        if request.query_params.get("format") == "json":
+            return _json({"error": str(e)}, status)
+        return templates.TemplateResponse(request, "error.html", {"error": str(e), "q": request.query_params},
+                                          status_code=status)
+
+    def guarded(fn):
+        async def endpoint(request: Request) -> Response:
+            try:
+                return fn(request)
+            except WarehouseError as e:
+                return failed(request, e)
+        return endpoint
+
+    def runs_page(request: Request) -> Response:
+        from warehouse.runs import list_runs
+        q = request.query_params
+        rows = list_runs(engine, label=q.get("label") or None)
+        if q.get("tag"):
+            k, _, v = q["tag"].partition("=")
+            rows = [r for r in rows if r["tags"].get(k) == v]
+        since, until = q.get("since") or "", q.get("until") or ""
+        rows = [r for r in rows if (not since or (r["captured_at"] or r["ingested_at"]) >= since)
+                and (not until or (r["captured_at"] or r["ingested_at"])[:10] <= until)]
+        ids = [r["id"] for r in rows]
+        totals: dict[int, dict[str, float]] = {}
+        if ids:
+            with engine.connect() as conn:
+                for rid, sec, k in conn.execute(text(
+                        "SELECT run_id, section, kernel_us FROM rollup WHERE grouping = 'section' AND device = -1 "
+                        f"AND run_id IN ({', '.join(str(int(i)) for i in ids)})")):
+                    totals.setdefault(rid, {})[sec or "(whole run)"] = round(k or 0.0, 1)
+        for r in rows:
+            r["kernel_us_by_section"] = totals.get(r["id"], {})
+        rows.reverse()  # newest first
+        labels = sorted({r["label"] for r in list_runs(engine) if r["label"]})
+        return page(request, "runs.html", {"runs": rows, "labels": labels})
+
+    def run_page(request: Request) -> Response:
+        from warehouse.report import build_report
+        from warehouse.runs import list_runs, resolve_run
+        with engine.connect() as conn:
+            run_id = resolve_run(conn, request.path_params["run"])
+            sections = [dict(r) for r in conn.execute(text(
+                "SELECT name, kind, ordinal, start_row, end_row FROM section WHERE run_id = :r ORDER BY ordinal"),
+                {"r": run_id}).mappings()]
+        info = next(r for r in list_runs(engine, warnings=True) if r["id"] == run_id)
+        return page(request, "run.html", {"run": info, "sections": sections, "report": build_report(engine, run_id)})
+
+    def report_download(request: Request) -> Response:
+        from warehouse.report import build_report, render_json, render_text
+        from warehouse.runs import resolve_run
+        with engine.connect() as conn:
+            run_id = resolve_run(conn, request.path_params["run"])
+        if request.path_params["kind"] not in ("json", "md"):
+            raise NotFound("downloads are report.json and report.md")
+        res = build_report(engine, run_id)
+        if request.path_params["kind"] == "json":
+            return Response(render_json(res), media_type="application/json",
+                            headers={"Content-Disposition": f'attachment; filename="run{run_id}.json"'})
+        return Response(render_text(res) + "\n", media_type="text/markdown",
+                        headers={"Content-Disposition": f'attachment; filename="run{run_id}.md"'})
+
+    def export_download(request: Request) -> Response:
+        from warehouse.export import export_run
+        from warehouse.runs import resolve_run
+        with engine.connect() as conn:
+            run_id = resolve_run(conn, request.path_params["run"])
+            name = conn.execute(text("SELECT file_name FROM run WHERE id = :r"), {"r": run_id}).scalar()
+        buf = io.BytesIO()
+        export_run(engine, run_id, buf)
+        safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in str(name))
+        return Response(buf.getvalue(), media_type="text/csv",
+                        headers={"Content-Disposition": f'attachment; filename="{safe}"'})
+
+    def compare_page(request: Request) -> Response:
+        from warehouse.compare import compare_runs
+        q = request.query_params
+        if not q.get("a") or not q.get("b"):
+            return page(request, "compare.html", {"res": None})
+        res = compare_runs(engine, q["a"], q["b"], by=q.get("by") or "layer", section=q.get("section") or None,
+                           metric=q.get("metric") or "kernel")
+        return page(request, "compare.html", {"res": res})
+
+    def regressions_page(request: Request) -> Response:
+        from warehouse.regressions import find_regressions
+        q = request.query_params
+        res = find_regressions(engine, label=q.get("label") or None) if q.get("label") else None
+        return page(request, "regressions.html", {"res": res})
+
+    def trend_page(request: Request) -> Response:
+        from warehouse.regressions import find_regressions
+        from warehouse.trend import trend
+        from warehouse.web.chart import from_trend, svg
+        q = request.query_params
+        keys = q.getlist("key") or None
+        by, metric = q.get("by") or "block", q.get("metric") or "kernel"
+        res = trend(engine, by=by, section=q.get("section") or None, label=q.get("label") or None,
+                    metric=metric, keys=keys, top=int(q.get("top") or 5), last=int(q.get("last") or 0) or None)
+        section = None if res["section"] == "(whole run)" else res["section"]
+        marks = find_regressions(engine, label=q.get("label") or None, last=len(res["runs"]), by=[by],
+                                 metrics=[metric], section=section or "all", keys=res["keys"] or None)
+        regressed = {(f["run_id"], f["key"]) for f in marks["regressions"] if f["device"] == "all"}
+        res["regressed"] = sorted(regressed)
+        return page(request, "trend.html", {"res": res, "chart": svg(from_trend(res, regressed), res["unit"])})
+
+    def sql_page(request: Request) -> Response:
+        from warehouse.query import stream_sql
+        q = request.query_params
+        sql = q.get("q") or ""
+        if not sql.strip():
+            return page(request, "sql.html", {"columns": [], "rows": [], "truncated": False})
+        with stream_sql(engine, sql, timeout_s=SQL_TIMEOUT_S, max_rows=SQL_MAX_ROWS) as res:
+            cols, rows = res.columns, [list(r) for r in res.rows]
+            truncated = res.truncated
+        if q.get("format") == "csv":
+            from warehouse import render
+            return Response(render.to_csv(cols, rows) + "\n", media_type="text/csv")
+        data = {"columns": cols, "rows": rows, "truncated": truncated, "max_rows": SQL_MAX_ROWS}
+        if q.get("format") == "json":
+            return _json(data)
+        return page(request, "sql.html", data)
+
+    routes = [
+        Route("/", guarded(runs_page)),
+        Route("/runs/{run}", guarded(run_page)),
+        Route("/runs/{run}/report.{kind:str}", guarded(report_download)),
+        Route("/runs/{run}/export.csv", guarded(export_download)),
+        Route("/compare", guarded(compare_page)),
+        Route("/regressions", guarded(regressions_page)),
+        Route("/trend", guarded(trend_page)),
+        Route("/sql", guarded(sql_page)),
+        Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
+    ]
+    app = Starlette(routes=routes)
+    app.state.engine = engine
+    return app
+
+
+def serve(url: str | None, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Run the dashboard with uvicorn until interrupted."""
+    import uvicorn
+    uvicorn.run(create_app(url), host=host, port=port, log_level="warning")
+
