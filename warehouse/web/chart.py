@@ -37,9 +37,9 @@ def svg(series: list[Series], unit: str, width: int = 900, height: int = 360) ->
     out = [f'<svg class="chart" role="img" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
            f'xmlns="http://www.w3.org/2000/svg">']
     for k in range(5):  # grid and y labels
-        v = lo + (hi - lo) * k / 4
-        out.append(f'<line x1="{left}" x2="{width - right}" y1="{y(v):.1f}" y2="{y(v):.1f}" class="grid"/>')
-        out.append(f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end" class="axis">{v:,.1f}</text>')
+        gv = lo + (hi - lo) * k / 4
+        out.append(f'<line x1="{left}" x2="{width - right}" y1="{y(gv):.1f}" y2="{y(gv):.1f}" class="grid"/>')
+        out.append(f'<text x="{left - 6}" y="{y(gv) + 4:.1f}" text-anchor="end" class="axis">{gv:,.1f}</text>')
     first = series[0].points
     step = max(1, n // 10)
     for i in range(0, n, step):  # time labels
