@@ -10,6 +10,7 @@ import contextlib
 import os
 import re
 import stat
+import sys
 import urllib.parse
 from pathlib import Path
 from collections.abc import Iterator
@@ -64,7 +65,7 @@ def alembic_config(url: str | URL, connection: Connection | None = None):
 
     if isinstance(url, URL):
         url = url.render_as_string(hide_password=False)
-    cfg = Config()
+    cfg = Config(stdout=sys.stdout)  # the stream of now: Alembic binds its default at import time
     cfg.set_main_option("script_location", str(migrations_dir()))
     cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     if connection is not None:

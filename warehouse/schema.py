@@ -217,3 +217,8 @@ TABLE_DOCS = {
     "cell_tuple": "the static cells of rows (attributes, shapes, memory...), stored once, shared by rows and runs",
     "text_value": "long strings inside cell tuples (ATTRIBUTES, kernel sources), stored once",
 }
+
+# The same docs as table comments: PostgreSQL stores them (views.create_views writes them at head), and
+# `alembic check` compares them with the database.
+for _name, _doc in TABLE_DOCS.items():
+    metadata.tables[_name].comment = _doc
