@@ -155,6 +155,7 @@ class CsvReader:
         # every line ends alike; with quotes, the rows are written again and hashed (see verify), which decides.
         self.exact = scan.consistent_newlines or scan.quotes > 0
         self.rows_read = 0
+        self._nul_rows = 0  # rows whose NUL bytes were replaced by U+FFFD
         if scan.size == 0:
             raise self._fail(None, "the file is empty; expected an ops_perf_results CSV with a header row")
         if scan.compressed:
@@ -265,9 +266,8 @@ class CsvReader:
         return cells
 
     def _at_end(self) -> bool:
+        """Whether the parser has consumed the whole file (for error messages only: it reads ahead)."""
         return self._f.tell() >= self.scan.size and not self._text.read(1)
-
-    _nul_rows = 0
 
     def _read_header(self) -> Layout:
         try:
