@@ -74,7 +74,6 @@ class FileScan:
     mtime_ns: int
     bom: bool
     newline: str
-    consistent_newlines: bool  # every line ends as the first one does, and no CR stands alone
     final_newline: bool
     quotes: int
     nuls: int
@@ -89,7 +88,7 @@ def scan_file(f: io.BufferedReader, path: Path) -> FileScan:
     """Hash an open file and look at its line ends, in 1 MiB blocks (bounded memory, C speed); the file is left
     at its start for the parse."""
     h = hashlib.sha256()
-    size = cr = lf = crlf = quotes = nuls = 0
+    size = quotes = nuls = 0
     first = last = b""
     newline = None
     try:
@@ -101,9 +100,6 @@ def scan_file(f: io.BufferedReader, path: Path) -> FileScan:
             if newline is None and b"\n" in block:
                 i = block.index(b"\n")
                 newline = "\r\n" if (block[i - 1:i] if i else last[-1:]) == b"\r" else "\n"
-            cr += block.count(b"\r")
-            lf += block.count(b"\n")
-            crlf += block.count(b"\r\n") + (last == b"\r" and block[:1] == b"\n")
             quotes += block.count(b'"')
             nuls += block.count(b"\0")
             size += len(block)
@@ -112,9 +108,8 @@ def scan_file(f: io.BufferedReader, path: Path) -> FileScan:
     except OSError as e:
         raise InputError(str(path), f"cannot be read: {e.strerror}") from None
     newline = newline or "\n"
-    consistent = (cr == lf == crlf) if newline == "\r\n" else cr == 0
     compressed = next((kind for magic, kind in _MAGIC.items() if first.startswith(magic)), None)
-    return FileScan(h.hexdigest(), size, st.st_mtime_ns, first[:3] == b"\xef\xbb\xbf", newline, consistent,
+    return FileScan(h.hexdigest(), size, st.st_mtime_ns, first[:3] == b"\xef\xbb\xbf", newline,
                     last == b"\n", quotes, nuls, compressed[0] if compressed else None)
 
 
@@ -152,8 +147,10 @@ class CsvReader:
         self.scan = scan
         self.warnings: list[RowWarning] = []
         # False once something is seen that export cannot reproduce. Without quotes, rows round-trip exactly when
-        # every line ends alike; with quotes, the rows are written again and hashed (see verify), which decides.
-        self.exact = scan.consistent_newlines or scan.quotes > 0
+        # every line ends as the first one does (counted as the lines are read, see _lines); with quotes, the rows
+        # are written again and hashed (see verify), which decides.
+        self.exact = True
+        self._odd_line_ends = 0  # lines that end otherwise than the first one, or with a CR alone
         self.rows_read = 0
         self._nul_rows = 0  # rows whose NUL bytes were replaced by U+FFFD
         if scan.size == 0:
@@ -201,6 +198,7 @@ class CsvReader:
         """Physical lines, each at most MAX_LINE characters (a longer one is an error, not a memory spike)."""
         readline = self._text.readline
         limit = MAX_LINE + 1
+        crlf = self.scan.newline == "\r\n"
         while True:
             try:
                 line = readline(limit)
@@ -209,7 +207,13 @@ class CsvReader:
             if not line:
                 return
             # a physical line ends with LF; a CR alone (which readline also splits at) is inside a line
-            self._line_no += line[-1] == "\n"
+            end = line[-1]
+            if end == "\n":
+                self._line_no += 1
+                if (line[-2:] == "\r\n") != crlf:
+                    self._odd_line_ends += 1
+            elif end == "\r":
+                self._odd_line_ends += 1
             if len(line) == limit and line[-1] not in "\r\n":
                 raise self._fail(self.rows_read + 1 if self._line_no else 0,
                                  f"line {self._line_no + 1} is longer than {MAX_LINE // (1 << 20)} MiB; a damaged "
@@ -329,6 +333,8 @@ class CsvReader:
         if self._echo is not None and self.exact:
             self._echo_flush(final=True)
             self.exact = self._echo.hexdigest() == self.scan.sha256
+        elif self._odd_line_ends:
+            self.exact = False
 
     def exact_file(self) -> bool:
         """After reading: whether export can give the file back byte for byte."""
