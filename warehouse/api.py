@@ -42,7 +42,8 @@ class Warehouse:
         """Store CSVs as runs; one dict per file: ``path``, ``run_id``, ``ops``, ``existing``, ``warnings``, or
         ``error`` (the other files are still ingested)."""
         from warehouse.devicelog import check_freq_option
-        from warehouse.ingest import DEFAULT_GLOB, find_csvs, ingest_file
+        from warehouse.files import DEFAULT_GLOB
+        from warehouse.ingest import find_csvs, ingest_file
 
         check_freq_option(freq_mhz)
         items = [str(paths)] if isinstance(paths, (str, Path)) else [str(p) for p in paths]

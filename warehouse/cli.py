@@ -11,6 +11,7 @@ import click
 
 from warehouse import __version__
 from warehouse.errors import WarehouseError
+from warehouse.files import DEFAULT_GLOB
 
 FORMATS = click.Choice(["table", "csv", "json", "md"])
 
@@ -106,7 +107,7 @@ def _tags(items: tuple[str, ...]) -> dict[str, str]:
 @label_option("A label for the runs (model, branch...).")
 @tag_option("A tag for the runs (repeatable).")
 @click.option("--freq-mhz", type=float, help="Chip frequency; default: the device log beside the CSV, else 1350.")
-@click.option("--glob", "pattern", default="ops_perf_results*.csv", show_default=True,
+@click.option("--glob", "pattern", default=DEFAULT_GLOB, show_default=True,
               help="File names a folder is searched for (recursively).")
 @click.pass_context
 def ingest(ctx: click.Context, paths: tuple[str, ...], label: str | None, tags: tuple[str, ...],

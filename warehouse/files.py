@@ -14,6 +14,8 @@ from collections.abc import Iterator
 
 from warehouse.errors import InputError, UsageError
 
+DEFAULT_GLOB = "ops_perf_results*.csv"  # what a folder ingest picks up (--glob widens it)
+
 
 def shown(path: str | os.PathLike) -> str:
     """A path as text that can be printed and stored: bytes that are not UTF-8 (kept by Python as surrogate

@@ -27,7 +27,7 @@ from warehouse.csvfile import (LONG_TEXT, CsvReader, FileScan, Layout, cells_get
 from warehouse.db import write_tx
 from warehouse.devicelog import resolve_freq
 from warehouse.errors import InputError, UsageError, WarehouseError
-from warehouse.files import open_regular, shown
+from warehouse.files import DEFAULT_GLOB, open_regular, shown
 from warehouse import history
 from warehouse.history import HistoryTracker, own
 from warehouse.rollups import build_rollups
@@ -52,9 +52,6 @@ class IngestResult:
     seconds: float = 0.0
     existing: bool = False
     warnings: list[str] = field(default_factory=list)
-
-
-DEFAULT_GLOB = "ops_perf_results*.csv"
 
 
 def find_csvs(paths: Iterable[str], pattern: str = DEFAULT_GLOB) -> Iterator[Path | InputError]:

@@ -120,14 +120,6 @@ def stream_sql(engine: Engine, sql: str, params: dict[str, Any] | None = None, *
         raise UsageError(f"SQL error: {e}") from None
 
 
-def run_sql(engine: Engine, sql: str, params: dict[str, Any] | None = None, *,
-            timeout_s: float | None = DEFAULT_TIMEOUT_S, max_rows: int | None = DEFAULT_MAX_ROWS
-            ) -> tuple[list[str], list[tuple]]:
-    """Run one read-only statement; ``(column names, rows)`` held in memory (at most ``max_rows``)."""
-    with stream_sql(engine, sql, params, timeout_s=timeout_s, max_rows=max_rows) as res:
-        return res.columns, list(res.rows)
-
-
 def _type_name(t: Any) -> str:
     """A column's SQL type; SQLite declares none for view columns ('' rather than NULL)."""
     from sqlalchemy.types import NullType

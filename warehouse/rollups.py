@@ -99,15 +99,6 @@ def build_rollups(conn: Connection, run_id: int, freq_mhz: float) -> None:
     conn.execute(text(_SQL), {"run": run_id, "freq": float(freq_mhz)})
 
 
-def rebuild_all(conn: Connection) -> int:
-    """Rebuild the rollups of every run (``warehouse db upgrade`` after a change of the registry); returns
-    how many runs."""
-    runs = conn.execute(text("SELECT id, freq_mhz FROM run ORDER BY id")).all()
-    for run_id, freq in runs:
-        build_rollups(conn, run_id, freq)
-    return len(runs)
-
-
 def check_rollups(conn: Connection) -> list[str]:
     """Problems: runs whose stored rollups differ from rollups computed again from their ops."""
     problems = []
@@ -129,11 +120,7 @@ def check_rollups(conn: Connection) -> list[str]:
 
 
 def _close(a, b) -> bool:
-    for x, y in zip(a, b):
-        if x is None or y is None:
-            if x is not y and not (x is None and y is None):
-                return False
-            continue
-        if abs(float(x) - float(y)) > 1e-6 * max(1.0, abs(float(y))):
-            return False
-    return True
+    """Equal row values: both missing, or numbers within 1e-6 (relative; the database may sum in another order)."""
+    return all((x is None and y is None) or (x is not None and y is not None
+                                             and abs(float(x) - float(y)) <= 1e-6 * max(1.0, abs(float(y))))
+               for x, y in zip(a, b))

@@ -37,22 +37,27 @@ def resolve_run(conn: Connection, ref: str, label: str | None = None) -> int:
     return run_id
 
 
-def list_runs(engine: Engine, label: str | None = None, warnings: bool = False) -> list[dict[str, Any]]:
-    """Every run (oldest capture first) with its tags, and its warnings when asked."""
+def list_runs(engine: Engine, label: str | None = None, warnings: bool = False, run_id: int | None = None
+              ) -> list[dict[str, Any]]:
+    """Every run (oldest capture first; only ``run_id`` when given) with its tags, and its warnings when asked."""
     with engine.connect() as conn:
         q = select(t.run.c.id, t.run.c.captured_at, t.run.c.ingested_at, t.run.c.label, t.run.c.file_name,
                    t.run.c.op_count, t.run.c.signpost_count, t.run.c.freq_mhz, t.run.c.freq_source, t.run.c.arch,
                    t.run.c.trace_matches_eager, t.run.c.export_exact, t.run.c.source_path, t.run.c.attribution)
+        tq = select(t.run_tag.c.run_id, t.run_tag.c.key, t.run_tag.c.value)
+        wq = select(t.run_warning)
         if label is not None:
             q = q.where(t.run.c.label == label)
+        if run_id is not None:
+            q = q.where(t.run.c.id == run_id)
+            tq, wq = tq.where(t.run_tag.c.run_id == run_id), wq.where(t.run_warning.c.run_id == run_id)
         runs = [dict(r) for r in conn.execute(q.order_by(*order_key())).mappings()]
         tags: dict[int, dict[str, str]] = {}
-        for rid, k, v in conn.execute(select(t.run_tag.c.run_id, t.run_tag.c.key, t.run_tag.c.value)
-                                      .order_by(t.run_tag.c.run_id, t.run_tag.c.key)):
+        for rid, k, v in conn.execute(tq.order_by(t.run_tag.c.run_id, t.run_tag.c.key)):
             tags.setdefault(rid, {})[k] = v
         warn: dict[int, list[dict[str, Any]]] = {}
         if warnings:
-            for w in conn.execute(select(t.run_warning).order_by(t.run_warning.c.id)).mappings():
+            for w in conn.execute(wq.order_by(t.run_warning.c.id)).mappings():
                 warn.setdefault(w["run_id"], []).append(
                     {"row": w["row_no"], "column": w["column_name"], "message": w["message"]})
     for r in runs:

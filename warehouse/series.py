@@ -11,7 +11,7 @@ from sqlalchemy import Connection, select, text
 
 from warehouse import schema as t
 from warehouse.errors import NotFound, UsageError
-from warehouse.measures import METRIC, METRICS, grouping_keys
+from warehouse.measures import METRICS, grouping_keys
 from warehouse.runs import order_key
 
 ALL_DEVICES = -1
@@ -121,16 +121,6 @@ def resolve_sections(conn: Connection, section: str | None, run_ids: list[int]) 
         return [want]
     real = [n for n in names if n != ""]
     return real or [""]
-
-
-def check_section(conn: Connection, section: str | None, run_ids: list[int]) -> None:
-    """Refuse a ``--section`` that none of the runs has (a typo must not turn a CI gate into a silent pass)."""
-    resolve_sections(conn, section, run_ids)
-
-
-def check_metric(metric: str) -> None:
-    if metric not in METRIC:
-        raise UsageError(f"--metric {metric!r}: expected one of {', '.join(METRIC)}")
 
 
 def fetch(conn: Connection, run_ids: list[int], section: str, grouping: str, *, devices: bool = False,

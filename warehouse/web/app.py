@@ -88,7 +88,9 @@ def create_app(url: str | None) -> Starlette:
         for r in rows:
             r["kernel_us_by_section"] = totals.get(r["id"], {})
         rows.reverse()  # newest first
-        labels = sorted({r["label"] for r in list_runs(engine) if r["label"]})
+        with engine.connect() as conn:  # every label, whatever the filter shows
+            labels = [x for x in conn.execute(text("SELECT DISTINCT label FROM run WHERE label IS NOT NULL "
+                                                   "ORDER BY label")).scalars()]
         return page(request, "runs.html", {"runs": rows, "labels": labels})
 
     def run_page(request: Request) -> Response:
@@ -99,7 +101,7 @@ def create_app(url: str | None) -> Starlette:
             sections = [dict(r) for r in conn.execute(text(
                 "SELECT name, kind, ordinal, start_row, end_row FROM section WHERE run_id = :r ORDER BY ordinal"),
                 {"r": run_id}).mappings()]
-        info = next(r for r in list_runs(engine, warnings=True) if r["id"] == run_id)
+        info = list_runs(engine, warnings=True, run_id=run_id)[0]
         return page(request, "run.html", {"run": info, "sections": sections, "report": build_report(engine, run_id)})
 
     def report_download(request: Request) -> Response:
