@@ -75,6 +75,21 @@ class Warehouse:
             run_id = resolve_run(conn, str(run), label)
         return build_report(eng, run_id)
 
+    def perf_table(self, run: str | int = "latest", label: str | None = None, **options: Any) -> Any:
+        """tt-perf-report's per-op table of a run, as a :class:`warehouse.perf.PerfTable` (see
+        :func:`warehouse.perf.perf_table` for ``section``, ``start``, ``end``, ``merge``, ``arch``, ``sort``)."""
+        from warehouse.perf import perf_table
+        from warehouse.runs import resolve_run
+        with self._reader().connect() as conn:
+            return perf_table(conn, resolve_run(conn, str(run), label), **options)
+
+    def perf(self, run: str | int = "latest", label: str | None = None, **options: Any) -> dict[str, Any]:
+        """:meth:`perf_table` as a document: ``summary`` (device / host ops, totals) and ``rows`` (one dict per
+        row, with tt-perf-report's column names)."""
+        from warehouse.perf import summary
+        table = self.perf_table(run, label, **options)
+        return {"summary": summary(table), "rows": table.rows}
+
     def compare(self, a: str | int, b: str | int, **options: Any) -> dict[str, Any]:
         """Run B against run A (see :func:`warehouse.compare.compare_runs` for ``by``, ``section``, ``metric``,
         ``keys``)."""

@@ -39,6 +39,13 @@ class _Tuples:
 def iter_rows(conn: Connection, run_id: int, width: int, static_idx: list[int], chunk: int = 20000
               ) -> Iterator[list[str]]:
     """The run's rows in file order, as lists of cells (read in chunks: memory stays flat)."""
+    for _, row in iter_numbered_rows(conn, run_id, width, static_idx, chunk):
+        yield row
+
+
+def iter_numbered_rows(conn: Connection, run_id: int, width: int, static_idx: list[int], chunk: int = 20000
+                       ) -> Iterator[tuple[int, list[str]]]:
+    """:func:`iter_rows` with each row's ``row_no``."""
     static = set(static_idx)
     volatile_idx = [i for i in range(width) if i not in static]
     nv = len(volatile_idx)
@@ -51,13 +58,13 @@ def iter_rows(conn: Connection, run_id: int, width: int, static_idx: list[int], 
         if not rows:
             return
         tuples.load({r[1] for r in rows})
-        for _, static_id, cells in rows:
+        for row_no, static_id, cells in rows:
             row = [""] * width
             for i, v in zip(static_idx, tuples.cache[static_id]):
                 row[i] = v
             for i, v in zip(volatile_idx, decode_inline(cells, nv)):
                 row[i] = v
-            yield row
+            yield row_no, row
         last = rows[-1][0]
 
 

@@ -30,6 +30,7 @@ from warehouse.errors import InputError, UsageError, WarehouseError
 from warehouse.files import DEFAULT_GLOB, open_regular, shown
 from warehouse import history
 from warehouse.history import HistoryTracker, own
+from warehouse.perfstore import ShapeCache, perf_arch
 from warehouse.rollups import build_rollups
 from warehouse.signposts import Attribution, SectionSpan
 
@@ -172,7 +173,7 @@ _TYPED: list[tuple[str, str, Callable[[str], object] | None]] = [
 # The columns of an op row as _FileIngest builds it, in this order.
 OP_COLUMNS = (["run_id", "row_no", "section_id", "pos", "block", "layer", "attribution", "occurrence",
                "marker_row", "op_code_id", "input0_shape"] + [c for c, _, _ in _TYPED]
-              + ["hist_block", "hist_layer", "hist_how", "iteration", "iter_pos"])
+              + ["hist_block", "hist_layer", "hist_how", "iteration", "iter_pos", "perf_shape_id"])
 _REPLAY = [c for c, _, _ in _TYPED].index("replay_session")
 SIGNPOST_COLUMNS = ["run_id", "row_no", "name", "message", "host_ts", "kind"]
 CELL_COLUMNS = ["run_id", "row_no", "static_id", "cells"]
@@ -261,7 +262,7 @@ class _Interner:
         self._apart = dialect.interns_apart(conn)
         self._conn: Connection | None = None
 
-    def _connection(self) -> Connection:
+    def connection(self) -> Connection:
         if not self._apart:
             return self.main
         if self._conn is None:
@@ -275,7 +276,7 @@ class _Interner:
 
     def _resolve(self, table, key_col: str, values: dict[object, dict]) -> dict[object, int]:
         """``{key: id}`` for rows keyed by ``key_col``, inserting the missing ones (in key order)."""
-        conn = self._connection()
+        conn = self.connection()
         col = table.c[key_col]
         out: dict[object, int] = {}
         keys = sorted(values)  # type: ignore[type-var]  # str or bytes keys, one kind per table
@@ -358,6 +359,7 @@ class _FileIngest:
         self.warnings: list[tuple[int | None, str | None, str]] = []
         self.arch: str | None = None
         self.history = HistoryTracker()
+        self.shapes = ShapeCache(self.layout.header)
 
     def _store_section(self, span: SectionSpan) -> int:
         self.n_sections += 1
@@ -394,8 +396,9 @@ class _FileIngest:
     def _op(self, row_no: int, cells: list[str]) -> None:
         a = self.attr
         code_id = self.intern.op_code(cells[self.cells.name])
-        self.cells_rows.append((self.run_id, row_no, self.intern.tuple_key(cells),
-                                encode_inline(self._volatile(cells))))
+        static_key = self.intern.tuple_key(cells)
+        shape = self.shapes.digest(static_key, cells, cells[self.cells.name])
+        self.cells_rows.append((self.run_id, row_no, static_key, encode_inline(self._volatile(cells))))
         cells.append("")  # the cell that columns missing from this file read (see _Cells)
         sec = a.section
         p: int | None
@@ -421,7 +424,7 @@ class _FileIngest:
                 self.history.eager_op(code_id, block, layer)
             hist = own(block, layer, p)
         self.ops.append((self.run_id, row_no, sec_id, p, block, layer, "signpost" if (block or layer) else None,
-                         occ, a.marker_row, code_id, self.cells.shape(cells), *typed, *hist.values()))
+                         occ, a.marker_row, code_id, self.cells.shape(cells), *typed, *hist.values(), shape))
         self.n_ops += 1
 
     def _flush(self) -> None:
@@ -429,8 +432,11 @@ class _FileIngest:
             self.conn.exec_driver_sql(self._sp_sql, self.signposts)
             self.signposts = []
         if self.ops:
-            self.conn.exec_driver_sql(self._op_sql, self.ops)
+            self.shapes.resolve(self.intern.connection())
+            shape_ids = self.shapes.ids
+            self.conn.exec_driver_sql(self._op_sql, [(*o[:-1], shape_ids[o[-1]]) for o in self.ops])
             self.ops = []
+            self.shapes.trim()
         if self.cells_rows:
             self.intern.resolve_pending()
             ids = self.intern.tuples
@@ -567,7 +573,8 @@ def _ingest_once(engine: Engine, path: Path, scan: FileScan, sha: str, meta: dic
         seconds = time.perf_counter() - t0
         final = dict(row_count=reader.rows_read, op_count=job.n_ops, signpost_count=job.n_signposts,
                      final_newline=scan.final_newline, export_exact=exact,
-                     trace_matches_eager=same, arch=log_arch or job.arch, seconds=seconds)
+                     trace_matches_eager=same, arch=log_arch or job.arch, seconds=seconds,
+                     perf_arch=perf_arch(lay.header, job.arch))
         final.update({k: v for k, v in meta.items() if k in final})
         conn.execute(update(t.run).where(t.run.c.id == run_id).values(**final))
     return IngestResult(shown(path), run_id, ops=job.n_ops, signposts=job.n_signposts, sections=job.n_sections,

@@ -56,6 +56,8 @@ run = Table(
     Column("seconds", Double, nullable=True, comment="ingest wall time"),
     Column("attribution", Text, nullable=True,
            comment="JSON: ops per history attribution (signpost, position, aligned, unmatched, none)"),
+    Column("perf_arch", Text, nullable=True,
+           comment="tt-perf-report's architecture for `warehouse perf` (NULL: one it does not know)"),
     sqlite_autoincrement=True,  # a deleted run's id is never given to another run
 )
 Index("ix_run_label_captured", run.c.label, run.c.captured_at)
@@ -112,6 +114,32 @@ op_code = Table(
     Column("is_compute", Boolean, nullable=False, comment="conv / matmul: compute in the layer cost split"),
 )
 
+# The static facts of ops for tt-perf-report's per-op analysis (warehouse.perffacts.PerfShape), interned.
+perf_shape = Table(
+    "perf_shape", metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("digest", LargeBinary(16), nullable=False, unique=True),
+    Column("category", Text, nullable=False, comment="tt-perf-report's: Compute, DM, CCL, TM, Host, Other"),
+    Column("is_host", Boolean, nullable=False, comment="a host fallback op ((torch) in the op code)"),
+    Column("label", Text, nullable=False, comment="the op code with the matmul / conv problem size or config"),
+    Column("analysis", String(16), nullable=False, comment="full (matmul) | flops_only (conv) | none"),
+    Column("fidelity", Text, nullable=True, comment="MATH FIDELITY when it is one of HiFi4, HiFi3, HiFi2, LoFi"),
+    Column("math_fidelity", Text, nullable=True, comment="the Math Fidelity text: fidelity and datatypes"),
+    Column("flop_count", Double, nullable=True, comment="floating-point operations of one call"),
+    Column("dram_bytes", Double, nullable=True, comment="bytes a matmul reads from and writes to DRAM"),
+    Column("dram_sharded", Boolean, nullable=False),
+    Column("cores", Integer, nullable=True, comment="CORE COUNT"),
+    Column("available_cores", Integer, nullable=True, comment="AVAILABLE WORKER CORE COUNT"),
+    Column("sub_device", Text, nullable=True, comment="SUB DEVICE ID"),
+    Column("in0_dtype", Text, nullable=True),
+    Column("in1_dtype", Text, nullable=True),
+    Column("out_dtype", Text, nullable=True),
+    Column("in0_memory", Text, nullable=True),
+    Column("inner_block", Integer, nullable=True, comment="in0_block_w of the program config"),
+    Column("subblock_h", Integer, nullable=True),
+    Column("subblock_w", Integer, nullable=True),
+)
+
 signpost = Table(
     "signpost", metadata,
     Column("id", Id, primary_key=True, autoincrement=True),
@@ -163,6 +191,8 @@ op = Table(
            comment="how history attributed it: signpost | position | aligned | unmatched (NULL: no signpost)"),
     Column("iteration", Integer, nullable=True, comment="trace: the replay (0, 1, ...) the op belongs to"),
     Column("iter_pos", Integer, nullable=True, comment="trace: the op's position within its replay"),
+    Column("perf_shape_id", Id, ForeignKey("perf_shape.id"), nullable=True,
+           comment="the op's static facts for the per-op analysis (view op_perf)"),
 )
 Index("ix_op_run_row", op.c.run_id, op.c.row_no, unique=True)
 
@@ -213,6 +243,8 @@ TABLE_DOCS = {
     "op_code": "op codes with their report category and whether they are compute (conv / matmul)",
     "rollup": "per run, section, grouping, key and device: per-iteration kernel / op-to-op / FW / span us and "
               "their spread over replays (what history reads)",
+    "perf_shape": "the static facts of ops for the per-op analysis (category, problem size, FLOPs and DRAM bytes "
+                  "of one call, datatypes, fidelity), stored once, shared by ops and runs",
     "row_cells": "every row's cells for export: a `cell_tuple` id and the volatile cells (durations, cycles...)",
     "cell_tuple": "the static cells of rows (attributes, shapes, memory...), stored once, shared by rows and runs",
     "text_value": "long strings inside cell tuples (ATTRIBUTES, kernel sources), stored once",

@@ -16,6 +16,7 @@ import hashlib
 from sqlalchemy import Connection, inspect, text
 
 from warehouse.measures import LAYER_KEY  # one definition of the keys
+from warehouse.perf import op_perf_view_sql
 
 
 def _median(name: str, value: str, where: str) -> str:
@@ -168,10 +169,21 @@ SELECT o.id AS op_id, o.run_id, o.row_no, s.name AS section, o.pos, o.iteration,
        COALESCE(o.hist_layer, '') AS hist_layer, o.hist_how, c.name AS op_code, o.device_id,
        COALESCE(o.kernel_ns, 0) / 1000.0 AS kernel_us
 FROM op o JOIN op_code c ON c.id = o.op_code_id LEFT JOIN section s ON s.id = o.section_id"""),
+    ("op_perf", "every op with tt-perf-report's per-op analysis (unmerged, one row per device): device time, "
+                "op-to-op, cores, achieved DRAM GB/s and TFLOPs, % of peak, Bound, category, math fidelity, host "
+                "duration, and the op's identity across runs (section / block / layer / op code #occurrence)",
+     op_perf_view_sql()),
+    ("perf_series", "op_perf over runs: per run (time, label), op identity and device, Bound, FLOPs %, DRAM %, "
+                    "device time and op-to-op us", """
+CREATE VIEW perf_series AS
+SELECT p.run_id, i.run_time, i.label, p.identity, p.device, p.op_code, p.category, p.bound, p.flops_pct,
+       p.dram_pct, p.tflops, p.dram_gbs, p.device_time_us, p.op2op_us, p.cores, p.math_fidelity
+FROM op_perf p JOIN run_info i ON i.run_id = p.run_id"""),
     ("op_identity", "every op with its identity across runs: section / block / layer / op code #occurrence", """
 CREATE VIEW op_identity AS
 SELECT d.run_id, i.run_time, i.label, d.section, d.block, d.layer, d.op_code, d.occurrence,
-       d.section || ' / ' || d.block || ' / ' || d.layer || ' / ' || d.op_code || ' #' || d.occurrence AS identity,
+       COALESCE(d.section, '') || ' / ' || d.block || ' / ' || d.layer || ' / ' || d.op_code || ' #' || d.occurrence
+         AS identity,
        d.kernel_us, d.fw_us, d.gap_us, d.cores, d.replay_session
 FROM op_detail d JOIN run_info i ON i.run_id = d.run_id"""),
 ]

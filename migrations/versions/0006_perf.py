@@ -1,0 +1,70 @@
+"""perf: the static facts of ops for tt-perf-report's per-op analysis (`warehouse perf`, view op_perf)
+
+Adds the interned perf_shape table, op.perf_shape_id and run.perf_arch. Existing runs get them here, computed from
+their stored cells by the same code as ingest (warehouse.perfstore.backfill).
+
+Revision ID: 0006
+Revises: 0005
+Create Date: 2026-11-30
+"""
+from __future__ import annotations
+
+from alembic import op
+import sqlalchemy as sa
+
+revision = "0006"
+down_revision = "0005"
+branch_labels = None
+depends_on = None
+
+Id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+
+def upgrade() -> None:
+    op.create_table(
+        "perf_shape",
+        sa.Column("id", Id, nullable=False),
+        sa.Column("digest", sa.LargeBinary(16), nullable=False),
+        sa.Column("category", sa.Text(), nullable=False, comment="tt-perf-report's: Compute, DM, CCL, TM, Host, Other"),
+        sa.Column("is_host", sa.Boolean(), nullable=False, comment="a host fallback op ((torch) in the op code)"),
+        sa.Column("label", sa.Text(), nullable=False, comment="the op code with the matmul / conv problem size or config"),
+        sa.Column("analysis", sa.String(16), nullable=False, comment="full (matmul) | flops_only (conv) | none"),
+        sa.Column("fidelity", sa.Text(), nullable=True,
+                  comment="MATH FIDELITY when it is one of HiFi4, HiFi3, HiFi2, LoFi"),
+        sa.Column("math_fidelity", sa.Text(), nullable=True, comment="the Math Fidelity text: fidelity and datatypes"),
+        sa.Column("flop_count", sa.Double(), nullable=True, comment="floating-point operations of one call"),
+        sa.Column("dram_bytes", sa.Double(), nullable=True, comment="bytes a matmul reads from and writes to DRAM"),
+        sa.Column("dram_sharded", sa.Boolean(), nullable=False),
+        sa.Column("cores", sa.Integer(), nullable=True, comment="CORE COUNT"),
+        sa.Column("available_cores", sa.Integer(), nullable=True, comment="AVAILABLE WORKER CORE COUNT"),
+        sa.Column("sub_device", sa.Text(), nullable=True, comment="SUB DEVICE ID"),
+        sa.Column("in0_dtype", sa.Text(), nullable=True),
+        sa.Column("in1_dtype", sa.Text(), nullable=True),
+        sa.Column("out_dtype", sa.Text(), nullable=True),
+        sa.Column("in0_memory", sa.Text(), nullable=True),
+        sa.Column("inner_block", sa.Integer(), nullable=True, comment="in0_block_w of the program config"),
+        sa.Column("subblock_h", sa.Integer(), nullable=True),
+        sa.Column("subblock_w", sa.Integer(), nullable=True),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_perf_shape")),
+        sa.UniqueConstraint("digest", name=op.f("uq_perf_shape_digest")),
+    )
+    with op.batch_alter_table("op") as b:
+        b.add_column(sa.Column("perf_shape_id", Id, nullable=True,
+                               comment="the op's static facts for the per-op analysis (view op_perf)"))
+        b.create_foreign_key(op.f("fk_op_perf_shape_id_perf_shape"), "perf_shape", ["perf_shape_id"], ["id"])
+    with op.batch_alter_table("run") as b:
+        b.add_column(sa.Column("perf_arch", sa.Text(), nullable=True,
+                               comment="tt-perf-report's architecture for `warehouse perf` (NULL: one it does not "
+                                       "know)"))
+    from warehouse.perfstore import backfill
+
+    backfill(op.get_bind())
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("run") as b:
+        b.drop_column("perf_arch")
+    with op.batch_alter_table("op") as b:
+        b.drop_constraint(op.f("fk_op_perf_shape_id_perf_shape"), type_="foreignkey")
+        b.drop_column("perf_shape_id")
+    op.drop_table("perf_shape")

@@ -1,0 +1,220 @@
+"""`warehouse perf` equals tt-perf-report 1.4.1 (its --csv, under the rule of tests/ttperf_compare.py) on the
+public captures and on three shapes not in the corpus; the op_perf view equals the command, unmerged; errors are
+one line; the README's worked example runs."""
+from __future__ import annotations
+
+import csv
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from conftest import make_invoke
+from corpus import DATA, GOLDEN
+from ttperf_cases import BUILDERS
+
+ROOT = Path(__file__).parent.parent
+COMPARE = Path(__file__).parent / "ttperf_compare.py"
+PUBLIC = sorted(p.stem for p in (DATA / "real").glob("*.csv"))
+
+
+def _source(name: str, tmp_path: Path) -> Path:
+    return BUILDERS[name](tmp_path / name) if name in BUILDERS else DATA / "real" / f"{name}.csv"
+
+
+def _compare(ref: Path, got: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(COMPARE), str(ref), str(got)], capture_output=True, text=True)
+
+
+def test_goldens_cover_public_and_other_captures():
+    names = {p.stem for p in (GOLDEN / "ttperf").glob("*.csv")}
+    assert names == set(PUBLIC) | set(BUILDERS)
+    assert len(PUBLIC) == 6
+
+
+@pytest.mark.parametrize("name", PUBLIC + list(BUILDERS))
+def test_perf_csv_equals_tt_perf_report(wh, name, tmp_path):
+    assert wh("ingest", _source(name, tmp_path)).exit_code == 0
+    out = tmp_path / "ours.csv"
+    r = wh("perf", "latest", "--csv", out)
+    assert r.exit_code == 0, r.output
+    res = _compare(GOLDEN / "ttperf" / f"{name}.csv", out)
+    assert res.returncode == 0 and "ttperf: equal" in res.stdout, res.stdout
+    # every other column too (labels with sizes, datatypes, Total %...), exactly or to the last bits
+    ref = list(csv.DictReader(open(GOLDEN / "ttperf" / f"{name}.csv", newline="")))
+    got = list(csv.DictReader(open(out, newline="")))
+    for i, (a, b) in enumerate(zip(ref, got)):
+        for col, v in b.items():
+            w = "" if a[col] == "nan" else a[col]
+            if v != w:
+                assert float(v) == pytest.approx(float(w), rel=1e-12), (i, col, w, v)
+
+
+def test_compare_rule_can_fail(wh, tmp_path):
+    """The rule is not vacuous: one changed number or a dropped row is found."""
+    name = "ttperfreport__bh_64_clip_encoder_1"
+    wh("ingest", _source(name, tmp_path))
+    out = tmp_path / "ours.csv"
+    wh("perf", "latest", "--csv", out)
+    rows = list(csv.reader(open(out, newline="")))
+    i = next(k for k, r in enumerate(rows) if k and r[rows[0].index("FLOPs %")])
+    rows[i][rows[0].index("FLOPs %")] = str(float(rows[i][rows[0].index("FLOPs %")]) * (1 + 1e-5))
+    bad = tmp_path / "bad.csv"
+    csv.writer(open(bad, "w", newline="")).writerows(rows)
+    assert _compare(GOLDEN / "ttperf" / f"{name}.csv", bad).returncode == 1
+    csv.writer(open(bad, "w", newline="")).writerows(rows[:-1])
+    assert _compare(GOLDEN / "ttperf" / f"{name}.csv", bad).returncode == 1
+
+
+@pytest.mark.parametrize("name", ["ttnnvis__ops_perf_results_SEG_ENCODER_2024_10_04_01_36_08", "oft2025_8dev",
+                                  "clip_wormhole", "dlv3_resaved"])
+def test_op_perf_view_equals_the_command_unmerged(wh, db_url, name, tmp_path):
+    from warehouse.api import Warehouse
+
+    wh("ingest", _source(name, tmp_path))
+    w = Warehouse(db_url)
+    table = w.perf_table("latest", merge=False, sort=False)
+    py = {r["ID"] - 1: r for r in table.rows if r["Op Category"] is not None}
+    view = w.query("SELECT * FROM op_perf ORDER BY row_no")
+    assert len(view) == len(py) > 0
+    pairs = {"device_time_us": "Device Time", "cores": "Cores", "dram_gbs": "DRAM", "dram_pct": "DRAM %",
+             "tflops": "FLOPs", "flops_pct": "FLOPs %", "bound": "Bound", "math_fidelity": "Math Fidelity",
+             "category": "Op Category", "label": "OP Code", "device": "Device", "bound_analysis": "Bound Analysis"}
+    for v in view:
+        p = py[v["row_no"]]
+        for col, key in pairs.items():
+            a, b = v[col], p[key]
+            if isinstance(a, float) or isinstance(b, float):
+                assert a == pytest.approx(b, rel=1e-12), (v["row_no"], col)
+            else:
+                assert a == b, (v["row_no"], col)
+        assert (v["is_host"] == 1) == (p["Bound"] == "HOST")
+
+
+def test_host_and_device_ops_apart(wh, db_url):
+    from warehouse.api import Warehouse
+
+    wh("ingest", DATA / "real" / "ttnnvis__ops_perf_results_SEG_ENCODER_2024_10_04_01_36_08.csv")
+    r = wh("perf", "latest")
+    assert r.exit_code == 0
+    assert "519 device ops, 485 host ops, 0 signposts" in r.output.splitlines()[0]
+    doc = json.loads(wh("perf", "latest", "--json").output)
+    assert doc["summary"]["host_ops"] == 485 and doc["summary"]["device_ops"] == 519
+    assert Warehouse(db_url).query("SELECT COUNT(*) AS n, SUM(host_duration_ns) AS ns FROM op_perf "
+                                   "WHERE is_host = 1")[0]["n"] == 485
+    # HOST DURATION [ns] of the file, summed, is what the view holds
+    rows = list(csv.DictReader(open(DATA / "real" / "ttnnvis__ops_perf_results_SEG_ENCODER_2024_10_04_01_36_08.csv",
+                                    newline="")))
+    want = sum(int(r["HOST DURATION [ns]"]) for r in rows if r["HOST DURATION [ns]"])
+    got = Warehouse(db_url).query("SELECT SUM(host_duration_ns) AS ns FROM op_perf")[0]["ns"]
+    assert got == want
+
+
+def test_sections_and_signpost_windows(wh):
+    from corpus import cases
+
+    wh("ingest", cases()["dlv3_same"])
+    whole = json.loads(wh("perf", "latest", "--json").output)
+    trace = json.loads(wh("perf", "latest", "--section", "trace", "--json").output)
+    eager = json.loads(wh("perf", "latest", "--section", "eager", "--json").output)
+    assert trace["summary"]["device_ops"] == eager["summary"]["device_ops"] == 387
+    assert whole["summary"]["device_ops"] == 2 * 387
+    win = json.loads(wh("perf", "latest", "--start-signpost", "trace", "--end-signpost", "trace_end",
+                        "--json").output)
+    assert [r["Raw OP Code"] for r in win["rows"]] == [r["Raw OP Code"] for r in trace["rows"]]
+    assert win["summary"]["signposts"] == 0
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--section", "nope"], "has no section 'nope'"),
+    (["--start-signpost", "nope"], "signpost 'nope' not found"),
+    (["--arch", "vax"], "unknown architecture 'vax'"),
+])
+def test_bad_options_are_one_line(wh, args, message):
+    from corpus import cases
+
+    wh("ingest", cases()["dlv3_same"])
+    r = wh("perf", "latest", *args)
+    assert r.exit_code == 2
+    assert r.output.startswith("Error: ") and message in r.output and r.output.count("\n") == 1
+
+
+def test_unknown_run_and_md(wh):
+    assert wh("perf", "7").exit_code != 0  # read-only: no warehouse here
+    wh("ingest", DATA / "real" / "ttperfreport__bh_p100_dlv3.csv")
+    r = wh("perf", "7")
+    assert r.exit_code == 2 and r.output.startswith("Error: ")
+    md = wh("perf", "1", "--format", "md").output
+    assert "| ID | Total % | Bound | OP Code |" in md
+
+
+def test_arch_override_changes_peaks(wh):
+    wh("ingest", DATA / "real" / "ttperfreport__bh_64_clip_encoder_1.csv")
+    bh = json.loads(wh("perf", "1", "--json").output)
+    wh_ = json.loads(wh("perf", "1", "--json", "--arch", "wormhole_b0").output)
+    assert bh["summary"]["arch"] == "blackhole" and wh_["summary"]["arch"] == "wormhole"
+    pairs = [(a["DRAM %"], b["DRAM %"]) for a, b in zip(bh["rows"], wh_["rows"]) if a["DRAM %"]]
+    assert pairs and all(b == pytest.approx(a * 512 / 288) for a, b in pairs)
+
+
+def test_readme_worked_example(wh, db_url, tmp_path):
+    """The README's query finds exactly the op identities whose Bound changed or whose FLOPs % fell by more than
+    10 points, computed here from `warehouse perf --no-merge-devices` of both runs."""
+    from warehouse.api import Warehouse
+
+    readme = (ROOT / "README.md").read_text()
+    sql = re.search(r"<!-- perf-example -->\n```sql\n(.*?)```", readme, re.S).group(1)
+    src = DATA / "real" / "ttperfreport__ops_perf_results_2025_09_18_11_39_20.csv"
+    rows = list(csv.DictReader(open(src, newline="")))
+    n = 0
+    for r in rows:  # every third matmul 2.5x slower: FLOPs % falls, some Bound changes
+        if "Matmul" in r["OP CODE"]:
+            n += 1
+            if n % 3 == 0:
+                r["DEVICE KERNEL DURATION [ns]"] = str(int(int(r["DEVICE KERNEL DURATION [ns]"]) * 2.5))
+    slow = tmp_path / "ops_perf_results_2025_12_01_00_00_00.csv"
+    with open(slow, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    assert wh("ingest", src).exit_code == 0
+    assert wh("ingest", slow).exit_code == 0
+    r = wh("sql", sql, "--format", "json")
+    assert r.exit_code == 0, r.output
+    found = {(x["identity"], x["device"]) for x in json.loads(r.output)}
+    w = Warehouse(db_url)
+    a = {x["ID"]: x for x in w.perf_table(1, merge=False, sort=False).rows}
+    b = {x["ID"]: x for x in w.perf_table(2, merge=False, sort=False).rows}
+    ident = {x["row_no"] + 1: x["identity"] for x in w.query("SELECT row_no, identity FROM op_perf WHERE run_id = 2")}
+    want = {(ident[i], b[i]["Device"]) for i in b
+            if a[i]["Bound"] != b[i]["Bound"] or (a[i]["FLOPs %"] is not None and b[i]["FLOPs %"] is not None
+                                                  and b[i]["FLOPs %"] < a[i]["FLOPs %"] - 10)}
+    assert len(want) >= 2
+    assert found == want
+
+
+def test_upgrade_from_0005_fills_the_facts(db_url, tmp_path):
+    """Runs stored before revision 0006 get their perf facts from their cells: the same table as at ingest."""
+    from warehouse.db import downgrade, make_engine, resolve_url, upgrade
+
+    inv = make_invoke(db_url)
+    name = "oft2025_8dev"
+    assert inv("ingest", _source(name, tmp_path)).exit_code == 0
+    assert inv("ingest", DATA / "real" / "ttperfreport__bh20_oft.csv").exit_code == 0
+    engine = make_engine(resolve_url(db_url))
+    downgrade(engine, "0005")
+    with engine.connect() as c:
+        assert "perf_arch" not in c.execute(text("SELECT * FROM run")).keys()
+    upgrade(engine, "head")
+    with engine.connect() as c:
+        assert c.execute(text("SELECT COUNT(*) FROM op WHERE perf_shape_id IS NULL")).scalar() == 0
+    engine.dispose()
+    for run, golden in ((1, name), (2, "ttperfreport__bh20_oft")):
+        out = tmp_path / f"{run}.csv"
+        assert inv("perf", str(run), "--csv", out).exit_code == 0
+        res = _compare(GOLDEN / "ttperf" / f"{golden}.csv", out)
+        assert res.returncode == 0, res.stdout

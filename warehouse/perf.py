@@ -1,0 +1,415 @@
+"""`warehouse perf`: tt-perf-report's per-op table, from a stored run.
+
+The static facts of each op (:mod:`warehouse.perffacts`) were interned at ingest; this module adds what depends on
+the op's duration and on its neighbours, as tt-perf-report 1.4.1 does (``generate_perf_report``): rows sorted by
+``HOST START TS``, an optional signpost window, devices merged (the slowest device's row per op; collectives get
+the mean duration), the op-to-op gap kept only when both neighbours' durations are plausible, achieved DRAM GB/s
+and TFLOPs against the architecture's peaks, and the Bound.
+
+The per-row formulas exist twice, here for the command and in SQL for the ``op_perf`` view
+(:func:`op_perf_view_sql`), side by side in this module; ``tests/test_perf.py`` holds them equal.
+"""
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from dataclasses import dataclass, field, replace
+
+from sqlalchemy import Connection, select
+
+from warehouse import schema as t
+from warehouse.errors import NotFound, UsageError
+from warehouse.perffacts import ARCHS, COLLECTIVE, FIDELITIES, device_id, normalize_arch, sanitize
+
+INVALID_GAP_NS = 1_000_000  # tt-perf-report: INVALID_OP_TO_OP_GAP_MIN_NS
+BOUND_PCT = 65  # DRAM % or FLOPs % at or above this: bound by it
+
+# The CSV columns, in tt-perf-report's order (its --csv with --no-advice --raw-op-codes).
+COLUMNS = ["ID", "Total %", "Bound", "OP Code", "Device", "Device Time", "Op-to-Op Gap", "Cores", "DRAM", "DRAM %",
+           "FLOPs", "FLOPs %", "Math Fidelity", "Output Datatype", "Input 0 Datatype", "Input 1 Datatype",
+           "DRAM Sharded", "Input 0 Memory", "Inner Dim Block Size", "Output Subblock H", "Output Subblock W",
+           "Global Call Count", "Sub Device ID", "Available Cores", "Op Category", "Bound Analysis", "Raw OP Code"]
+
+
+@dataclass
+class _Row:
+    """One row of the run as tt-perf-report's data frame holds it (only what the analysis reads)."""
+
+    row_no: int
+    host_ts: int | None
+    signpost: bool
+    op_type: str | None
+    code: str
+    device: int | None  # the DEVICE ID cell as a number (possibly negative)
+    gcc: int | None
+    kernel_ns: float | None
+    gap_ns: float | None
+    shape: dict | None  # the perf_shape row (None for signposts)
+
+
+def invalid_duration(kernel_ns: float | None, gap_ns: float | None) -> bool:
+    """tt-perf-report's implausible duration: missing or negative, or a large negative gap beside it."""
+    if kernel_ns is None or kernel_ns < 0:
+        return True
+    return (gap_ns is not None and gap_ns < -INVALID_GAP_NS
+            and abs(gap_ns) > max(kernel_ns * 0.5, INVALID_GAP_NS))
+
+
+def _duration(r: _Row) -> float | None:
+    return None if invalid_duration(r.kernel_ns, r.gap_ns) else r.kernel_ns
+
+
+@dataclass
+class Figures:
+    """The timed figures of one op."""
+
+    device_time_us: float | None = None
+    cores: int | None = None
+    dram_gbs: float | None = None
+    dram_pct: float | None = None
+    tflops: float | None = None
+    flops_pct: float | None = None
+    dram_bytes: float | None = None
+    bound: str = ""
+    invalid: bool = False
+
+
+def figures(shape: dict, kernel_ns: float | None, gap_ns: float | None, arch: str) -> Figures:
+    """Device time, achieved DRAM GB/s and TFLOPs, % of peak and Bound of an op (tt-perf-report: analyze_op,
+    analyze_matmul, analyze_conv, add_derived_columns). The same formulas, in SQL: :func:`op_perf_view_sql`."""
+    workers, sharded_cores, bandwidth, *peaks = ARCHS[arch]
+    invalid = invalid_duration(kernel_ns, gap_ns)
+    dur = None if invalid else kernel_ns
+    f = Figures(device_time_us=dur / 1000 if dur is not None else None, cores=shape["cores"], invalid=invalid)
+    dur_s = dur * 1e-9 if dur is not None and dur > 0 else None
+    analysis = shape["analysis"]
+    if analysis != "none":
+        cores = sharded_cores if shape["dram_sharded"] and analysis == "full" else shape["cores"]
+        f.cores = cores
+        fid = shape["fidelity"]
+        peak = peaks[FIDELITIES.index(fid)] * 1e12 * cores if cores is not None and fid is not None else None
+        flops = shape["flop_count"] / dur_s if dur_s and shape["flop_count"] is not None else None
+        f.tflops = flops / 1e12 if flops is not None else None
+        f.flops_pct = (flops / peak) * 100 if flops is not None and peak else None
+        if analysis == "full" and dur_s is not None:
+            f.dram_bytes = shape["dram_bytes"]
+            if f.dram_bytes is not None and f.dram_bytes > 0:
+                f.dram_gbs = (f.dram_bytes / dur_s) / 1e9
+                f.dram_pct = (f.dram_gbs / bandwidth) * 100
+        if analysis == "full" and f.dram_pct is not None and f.flops_pct is not None:
+            dram_b, flop_b = f.dram_pct >= BOUND_PCT, f.flops_pct >= BOUND_PCT
+            f.bound = "BOTH" if dram_b and flop_b else "DRAM" if dram_b else "FLOP" if flop_b else "SLOW"
+    if shape["is_host"]:
+        f.bound, f.device_time_us = "HOST", None
+    return f
+
+
+def _sql_num(v: float) -> str:
+    return repr(float(v))
+
+
+def op_perf_view_sql() -> str:
+    """The ``op_perf`` view: :func:`figures` for every op row of every run, unmerged (one row per device)."""
+    def by_arch(i: int) -> str:
+        return ("CASE r.perf_arch " + " ".join(f"WHEN '{a}' THEN {_sql_num(v[i])}" for a, v in ARCHS.items())
+                + " END")
+    peak = ("CASE s.fidelity " + " ".join(f"WHEN '{fid}' THEN {by_arch(3 + k)}" for k, fid in enumerate(FIDELITIES))
+            + " END")
+    return f"""
+CREATE VIEW op_perf AS
+WITH d AS (
+  SELECT o.run_id, o.row_no, o.device_id, o.op_code_id, o.kernel_ns, o.op2op_ns, o.host_start_ns, o.host_end_ns,
+         o.perf_shape_id, o.section_id, o.block, o.layer, o.occurrence,
+         CASE WHEN o.kernel_ns IS NULL OR o.kernel_ns < 0
+                   OR (o.op2op_ns < -{INVALID_GAP_NS}.0 AND ABS(o.op2op_ns) >
+                       CASE WHEN o.kernel_ns * 0.5 > {INVALID_GAP_NS}.0 THEN o.kernel_ns * 0.5
+                            ELSE {INVALID_GAP_NS}.0 END)
+              THEN 1 ELSE 0 END AS invalid
+  FROM op o),
+e AS (
+  SELECT d.*, CASE WHEN d.invalid = 0 THEN d.kernel_ns END AS dur_ns,
+         CASE WHEN d.invalid = 0 AND d.kernel_ns > 0 THEN d.kernel_ns * 1e-9 END AS dur_s,
+         s.analysis, s.flop_count, s.dram_bytes, s.is_host, s.category, s.label, s.math_fidelity, s.fidelity,
+         CASE WHEN s.analysis = 'full' AND s.dram_sharded THEN {by_arch(1)} ELSE s.cores END AS cores,
+         {by_arch(2)} AS bandwidth, {peak} AS peak_core
+  FROM d JOIN run r ON r.id = d.run_id LEFT JOIN perf_shape s ON s.id = d.perf_shape_id),
+f AS (
+  SELECT e.*, CASE WHEN e.analysis <> 'none' AND e.dur_s IS NOT NULL THEN e.flop_count / e.dur_s END AS flops,
+         CASE WHEN e.analysis = 'full' AND e.dur_s IS NOT NULL AND e.dram_bytes > 0
+              THEN (e.dram_bytes / e.dur_s) / 1e9 END AS dram_gbs,
+         CASE WHEN e.analysis <> 'none' THEN e.peak_core * 1e12 * e.cores END AS peak
+  FROM e),
+g AS (
+  SELECT f.*, (f.dram_gbs / f.bandwidth) * 100 AS dram_pct,
+         CASE WHEN f.peak <> 0 THEN (f.flops / f.peak) * 100 END AS flops_pct
+  FROM f)
+SELECT g.run_id, g.row_no, COALESCE(sec.name, '') AS section, COALESCE(g.block, '') AS block,
+       COALESCE(g.layer, '') AS layer, g.occurrence,
+       COALESCE(sec.name, '') || ' / ' || COALESCE(g.block, '') || ' / ' || COALESCE(g.layer, '') || ' / ' || c.name
+         || ' #' || g.occurrence AS identity,
+       g.device_id AS device, c.name AS op_code, g.label, g.category,
+       CASE WHEN g.is_host THEN 1 ELSE 0 END AS is_host,
+       CASE WHEN g.is_host THEN NULL ELSE g.dur_ns / 1000.0 END AS device_time_us,
+       g.op2op_ns / 1000.0 AS op2op_us, g.invalid AS invalid_duration, g.cores,
+       g.dram_gbs, g.dram_pct, g.flops / 1e12 AS tflops, g.flops_pct,
+       CASE WHEN g.is_host THEN 'HOST'
+            WHEN g.analysis = 'full' AND g.dram_pct IS NOT NULL AND g.flops_pct IS NOT NULL THEN
+              CASE WHEN g.dram_pct >= {BOUND_PCT} AND g.flops_pct >= {BOUND_PCT} THEN 'BOTH'
+                   WHEN g.dram_pct >= {BOUND_PCT} THEN 'DRAM' WHEN g.flops_pct >= {BOUND_PCT} THEN 'FLOP'
+                   ELSE 'SLOW' END
+            ELSE '' END AS bound,
+       g.analysis AS bound_analysis, g.math_fidelity,
+       CASE WHEN g.analysis = 'full' AND g.dur_s IS NOT NULL THEN g.dram_bytes END AS dram_bytes,
+       g.host_end_ns - g.host_start_ns AS host_duration_ns
+FROM g JOIN op_code c ON c.id = g.op_code_id LEFT JOIN section sec ON sec.id = g.section_id"""
+
+
+@dataclass
+class PerfTable:
+    """The per-op table of a run, ready to render."""
+
+    run_id: int
+    arch: str
+    worker_cores: int
+    rows: list[dict] = field(default_factory=list)  # one dict per row, keyed by :data:`COLUMNS`
+    device_ops: int = 0
+    host_ops: int = 0
+    signposts: int = 0
+    merged: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def _load(conn: Connection, run_id: int) -> list[_Row]:
+    o, c, s, sp = t.op.c, t.op_code.c, t.perf_shape, t.signpost.c
+    cond = [o.run_id == run_id]
+    scond = [sp.run_id == run_id]
+    shapes: dict[int, dict] = {}
+    rows = []
+    shape_ids: list[int | None] = []
+    for q in conn.execute(select(o.row_no, o.host_start_ns, o.op_type, c.name, o.device_id, o.global_call_count,
+                                 o.kernel_ns, o.op2op_ns, o.perf_shape_id)
+                          .join_from(t.op, t.op_code, c.id == o.op_code_id).where(*cond)):
+        rows.append(_Row(q[0], q[1], False, q[2], q[3], q[4], q[5], q[6], q[7], None))
+        shape_ids.append(q[8])
+    id_list = list({i for i in shape_ids if i is not None})
+    for k in range(0, len(id_list), 500):
+        for m in conn.execute(select(s).where(s.c.id.in_(id_list[k:k + 500]))).mappings():
+            shapes[m["id"]] = dict(m)
+    for r, i in zip(rows, shape_ids):
+        if i is None:
+            raise NotFound(f"run {run_id} has no per-op facts for row {r.row_no}: run `warehouse db upgrade`")
+        r.shape = shapes[i]
+    for g in conn.execute(select(sp.row_no, sp.host_ts, sp.name).where(*scond)):
+        rows.append(_Row(g[0], g[1], True, "signpost", g[2], None, None, None, None, None))
+    rows.sort(key=lambda r: r.row_no)
+    return rows
+
+
+def _in_section(conn: Connection, run_id: int, section: str, rows: list[_Row]) -> list[_Row]:
+    """The rows inside every span of the section named ``section`` (eager, trace or a custom pair)."""
+    sc = t.section.c
+    spans = conn.execute(select(sc.start_row, sc.end_row).where(sc.run_id == run_id, sc.name == section)).all()
+    if not spans:
+        names = conn.execute(select(sc.name).where(sc.run_id == run_id).distinct()).scalars().all()
+        raise UsageError(f"run {run_id} has no section {section!r}; its sections: {', '.join(sorted(names)) or 'none'}")
+    return [r for r in rows if any(a < r.row_no and (b is None or r.row_no < b) for a, b in spans)]
+
+
+def _window(rows: list[_Row], start: str | None, end: str | None) -> list[_Row]:
+    """tt-perf-report's signpost window (filter_by_signpost): the rows after the first ``start`` signpost and
+    before the first ``end`` one (the second when both are the same name), by file position, signposts dropped."""
+    signposts = [r for r in rows if r.signpost]
+    out = rows
+    for name, after in ((start, True), (end, False)):
+        if not name:
+            continue
+        hits = [r.row_no for r in signposts if r.code == name]
+        index = 1 if (not after and start == end) else 0
+        if len(hits) <= index:
+            names = sorted({r.code for r in signposts})
+            shown = ", ".join(names[:8]) + (f" (and {len(names) - 8} more)" if len(names) > 8 else "")
+            raise UsageError(f"signpost {name!r} not found" + (" twice" if index else "")
+                             + f"; the run's signposts: {shown or 'none'}")
+        at = hits[index]
+        out = [r for r in out if (r.row_no > at if after else r.row_no < at) and not r.signpost]
+    return out
+
+
+def _merge(rows: list[_Row]) -> list[_Row]:
+    """tt-perf-report's device merge (merge_device_rows): the i-th op of every device is one row; the slowest
+    device's row stands for it, a collective gets the mean duration; other rows stay as they are."""
+    by_device: dict[int, deque[tuple[int, _Row]]] = defaultdict(deque)
+    others: list[tuple[int, _Row]] = []
+    for order, r in enumerate(rows):
+        dev = r.device if r.device is not None and r.device >= 0 else None
+        if r.op_type == "tt_dnn_device" and dev is not None:
+            by_device[dev].append((order, r))
+        else:
+            others.append((order, r))
+    devices = sorted(by_device)
+    merged: list[tuple[int, _Row]] = []
+    while devices and max(len(by_device[d]) for d in devices) > 0:
+        blocks: list[tuple[int, _Row]] = []
+        name = None
+        for d in devices:
+            if not by_device[d]:
+                continue
+            head = by_device[d][0][1].code
+            if name is None:
+                name = head
+            elif head != name:
+                continue
+            blocks.append(by_device[d].popleft())
+        if not blocks:
+            break
+        assert name is not None
+        if any(k in name for k in COLLECTIVE):
+            durations = [d for d in (_duration(b[1]) for b in blocks) if d is not None]
+            base = replace(blocks[0][1], kernel_ns=sum(durations) / len(durations) if durations else None)
+        else:
+            base = max(blocks, key=lambda b: d if (d := _duration(b[1])) is not None else -1)[1]
+        merged.append((min(b[0] for b in blocks), base))
+    return [r for _, r in sorted(merged + others, key=lambda x: x[0])]
+
+
+def perf_table(conn: Connection, run_id: int, *, merge: bool = True, section: str | None = None,
+               start: str | None = None, end: str | None = None, arch: str | None = None,
+               sort: bool = True) -> PerfTable:
+    """tt-perf-report's per-op table of a stored run: the whole run (signpost rows included, as with its
+    ``--ignore-signposts``), or the rows of ``section``, or those between two signposts."""
+    run = conn.execute(select(t.run.c.perf_arch).where(t.run.c.id == run_id)).first()
+    if run is None:
+        raise NotFound(f"no run {run_id}; `warehouse runs` lists them")
+    if arch is not None:
+        a = normalize_arch(arch)
+        if a is None:
+            raise UsageError(f"unknown architecture {arch!r}: use one of {', '.join(ARCHS)}")
+    else:
+        a = run[0]
+        if a is None:
+            raise NotFound(f"run {run_id} names an architecture tt-perf-report does not know: pass --arch "
+                           f"(one of {', '.join(ARCHS)})")
+    rows = _load(conn, run_id)
+    if section is not None:
+        rows = _in_section(conn, run_id, section, rows)
+    if sort:  # tt-perf-report sorts by HOST START TS (missing last); ties keep the file's order
+        rows.sort(key=lambda r: (r.host_ts is None, r.host_ts or 0))
+    rows = _window(rows, start, end)
+    table = PerfTable(run_id, a, ARCHS[a][0])
+    budgets = [r.shape["available_cores"] for r in rows if r.shape and r.shape["available_cores"]]
+    table.worker_cores = max(budgets) if budgets else ARCHS[a][0]
+    devices = {r.device for r in rows if r.device is not None}
+    if not (not merge and len(devices) > 1) and devices:
+        rows = _merge(rows)
+        table.merged = len(devices) > 1
+    table.rows = _analyse(rows, a, table)
+    return table
+
+
+def _analyse(rows: list[_Row], arch: str, table: PerfTable) -> list[dict]:
+    out: list[dict] = []
+    prev_invalid: bool | None = None
+    for r in rows:
+        shape = r.shape or {}
+        if r.signpost:
+            out.append(_signpost_row(r, table.worker_cores))
+            table.signposts += 1
+            continue
+        f = figures(shape, r.kernel_ns, r.gap_ns, arch)
+        gap = None
+        if (prev_invalid is not None and r.gap_ns is not None and r.gap_ns >= 0
+                and not ((f.invalid or prev_invalid) and abs(r.gap_ns) > INVALID_GAP_NS)):
+            gap = r.gap_ns / 1000
+        prev_invalid = f.invalid
+        dev = device_id(str(r.device)) if r.device is not None else None
+        out.append({
+            "ID": r.row_no + 1, "Total %": None, "Bound": f.bound, "OP Code": shape["label"], "Device": dev,
+            "Device Time": f.device_time_us, "Op-to-Op Gap": gap, "Cores": f.cores, "DRAM": f.dram_gbs,
+            "DRAM %": f.dram_pct, "FLOPs": f.tflops, "FLOPs %": f.flops_pct, "Math Fidelity": shape["math_fidelity"],
+            "Output Datatype": shape["out_dtype"], "Input 0 Datatype": shape["in0_dtype"],
+            "Input 1 Datatype": shape["in1_dtype"], "DRAM Sharded": bool(shape["dram_sharded"]),
+            "Input 0 Memory": shape["in0_memory"], "Inner Dim Block Size": shape["inner_block"],
+            "Output Subblock H": shape["subblock_h"], "Output Subblock W": shape["subblock_w"],
+            "Global Call Count": r.gcc, "Sub Device ID": shape["sub_device"],
+            "Available Cores": shape["available_cores"] or table.worker_cores, "Op Category": shape["category"],
+            "Bound Analysis": shape["analysis"], "Raw OP Code": r.code})
+        if shape["is_host"]:
+            table.host_ops += 1
+        else:
+            table.device_ops += 1
+    total = sum(x["Device Time"] for x in out if x["Device Time"] is not None) \
+        + sum(x["Op-to-Op Gap"] for x in out if x["Op-to-Op Gap"] is not None)
+    for x in out:
+        if x["Device Time"] is None and x["Op-to-Op Gap"] is None:
+            continue
+        if total:
+            x["Total %"] = ((x["Device Time"] or 0) + (x["Op-to-Op Gap"] or 0)) / total * 100
+    return out
+
+
+def _signpost_row(r: _Row, workers: int) -> dict:
+    row = dict.fromkeys(COLUMNS)
+    row.update({"ID": r.row_no + 1, "Bound": "", "OP Code": f"{sanitize(r.code)} (signpost)", "Math Fidelity": "",
+                "DRAM Sharded": False, "Available Cores": workers, "Bound Analysis": "none", "Raw OP Code": r.code})
+    return row
+
+
+# ---------------------------------------------------------------------------------------------------- rendering
+# The terminal / Markdown table: tt-perf-report's visible columns, formatted as it formats them (thousands
+# separators, units, 0 or 1 decimals). CSV and JSON keep every column and the numbers in full.
+VISIBLE = [("ID", None, 0), ("Total %", "%", 1), ("Bound", None, None), ("OP Code", None, None),
+           ("Device", None, 0), ("Device Time", "μs", 0), ("Op-to-Op Gap", "μs", 0), ("Cores", None, 0),
+           ("DRAM", "GB/s", 0), ("DRAM %", "%", 1), ("FLOPs", "TFLOPs", 1), ("FLOPs %", "%", 1),
+           ("Math Fidelity", None, None)]
+
+
+def _fmt(v: object, unit: str | None, decimals: int | None) -> str:
+    if v is None:
+        return ""
+    text = f"{v:,.{decimals}f}" if decimals is not None and isinstance(v, (int, float)) else str(v)
+    return f"{text} {unit}" if unit else text
+
+
+def summary(table: PerfTable) -> dict:
+    """Counts and totals of the table: device / host ops and signposts, summed device time and op-to-op gaps."""
+    return {"run_id": table.run_id, "arch": table.arch, "worker_cores": table.worker_cores,
+            "devices_merged": table.merged, "device_ops": table.device_ops, "host_ops": table.host_ops,
+            "signposts": table.signposts,
+            "device_time_us": sum(r["Device Time"] or 0 for r in table.rows),
+            "op_to_op_us": sum(r["Op-to-Op Gap"] or 0 for r in table.rows)}
+
+
+def render(table: PerfTable, fmt: str) -> str:
+    """The table as ``table`` (terminal), ``md``, ``json`` or ``csv`` (tt-perf-report's --csv columns)."""
+    from warehouse import render as r
+
+    if fmt == "json":
+        return r.to_json({"summary": summary(table), "rows": table.rows})
+    if fmt == "csv":
+        return to_csv(table)
+    cols = [c for c, _, _ in VISIBLE]
+    rows = [[_fmt(row[c], u, d) for c, u, d in VISIBLE] for row in table.rows]
+    s = summary(table)
+    head = (f"run {table.run_id}: {s['device_ops']} device ops, {s['host_ops']} host ops, {s['signposts']} "
+            f"signposts; device time {s['device_time_us']:,.0f} μs, op-to-op {s['op_to_op_us']:,.0f} μs "
+            f"({table.arch}, {table.worker_cores} worker cores{', devices merged' if table.merged else ''})")
+    body = r.markdown(cols, rows) if fmt == "md" else r.table(cols, rows)
+    return f"{head}\n\n{body}"
+
+
+def _safe(v: object) -> object:
+    # A spreadsheet runs a cell starting with one of these as a formula (tt-perf-report escapes them too).
+    if isinstance(v, str) and v.startswith(("=", "+", "-", "@", "\t", "\r")):
+        return f"'{v}"
+    return "" if v is None else v
+
+
+def to_csv(table: PerfTable) -> str:
+    """tt-perf-report's ``--csv`` layout (``--no-advice --raw-op-codes``): every column, numbers in full."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(COLUMNS)
+    w.writerows([[_safe(row[c]) for c in COLUMNS] for row in table.rows])
+    return buf.getvalue()

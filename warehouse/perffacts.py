@@ -1,0 +1,391 @@
+"""What tt-perf-report knows about a device op that does not change from one call to the next.
+
+`warehouse perf` reproduces the per-op table of tt-perf-report 1.4.1 (Tenstorrent's own reader of these CSVs,
+Apache-2.0, `src/tt_perf_report/perf_report.py`). Its figures split in two:
+
+* **static facts** of an op (this module): op category, the matmul / conv problem size and hence the FLOPs and
+  DRAM bytes it must move, the datatypes and math fidelity, DRAM sharding. They depend only on the row's static
+  cells (shapes, memory, datatypes, attributes), so ingest computes them once per distinct static cell tuple and
+  interns them in ``perf_shape`` (cheap: a run has hundreds of distinct tuples, not one per op);
+* **timed figures** (:mod:`warehouse.perf`): device time, op-to-op gap, achieved GB/s and TFLOPs, % of peak,
+  Bound. They need the op's duration, so they are computed when read, by the ``op_perf`` view for SQL and by
+  :mod:`warehouse.perf` for the command (held equal by tests).
+
+The facts below (peaks, bandwidths, core counts, categories) are the public facts of tt-perf-report 1.4.1; the
+code is ours. Cells are read as pandas reads them there: the texts in :data:`NA_TEXTS` are missing values.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+# --- Facts (tt-perf-report 1.4.1, perf_report.py: ArchitectureSpec registrations) -------------------------------
+# name: (worker cores, cores of a DRAM-sharded matmul, DRAM GB/s, TFLOPs per core for HiFi4, HiFi3, HiFi2, LoFi).
+# Blackhole-family peaks are 4096 x 1.35 GHz per core divided by the fidelity phases (4, 3, 2, 1); Wormhole's are
+# its published chip peaks over 72 cores, HiFi3 derived as HiFi4 x 4/3.
+_WH_HIFI4 = 74 / 72
+_BH = 4096 * 1.35 / 1000
+_N1 = 4096 * 0.65 / 1000
+ARCHS: dict[str, tuple[int, int, float, float, float, float, float]] = {
+    "wormhole": (64, 12, 288.0, _WH_HIFI4, _WH_HIFI4 * 4 / 3, 148 / 72, 262 / 72),
+    "blackhole": (110, 8, 512.0, _BH / 4, _BH / 3, _BH / 2, _BH),
+    "blackhole_p100": (110, 7, 448.0, _BH / 4, _BH / 3, _BH / 2, _BH),
+    "bh20": (20, 8, 512.0, _BH / 4, _BH / 3, _BH / 2, _BH),
+    "n1": (20, 8, 120.0, _N1 / 4, _N1 / 3, _N1 / 2, _N1),
+}
+ARCH_ALIASES = {"wormhole_b0": "wormhole", "p100": "blackhole_p100", "p100a": "blackhole_p100",
+                "blackhole_p100a": "blackhole_p100", "p150": "blackhole", "p150a": "blackhole",
+                "p150b": "blackhole", "p150c": "blackhole", "blackhole_p150": "blackhole"}
+FIDELITIES = ("HiFi4", "HiFi3", "HiFi2", "LoFi")  # the order of the TFLOPs columns above
+DEFAULT_ARCH = "wormhole"  # tt-perf-report's default when a file names no DEVICE ARCH
+
+
+def normalize_arch(name: str | None) -> str | None:
+    """tt-perf-report's architecture name for a ``DEVICE ARCH`` cell (None: unknown to it)."""
+    n = (name or DEFAULT_ARCH).lower()
+    n = ARCH_ALIASES.get(n, n)
+    return n if n in ARCHS else None
+
+
+# Op categories (tt-perf-report 1.4.1, OPERATION_CATEGORIES): the first token of the op code, or the token
+# with "DeviceOperation" appended; host fallbacks carry "(torch)" anywhere in the op code.
+HOST_MARKER = "(torch)"
+_CATEGORIES = {
+    "Compute": "AllGatherMatmul RMSAllGather ScaledDotProductAttentionDecode SdpaDecode RotaryEmbeddingLlama "
+               "RotaryEmbedding SDPAOperation OptimizedConvNew Conv2d Matmul BinaryNg Binary Unary Pool2D UpSample "
+               "UpsampleOperation GroupNorm GridSample Accumulation LayerNorm ScaledDotProductAttention Reduce "
+               "FastReduceNC ArgMax Softmax Embeddings MinimalMatmulOp SparseMatmul IntImg GridSampleOperation "
+               "MoeGroupedTopk MaskedBincount OffsetCumsum UnifiedRoutedExpertFfn PostCombineReduce",
+    "DM": "PagedUpdateCacheDeviceOperation Move Copy InterleavedToSharded ShardedToInterleaved "
+          "InterleavedToShardedPartial ShardedToInterleavedPartial Halo Where CloneOperation Reshard",
+    "CCL": "AllGather AllGatherAsync AllGatherConcat ReduceScatter ReduceScatterMinimalAsync "
+           "ReduceScatterMinimalDirect StridedReduceScatterAsync LlamaReduceScatter DeepseekMoEReduceScatter "
+           "StridedAllGatherAsync SliceReshardAsync SelectiveReduceCombine ReduceToRootOp AllReduceAsync "
+           "AllToAllAsync AllToAllAsyncGeneric AllToAllDispatch AllToAllDispatchMetadata AllToAllCombine "
+           "AllBroadcast Broadcast SendAsync RecvAsync SendDirectAsync RecvDirectAsync Dispatch Combine",
+    "TM": "NLPCreateHeadsDecodeDeviceOperation NLPCreateQKVHeadsDecodeDeviceOperation "
+          "NLPConcatHeadsDecodeDeviceOperation Fold CreateQKVHeadsDeviceOperation ConcatenateHeads Reshape "
+          "ReshapeView Transpose Permute Slice PaddedSlice SliceWrite Concat Split Repeat TilizeWithValPadding "
+          "Tilize UntilizeWithUnpadding Untilize Typecast NLPConcatHeads NlpCreateHeads Ternary FillPad "
+          "PadDeviceOperation",
+}
+_CATEGORY_OF = {f"{op}{suffix}": cat for cat, ops in _CATEGORIES.items() for op in ops.split()
+                for suffix in ("", "DeviceOperation")}
+COLLECTIVE = ("AllGather", "ReduceScatter", "AllReduce")  # merged across devices by their mean duration
+
+# pandas' default missing-value texts: tt-perf-report reads the CSV with pandas, so these cells are NaN there.
+NA_TEXTS = frozenset(["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+                      "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"])
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+MAX_CORES = 1 << 20  # larger "core counts" are corrupt cells (tt-perf-report: MAX_PLAUSIBLE_CORE_COUNT)
+MAX_DIM = 1 << 32  # larger tensor dimensions are corrupt cells (MAX_PLAUSIBLE_TENSOR_DIM)
+_SHORT = {"FLOAT32": "FP32", "BFLOAT16": "BF16", "BFLOAT8_B": "BFP8", "BFLOAT4_B": "BFP4"}
+
+
+def category(op_code: str) -> str:
+    """tt-perf-report's op category: Compute, DM, CCL, TM, Host or Other."""
+    if HOST_MARKER in op_code:
+        return "Host"
+    tokens = op_code.split(maxsplit=1)
+    return _CATEGORY_OF.get(tokens[0], "Other") if tokens else "Other"
+
+
+def sanitize(text: str) -> str:
+    """Control characters dropped, as tt-perf-report does to every op code it prints."""
+    return _CONTROL.sub("", text)
+
+
+def finite(text: str | None) -> float | None:
+    """A cell as a finite float, or None (missing, not a number, infinite)."""
+    if text is None or text in NA_TEXTS:
+        return None
+    try:
+        v = float(text)
+    except ValueError:
+        return None
+    return v if math.isfinite(v) else None
+
+
+def whole(text: str | None) -> int | None:
+    """A cell holding a whole number, or None (a fraction is a corrupt cell, never truncated)."""
+    v = finite(text)
+    return int(v) if v is not None and v.is_integer() else None
+
+
+def core_count(text: str | None) -> int | None:
+    """A plausible core count, or None."""
+    v = whole(text)
+    return v if v is not None and 0 < v <= MAX_CORES else None
+
+
+def dim(text: str | None) -> int | None:
+    """A tensor dimension cell, ``physical[logical]`` or bare: the physical size, or None."""
+    if text is not None and "[" in text and "]" in text:
+        text = text.split("[")[0]
+    v = whole(text)
+    return v if v is not None and 0 < v <= MAX_DIM else None
+
+
+def device_id(text: str | None) -> int | None:
+    """A usable DEVICE ID: whole and not negative."""
+    v = whole(text)
+    return v if v is not None and v >= 0 else None
+
+
+def csv_format(header: list[str]) -> str:
+    """tt-perf-report's CSV era: ``v2.1`` (DEVICE ARCH / AVAILABLE WORKER CORE COUNT), ``v2`` (_PAD[LOGICAL]
+    shapes) or ``v1``."""
+    if "DEVICE ARCH" in header or "AVAILABLE WORKER CORE COUNT" in header:
+        return "v2.1"
+    return "v2" if any("_PAD[LOGICAL]" in h for h in header) else "v1"
+
+
+@dataclass(frozen=True)
+class PerfShape:
+    """The static facts of an op for the per-op analysis (one ``perf_shape`` row)."""
+
+    category: str
+    is_host: bool
+    label: str  # tt-perf-report's "OP Code": the op code, with the problem size / config of matmul, conv, halo
+    analysis: str  # full (matmul: DRAM and FLOPs), flops_only (conv), none
+    fidelity: str | None  # MATH FIDELITY, for the peak (matmul / conv only)
+    math_fidelity: str | None  # the "Math Fidelity" text: "HiFi2 BF16 x BFP8 => BF16" or "BF16, BF16 => BF16"
+    flop_count: float | None  # floating-point operations of one call
+    dram_bytes: float | None  # bytes a matmul moves from and to DRAM
+    dram_sharded: bool  # a DRAM-sharded matmul runs on the architecture's DRAM-interface cores
+    cores: int | None  # CORE COUNT, when plausible
+    available_cores: int | None  # AVAILABLE WORKER CORE COUNT, when plausible
+    sub_device: str | None  # SUB DEVICE ID
+    in0_dtype: str | None
+    in1_dtype: str | None
+    out_dtype: str | None
+    in0_memory: str | None
+    inner_block: int | None  # in0_block_w of the program config
+    subblock_h: int | None
+    subblock_w: int | None
+
+    def digest(self) -> bytes:
+        """The interning key: a hash of every fact."""
+        return hashlib.blake2b(json.dumps(asdict(self), sort_keys=True).encode(), digest_size=16).digest()
+
+
+def _attribute(attrs: str, name: str) -> str | None:
+    q = re.search(rf"['\"]{re.escape(name)}['\"]\s*:\s*['\"]([^'\"]+)['\"]", attrs)
+    if q:
+        return q.group(1)
+    u = re.search(rf"['\"]{re.escape(name)}['\"]\s*:\s*([^;,\}}\s]+)", attrs)
+    return u.group(1) if u else None
+
+
+def _int_attribute(attrs: str, name: str) -> int | None:
+    v = _attribute(attrs, name)
+    if v is None or v == "std::nullopt":
+        return None
+    try:
+        return int(v)
+    except ValueError:
+        return None
+
+
+def _bool_attribute(attrs: str, name: str, default: bool) -> bool:
+    v = _attribute(attrs, name)
+    return default if v is None else v.lower() == "true"
+
+
+def _dtype_size(dtype: str | None) -> float:
+    m = re.search(r"\d+", dtype or "")
+    return int(m.group()) / 8 if m else 4
+
+
+def _short(dtype: str | None, present: bool) -> str:
+    """A datatype's short name as tt-perf-report prints it inside a text ("nan" for an empty cell, "None" for a
+    column the file lacks)."""
+    if not present:
+        return "None"
+    return "nan" if dtype is None else _SHORT.get(dtype, dtype)
+
+
+class Analyzer:
+    """Computes :class:`PerfShape` for the rows of one file (one header)."""
+
+    def __init__(self, header: list[str]):
+        self.header = header
+        self.index = {h: i for i, h in enumerate(header)}  # the last of duplicate names, as pandas keeps
+        self.suffix = "" if csv_format(header) == "v1" else "_PAD[LOGICAL]"
+
+    def getter(self, cells: list[str] | tuple[str, ...]) -> Callable[[str], str | None]:
+        """``get(name)``: the raw cell of column ``name`` (None: missing value or column)."""
+        index = self.index
+
+        def get(name: str) -> str | None:
+            i = index.get(name)
+            if i is None or i >= len(cells):
+                return None
+            v = cells[i]
+            return None if v in NA_TEXTS else v
+        return get
+
+    def _dims(self, get: Callable[[str], str | None], tensor: str) -> list[int | None]:
+        return [dim(get(f"{tensor}_{d}{self.suffix}")) for d in "WZYX"]
+
+    def shape(self, cells: list[str] | tuple[str, ...], op_code: str) -> PerfShape:
+        """The static facts of an op row whose op code is ``op_code``."""
+        get = self.getter(cells)
+        code = sanitize(op_code)
+        attrs = get("ATTRIBUTES") or ""
+        dts = [get(c) for c in ("INPUT_0_DATATYPE", "INPUT_1_DATATYPE", "OUTPUT_0_DATATYPE")]
+        has = [c in self.index for c in ("INPUT_0_DATATYPE", "INPUT_1_DATATYPE", "OUTPUT_0_DATATYPE")]
+        in0, in1, out = dts
+        text = _short(in0, True) if in0 is not None else ""
+        text += f", {_short(in1, True)}" if in1 is not None else ""
+        text += f" => {_short(out, True)}" if out is not None else ""
+        math_fidelity: str | None = text.strip()
+        label, analysis, flop_count, dram_bytes, sharded = code, "none", None, None, False
+        cores = core_count(get("CORE COUNT"))
+        fidelity = get("MATH FIDELITY")
+        if "Matmul" in code:
+            analysis = "full"
+            size, flop_count, dram_bytes, sharded = self._matmul(get, attrs, op_code)
+            label = f"{code} {size}"
+        elif "OptimizedConvNew" in code or "Conv2d" in code:
+            analysis = "flops_only"
+            size, flop_count = self._conv(get, attrs)
+            label = f"{code} {size} {_conv_config(attrs)}"
+        elif "HaloDeviceOperation" in code:
+            label = f"{code} {_halo_config(attrs)}"
+        if analysis != "none":
+            # NaN is truthy in tt-perf-report: an empty MATH FIDELITY still prints ("nan ...")
+            math_fidelity = (f"{fidelity if fidelity is not None else 'nan'} {_short(in0, has[0])} x "
+                             f"{_short(in1, has[1])} => {_short(out, has[2])}").strip()
+        in0_mem = get("INPUT_0_MEMORY")
+        block = sub_h = sub_w = None
+        if "program_config" in attrs:
+            block, sub_h, sub_w = (int(m.group(1)) if (m := re.search(rf"{k}=(\d+)", attrs)) else None
+                                   for k in ("in0_block_w", "out_subblock_h", "out_subblock_w"))
+        sub = get("SUB DEVICE ID")
+        sub_text = None
+        if sub is not None and (s := sanitize(sub).strip()):
+            w = whole(s)
+            sub_text = s[:32] if w is None else str(w)
+        return PerfShape(category=category(code), is_host=HOST_MARKER in code, label=label, analysis=analysis,
+                         fidelity=fidelity if fidelity in FIDELITIES else None, math_fidelity=math_fidelity or None,
+                         flop_count=flop_count, dram_bytes=dram_bytes, dram_sharded=sharded, cores=cores,
+                         available_cores=core_count(get("AVAILABLE WORKER CORE COUNT")), sub_device=sub_text,
+                         in0_dtype=in0, in1_dtype=in1, out_dtype=out, in0_memory=in0_mem, inner_block=block,
+                         subblock_h=sub_h, subblock_w=sub_w)
+
+    def _matmul(self, get: Callable[[str], str | None], attrs: str, op_code: str
+                ) -> tuple[str, float | None, float | None, bool]:
+        """(size text, FLOPs of one call, DRAM bytes, DRAM-sharded) of a matmul (tt-perf-report: analyze_matmul)."""
+        sharded = "MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig" in attrs
+        a = self._dims(get, "INPUT_0")
+        b = self._dims(get, "INPUT_1")
+        o = self._dims(get, "OUTPUT_0")
+        dims = [d for d in a + b + o if d is not None]
+        if len(dims) != 12:
+            return "unknown shape", None, None, sharded
+        aw, az, ay, ax, bw, bz, by, bx, ow, oz, oy, ox = dims
+        m, k, n = ay, ax, bx
+        w, z = max(aw, bw), max(az, bz)
+        mem = [get(c) or "" for c in ("INPUT_0_MEMORY", "INPUT_1_MEMORY", "OUTPUT_0_MEMORY")]
+        sizes = [_dtype_size(get(c)) for c in ("INPUT_0_DATATYPE", "INPUT_1_DATATYPE", "OUTPUT_0_DATATYPE")]
+        if "SparseMatmul" in op_code:
+            active, dense = _sparse_batches(aw * az, bw * bz, attrs)
+            size = f"active={'?' if active is None else active}/{dense} x {m} x {k} x {n}"
+            if active is None:
+                return size, None, None, sharded
+            nbytes: float = 0
+            if "DRAM" in mem[0]:
+                nbytes += m * k * sizes[0] * active
+            if "DRAM" in mem[1]:
+                nbytes += k * n * sizes[1] * active
+            if "DRAM" in mem[2]:
+                nbytes += m * n * sizes[2] * active
+            return size, float(m * k * n * active * 2), nbytes, sharded
+        nbytes = 0
+        if "DRAM" in mem[0]:
+            nbytes += aw * ay * az * ax * sizes[0]
+        if "DRAM" in mem[1]:
+            nbytes += bw * by * bz * bx * sizes[1]
+        if "DRAM" in mem[2]:
+            nbytes += ow * oy * oz * ox * sizes[2]
+        batch = w * z
+        size = f"b={{{batch}}} x {m} x {k} x {n}" if batch > 1 else f"{m} x {k} x {n}"
+        return size, float(m * k * n * w * z * 2), nbytes, sharded
+
+    def _conv(self, get: Callable[[str], str | None], attrs: str) -> tuple[str, float | None]:
+        """(size text, FLOPs of one call) of a convolution (tt-perf-report: analyze_conv)."""
+        nhw = dim(get(f"OUTPUT_0_Y{self.suffix}"))
+        ch_in = dim(get(f"INPUT_0_X{self.suffix}"))
+        ch_out = dim(get(f"INPUT_1_X{self.suffix}"))
+        window = _window(attrs)
+        if nhw is None or ch_in is None or ch_out is None or window is None:
+            return "unknown shape", None
+        m, k, n = nhw, ch_in * window[0] * window[1], ch_out
+        return f"{m} x {k} x {n}", float(m * k * n * 2)
+
+
+def _sparse_batches(a_batch: int, b_batch: int, attrs: str) -> tuple[int | None, int]:
+    """(active batches, dense batches) of a sparse matmul whose inputs have ``a_batch`` and ``b_batch`` W x Z:
+    ``nnz`` when the attributes give it, else unknown (tt-perf-report's ``--active-experts`` is not an option
+    here)."""
+    a_sparse = _bool_attribute(attrs, "is_input_a_sparse", False)
+    b_sparse = _bool_attribute(attrs, "is_input_b_sparse", True)
+    if a_sparse and b_sparse:
+        dense = b_batch
+    elif a_sparse:
+        dense = (max(1, a_batch // b_batch) if b_batch else a_batch) * b_batch
+    else:
+        dense = a_batch * b_batch if b_sparse else max(a_batch, b_batch)
+    return _int_attribute(attrs, "nnz"), dense
+
+
+def _window(attrs: str) -> tuple[int, int] | None:
+    try:
+        parts = attrs.split("window_hw")[1].split("; ")[0][2:-1].split(";")
+    except IndexError:
+        return None
+    if len(parts) < 2:
+        return None
+    h, w = dim(parts[0]), dim(parts[1])
+    return None if h is None or w is None else (h, w)
+
+
+def _conv_config(attrs: str) -> str:
+    """tt-perf-report's "[ABH=...|...]" conv config text (a missing flag reads as set, as there)."""
+    def number(key: str) -> object:
+        try:
+            return int(attrs.split(key)[1][1:].split(";")[0])
+        except (IndexError, ValueError):
+            return "x"
+
+    def flag(key: str) -> object:
+        try:
+            return attrs.split(f"{key}': '")[1].split("'")[0] == "true"
+        except IndexError:
+            return "x"
+    text = f"[ABH={number('per_core_out_matrix_height_ntile')}|{number('act_block_h_ntiles')}"
+    if flag("enable_act_double_buffer"):
+        text += " ADB"
+    if flag("enable_split_reader"):
+        text += " SR"
+    return text + "]"
+
+
+def _halo_config(attrs: str) -> str:
+    """tt-perf-report's halo config text: window, stride, padding, dilation and memory layout."""
+    def pick(key: str, n: int) -> str:
+        try:
+            return ",".join(attrs.split(f"{key}=")[1].split(";")[0:n][0:n])
+        except IndexError:
+            return "x"
+    try:
+        layout = attrs.split("memory_layout=")[1].split(";")[0].split("::")[1]
+    except IndexError:
+        layout = "x"
+    return (f"w={pick('window_hw', 2)} s={pick('stride_hw', 2)} p={pick('padding', 4)} "
+            f"d={pick('dilation_hw', 2)} | {layout}")

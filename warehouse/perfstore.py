@@ -1,0 +1,97 @@
+"""Storing the per-op analysis facts: ``perf_shape`` rows interned per distinct static cell tuple, ``op.perf_shape_id``
+and ``run.perf_arch``. Ingest calls :class:`ShapeCache` row by row; migration 0006 calls :func:`backfill` for runs
+stored before it, from their cells (the same code, so both give the same facts)."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+from sqlalchemy import Connection, select, update
+
+from warehouse import dialect
+from warehouse import schema as t
+from warehouse.perffacts import DEFAULT_ARCH, Analyzer, PerfShape, csv_format, normalize_arch
+
+
+def perf_arch(header: list[str], first_arch: str | None) -> str | None:
+    """tt-perf-report's architecture for a file: the first DEVICE ARCH of a v2.1 file, else wormhole (None: a
+    name it does not know)."""
+    if csv_format(header) == "v2.1" and first_arch:
+        return normalize_arch(first_arch)
+    return DEFAULT_ARCH
+
+
+class ShapeCache:
+    """The perf shape digest of each row, computed once per distinct static cell tuple of a file; the shapes
+    met since the last :meth:`resolve` are inserted (or found) in bulk."""
+
+    MAX_CACHED = 20_000
+
+    def __init__(self, header: list[str]):
+        self.analyzer = Analyzer(header)
+        self.by_static: dict[tuple, bytes] = {}
+        self.ids: dict[bytes, int] = {}
+        self.pending: dict[bytes, PerfShape] = {}
+
+    def digest(self, static_key: tuple, cells: list[str], op_code: str) -> bytes:
+        """The digest of the row's shape (``static_key`` holds the row's static cells, op code included)."""
+        d = self.by_static.get(static_key)
+        if d is None:
+            shape = self.analyzer.shape(cells, op_code)
+            d = self.by_static[static_key] = shape.digest()
+            if d not in self.ids:
+                self.pending[d] = shape
+        return d
+
+    def resolve(self, conn: Connection) -> None:
+        """Give every pending shape its ``perf_shape`` id (inserting the new ones, in digest order)."""
+        if not self.pending:
+            return
+        keys = sorted(self.pending)
+        c = t.perf_shape.c
+        for k in range(0, len(keys), 500):
+            part = keys[k:k + 500]
+            self.ids.update(conn.execute(select(c.digest, c.id).where(c.digest.in_(part))).all())
+            missing = [d for d in part if d not in self.ids]
+            if missing:
+                conn.execute(dialect.insert_ignore(conn, t.perf_shape),
+                             [{"digest": d, **asdict(self.pending[d])} for d in missing])
+                self.ids.update(conn.execute(select(c.digest, c.id).where(c.digest.in_(missing))).all())
+        self.pending.clear()
+
+    def trim(self) -> None:
+        """Bound the caches (after a chunk's rows have taken their ids)."""
+        if len(self.by_static) > self.MAX_CACHED:
+            self.by_static.clear()
+        if len(self.ids) > self.MAX_CACHED:
+            self.ids.clear()
+
+
+def backfill(conn: Connection) -> None:
+    """Shapes and architecture for every stored run that lacks them (migration 0006), from the stored cells."""
+    from warehouse.export import iter_numbered_rows
+
+    runs = conn.execute(select(t.run.c.id, t.run.c.columns, t.run.c.static_columns, t.run.c.name_column)
+                        .where(t.run.c.perf_arch.is_(None))).all()
+    for run_id, columns, static_columns, name_column in runs:
+        header = json.loads(columns)
+        static_idx = json.loads(static_columns)
+        ops = set(conn.execute(select(t.op.c.row_no).where(t.op.c.run_id == run_id)).scalars())
+        cache = ShapeCache(header)
+        name_i = len(header) - 1 - header[::-1].index(name_column)
+        arch_i = (len(header) - 1 - header[::-1].index("DEVICE ARCH")) if "DEVICE ARCH" in header else None
+        first_arch = None
+        rows_of: dict[bytes, list[int]] = {}
+        for row_no, cells in iter_numbered_rows(conn, run_id, len(header), static_idx):
+            if row_no not in ops:
+                continue
+            if first_arch is None and arch_i is not None:
+                first_arch = cells[arch_i].strip() or None
+            key = tuple(cells[i] for i in static_idx)
+            rows_of.setdefault(cache.digest(key, cells, cells[name_i]), []).append(row_no)
+        cache.resolve(conn)
+        for d, row_nos in rows_of.items():
+            for k in range(0, len(row_nos), 500):
+                conn.execute(update(t.op).where(t.op.c.run_id == run_id, t.op.c.row_no.in_(row_nos[k:k + 500]))
+                             .values(perf_shape_id=cache.ids[d]))
+        conn.execute(update(t.run).where(t.run.c.id == run_id).values(perf_arch=perf_arch(header, first_arch)))
