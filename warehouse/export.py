@@ -6,10 +6,10 @@ import json
 from typing import IO
 from collections.abc import Iterator
 
-from sqlalchemy import Connection, Engine, select
+from sqlalchemy import Connection, Engine, bindparam, select
 
 from warehouse import schema as t
-from warehouse.csvfile import decode_inline, write_rows
+from warehouse.csvfile import decode_volatile, write_rows
 from warehouse.errors import NotFound
 
 
@@ -62,10 +62,35 @@ def iter_numbered_rows(conn: Connection, run_id: int, width: int, static_idx: li
             row = [""] * width
             for i, v in zip(static_idx, tuples.cache[static_id]):
                 row[i] = v
-            for i, v in zip(volatile_idx, decode_inline(cells, nv)):
+            for i, v in zip(volatile_idx, decode_volatile(cells, nv)):
                 row[i] = v
             yield row_no, row
         last = rows[-1][0]
+
+
+def reencode_cells(conn: Connection, to_json: bool) -> None:
+    """Convert every run's volatile cells between the JSON arrays of revision 0006 and the unit-separated text
+    before it (migration 0006, both ways)."""
+    from warehouse.csvfile import decode_inline, encode_inline, encode_volatile
+
+    c = t.row_cells.c
+    for run_id, static_columns, columns in conn.execute(select(t.run.c.id, t.run.c.static_columns,
+                                                               t.run.c.columns)).all():
+        nv = len(json.loads(columns)) - len(json.loads(static_columns))
+        last = -1
+        while True:
+            rows = conn.execute(select(c.row_no, c.cells).where(c.run_id == run_id, c.row_no > last)
+                                .order_by(c.row_no).limit(5000)).all()
+            if not rows:
+                break
+            if to_json:
+                new = encode_volatile([decode_inline(cells, nv) for _, cells in rows])
+            else:
+                new = [encode_inline(decode_volatile(cells, nv)) for _, cells in rows]
+            conn.execute(t.row_cells.update().where(c.run_id == bindparam("r"), c.row_no == bindparam("n"))
+                         .values(cells=bindparam("v")),
+                         [{"r": run_id, "n": n, "v": v} for (n, _), v in zip(rows, new)])
+            last = rows[-1][0]
 
 
 def export_run(engine: Engine, run_id: int, out: IO[bytes]) -> int:

@@ -22,7 +22,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from warehouse import dialect
 from warehouse import schema as t
 from warehouse.categories import category, is_compute
-from warehouse.csvfile import (LONG_TEXT, CsvReader, FileScan, Layout, cells_getter, digest, encode_inline,
+from warehouse.csvfile import (LONG_TEXT, CsvReader, FileScan, Layout, cells_getter, digest, encode_volatile,
                                scan_file)
 from warehouse.db import write_tx
 from warehouse.devicelog import resolve_freq
@@ -30,7 +30,7 @@ from warehouse.errors import InputError, UsageError, WarehouseError
 from warehouse.files import DEFAULT_GLOB, open_regular, shown
 from warehouse import history
 from warehouse.history import HistoryTracker, own
-from warehouse.perfstore import ShapeCache, perf_arch
+from warehouse.perfstore import ShapeCache, column_rows, perf_arch
 from warehouse.rollups import build_rollups
 from warehouse.signposts import Attribution, SectionSpan
 
@@ -389,8 +389,7 @@ class _FileIngest:
         msg = cells[c.attributes].strip() if c.attributes is not None else ""
         host = _int(cells[c.host_start]) if c.host_start is not None else None
         self.signposts.append((self.run_id, row_no, name, msg or None, host, ev.kind))
-        self.cells_rows.append((self.run_id, row_no, self.intern.tuple_key(cells),
-                                encode_inline(self._volatile(cells))))
+        self.cells_rows.append((self.run_id, row_no, self.intern.tuple_key(cells), self._volatile(cells)))
         self.n_signposts += 1
 
     def _op(self, row_no: int, cells: list[str]) -> None:
@@ -398,7 +397,7 @@ class _FileIngest:
         code_id = self.intern.op_code(cells[self.cells.name])
         static_key = self.intern.tuple_key(cells)
         shape = self.shapes.digest(static_key, cells, cells[self.cells.name])
-        self.cells_rows.append((self.run_id, row_no, static_key, encode_inline(self._volatile(cells))))
+        self.cells_rows.append((self.run_id, row_no, static_key, self._volatile(cells)))
         cells.append("")  # the cell that columns missing from this file read (see _Cells)
         sec = a.section
         p: int | None
@@ -440,7 +439,9 @@ class _FileIngest:
         if self.cells_rows:
             self.intern.resolve_pending()
             ids = self.intern.tuples
-            self.conn.exec_driver_sql(self._cells_sql, [(r, n, ids[k], c) for r, n, k, c in self.cells_rows])
+            encoded = encode_volatile([c for _, _, _, c in self.cells_rows])
+            self.conn.exec_driver_sql(self._cells_sql, [(r, n, ids[k], e) for (r, n, k, _), e
+                                                        in zip(self.cells_rows, encoded)])
             self.cells_rows = []
             self.intern.trim()
 
@@ -546,6 +547,7 @@ def _ingest_once(engine: Engine, path: Path, scan: FileScan, sha: str, meta: dic
         run_id = conn.execute(t.run.insert().values(**values).returning(t.run.c.id)).scalar_one()
         if tags:
             conn.execute(t.run_tag.insert(), [{"run_id": run_id, "key": k, "value": v} for k, v in tags.items()])
+        conn.execute(t.run_column.insert(), column_rows(run_id, lay.header, lay.static_idx))
         job = _FileIngest(conn, reader, run_id)
         try:
             same = job.run(progress)

@@ -167,10 +167,30 @@ class PerfShape:
     inner_block: int | None  # in0_block_w of the program config
     subblock_h: int | None
     subblock_w: int | None
+    # every input / output tensor with a cell: (io, idx, w, z, y, x, w_pad, z_pad, y_pad, x_pad, layout, datatype,
+    # memory); the perf_tensor rows
+    tensors: tuple = ()
 
     def digest(self) -> bytes:
         """The interning key: a hash of every fact."""
         return hashlib.blake2b(json.dumps(asdict(self), sort_keys=True).encode(), digest_size=16).digest()
+
+
+_TENSOR_COLUMN = re.compile(r"(INPUT|OUTPUT)_(\d+)_(W|Z|Y|X|LAYOUT|DATATYPE|MEMORY)(_PAD\[LOGICAL\])?")
+_DIM_PAIR = re.compile(r"(\d+)(?:\[(\d+)\])?")
+_MAX_STORED_DIM = (1 << 63) - 1
+
+
+def _dim_pair(text: str) -> tuple[int | None, int | None]:
+    """'32[16]' -> (32, 16); '7' -> (7, 7); anything else (None, None)."""
+    m = _DIM_PAIR.fullmatch(text)
+    if not m:
+        return None, None
+    pad = int(m.group(1))
+    logical = int(m.group(2)) if m.group(2) else pad
+    if pad > _MAX_STORED_DIM or logical > _MAX_STORED_DIM:  # a 64-bit column; a corrupt cell is no dimension
+        return None, None
+    return pad, logical
 
 
 def _attribute(attrs: str, name: str) -> str | None:
@@ -216,6 +236,31 @@ class Analyzer:
         self.header = header
         self.index = {h: i for i, h in enumerate(header)}  # the last of duplicate names, as pandas keeps
         self.suffix = "" if csv_format(header) == "v1" else "_PAD[LOGICAL]"
+        # (io, idx) -> field -> column index; a field is W..X (plain), W_PAD..X_PAD (padded[logical]) or a text
+        self.tensor_cols: dict[tuple[str, int], dict[str, int]] = {}
+        for name, i in self.index.items():
+            m = _TENSOR_COLUMN.fullmatch(name)
+            if m:
+                field = m.group(3) + ("_PAD" if m.group(4) else "")
+                self.tensor_cols.setdefault((m.group(1).lower(), int(m.group(2))), {})[field] = i
+
+    def tensors(self, cells: list[str] | tuple[str, ...]) -> tuple:
+        """The input / output tensor descriptors of a row (tensors with no cell at all are left out)."""
+        out = []
+        for (io, idx), cols in sorted(self.tensor_cols.items()):
+            vals = {f: cells[i].strip() for f, i in cols.items() if i < len(cells)}
+            if not any(vals.values()):
+                continue
+            dims, pads = [], []
+            for d in "WZYX":
+                pad, logical = _dim_pair(vals.get(f"{d}_PAD", ""))
+                if pad is None:
+                    pad = logical = _dim_pair(vals.get(d, ""))[0]
+                dims.append(logical)
+                pads.append(pad)
+            out.append((io, idx, *dims, *pads, vals.get("LAYOUT") or None, vals.get("DATATYPE") or None,
+                        vals.get("MEMORY") or None))
+        return tuple(out)
 
     def getter(self, cells: list[str] | tuple[str, ...]) -> Callable[[str], str | None]:
         """``get(name)``: the raw cell of column ``name`` (None: missing value or column)."""
@@ -276,7 +321,7 @@ class Analyzer:
                          flop_count=flop_count, dram_bytes=dram_bytes, dram_sharded=sharded, cores=cores,
                          available_cores=core_count(get("AVAILABLE WORKER CORE COUNT")), sub_device=sub_text,
                          in0_dtype=in0, in1_dtype=in1, out_dtype=out, in0_memory=in0_mem, inner_block=block,
-                         subblock_h=sub_h, subblock_w=sub_w)
+                         subblock_h=sub_h, subblock_w=sub_w, tensors=self.tensors(cells))
 
     def _matmul(self, get: Callable[[str], str | None], attrs: str, op_code: str
                 ) -> tuple[str, float | None, float | None, bool]:

@@ -21,6 +21,23 @@ def perf_arch(header: list[str], first_arch: str | None) -> str | None:
     return DEFAULT_ARCH
 
 
+_TENSOR_KEYS = ["io", "idx", "w", "z", "y", "x", "w_pad", "z_pad", "y_pad", "x_pad", "layout", "datatype", "memory"]
+
+
+def _columns(shape: PerfShape) -> dict:
+    cols = asdict(shape)
+    del cols["tensors"]  # rows of perf_tensor
+    return cols
+
+
+def column_rows(run_id: int, header: list[str], static_idx: list[int]) -> list[dict]:
+    """The run_column rows of a run: each header position's name, kind and slot."""
+    static = {i: k for k, i in enumerate(static_idx)}
+    volatile = {i: k for k, i in enumerate(i for i in range(len(header)) if i not in static)}
+    return [{"run_id": run_id, "position": i, "name": name, "kind": "static" if i in static else "volatile",
+             "slot": static[i] if i in static else volatile[i]} for i, name in enumerate(header)]
+
+
 class ShapeCache:
     """The perf shape digest of each row, computed once per distinct static cell tuple of a file; the shapes
     met since the last :meth:`resolve` are inserted (or found) in bulk."""
@@ -55,8 +72,14 @@ class ShapeCache:
             missing = [d for d in part if d not in self.ids]
             if missing:
                 conn.execute(dialect.insert_ignore(conn, t.perf_shape),
-                             [{"digest": d, **asdict(self.pending[d])} for d in missing])
+                             [{"digest": d, **_columns(self.pending[d])} for d in missing])
                 self.ids.update(conn.execute(select(c.digest, c.id).where(c.digest.in_(missing))).all())
+            # Tensors of every shape met (not only the new ones): where interning commits apart, a process
+            # stopped between the two inserts leaves a shape without tensors, and the next ingest completes it.
+            tensors = [{"perf_shape_id": self.ids[d], **dict(zip(_TENSOR_KEYS, tensor))}
+                       for d in part for tensor in self.pending[d].tensors]
+            if tensors:
+                conn.execute(dialect.insert_ignore(conn, t.perf_tensor), tensors)
         self.pending.clear()
 
     def trim(self) -> None:
@@ -95,3 +118,5 @@ def backfill(conn: Connection) -> None:
                 conn.execute(update(t.op).where(t.op.c.run_id == run_id, t.op.c.row_no.in_(row_nos[k:k + 500]))
                              .values(perf_shape_id=cache.ids[d]))
         conn.execute(update(t.run).where(t.run.c.id == run_id).values(perf_arch=perf_arch(header, first_arch)))
+        conn.execute(t.run_column.delete().where(t.run_column.c.run_id == run_id))
+        conn.execute(t.run_column.insert(), column_rows(run_id, header, static_idx))

@@ -114,6 +114,17 @@ op_code = Table(
     Column("is_compute", Boolean, nullable=False, comment="conv / matmul: compute in the layer cost split"),
 )
 
+# Where each CSV column of a run is stored: the view csv_cell reads every cell by its column name through it.
+run_column = Table(
+    "run_column", metadata,
+    Column("run_id", Id, ForeignKey("run.id", ondelete="CASCADE"), primary_key=True),
+    Column("position", Integer, primary_key=True, comment="0-based index in the header"),
+    Column("name", Text, nullable=False, comment="the CSV column name"),
+    Column("kind", String(8), nullable=False, comment="static (in cell_tuple) | volatile (in row_cells)"),
+    Column("slot", Integer, nullable=False, comment="index in the cell tuple or in the volatile array"),
+)
+Index("ix_run_column_name", run_column.c.name, run_column.c.run_id)
+
 # The static facts of ops for tt-perf-report's per-op analysis (warehouse.perffacts.PerfShape), interned.
 perf_shape = Table(
     "perf_shape", metadata,
@@ -138,6 +149,19 @@ perf_shape = Table(
     Column("inner_block", Integer, nullable=True, comment="in0_block_w of the program config"),
     Column("subblock_h", Integer, nullable=True),
     Column("subblock_w", Integer, nullable=True),
+)
+
+# The input / output tensors of an interned perf_shape (static cells: the same for every call of a program).
+perf_tensor = Table(
+    "perf_tensor", metadata,
+    Column("perf_shape_id", Id, ForeignKey("perf_shape.id", ondelete="CASCADE"), primary_key=True),
+    Column("io", String(8), primary_key=True, comment="input | output"),
+    Column("idx", Integer, primary_key=True, comment="the N of INPUT_N / OUTPUT_N"),
+    *[Column(d, BigInteger, nullable=True, comment=f"logical {d.upper()}") for d in "wzyx"],
+    *[Column(f"{d}_pad", BigInteger, nullable=True, comment=f"padded {d.upper()}") for d in "wzyx"],
+    Column("layout", Text, nullable=True),
+    Column("datatype", Text, nullable=True),
+    Column("memory", Text, nullable=True),
 )
 
 signpost = Table(
@@ -203,7 +227,8 @@ row_cells = Table(
     Column("run_id", Id, ForeignKey("run.id", ondelete="CASCADE"), primary_key=True),
     Column("row_no", Integer, primary_key=True),
     Column("static_id", Id, ForeignKey("cell_tuple.id"), nullable=False),
-    Column("cells", Text, nullable=False, comment="the volatile cells, unit-separated (JSON when needed)"),
+    Column("cells", Text, nullable=False,
+           comment="the volatile cells, a JSON array (numbers bare; trailing empty cells left out)"),
     sqlite_with_rowid=False,
 )
 Index("ix_op_section_pos", op.c.section_id, op.c.pos)
@@ -245,6 +270,9 @@ TABLE_DOCS = {
               "their spread over replays (what history reads)",
     "perf_shape": "the static facts of ops for the per-op analysis (category, problem size, FLOPs and DRAM bytes "
                   "of one call, datatypes, fidelity), stored once, shared by ops and runs",
+    "run_column": "per run, each CSV column's name and where its cells are stored (view csv_cell reads them)",
+    "perf_tensor": "the input / output tensors of a perf_shape: W, Z, Y, X logical and padded, layout, datatype, "
+                   "memory",
     "row_cells": "every row's cells for export: a `cell_tuple` id and the volatile cells (durations, cycles...)",
     "cell_tuple": "the static cells of rows (attributes, shapes, memory...), stored once, shared by rows and runs",
     "text_value": "long strings inside cell tuples (ATTRIBUTES, kernel sources), stored once",

@@ -12,6 +12,8 @@ statement, with a statement timeout. The real guard for a shared server is a SEL
 """
 from __future__ import annotations
 
+import re
+
 import sqlite3
 from typing import Any
 
@@ -80,6 +82,9 @@ def refused(what: str) -> UsageError:
     return UsageError(f"`warehouse sql` runs one read-only SELECT over the warehouse; refused: {what}")
 
 
+_BIND = re.compile(r"(?<![:\w]):\w+")
+
+
 def check_postgres(sql: str) -> bool:
     """Refuse anything but one SELECT over the warehouse's relations (see the module docstring). Returns
     whether the statement can be read through a server-side cursor (a SELECT can, an EXPLAIN cannot)."""
@@ -91,7 +96,8 @@ def check_postgres(sql: str) -> bool:
         raise UsageError("`warehouse sql` on PostgreSQL needs pglast to check statements: "
                          "pip install 'tt-profile-warehouse[postgres]'") from None
     try:
-        stmts = pglast.parse_sql(sql)
+        # `:name` bind parameters (the Python API's) are not PostgreSQL syntax; `$n` is, and means the same here
+        stmts = pglast.parse_sql(_BIND.sub("$1", sql))
     except pglast.parser.ParseError as e:
         raise UsageError(f"SQL error: {e}") from None
     if len(stmts) != 1:

@@ -18,6 +18,45 @@ from sqlalchemy import Connection, inspect, text
 from warehouse.measures import LAYER_KEY  # one definition of the keys
 from warehouse.perf import op_perf_view_sql
 
+# Reading a cell of a JSON array: the one thing the views say differently on each back end.
+_CELL_SQL = {
+    "sqlite": """
+CREATE VIEW csv_cell AS
+WITH c AS (
+  SELECT rc.run_id, rc.row_no, k.name AS column_name, k.position, k.kind, rc.cells AS v, t.cells AS s,
+         '$[' || k.slot || ']' AS p
+  FROM row_cells rc JOIN run_column k ON k.run_id = rc.run_id JOIN cell_tuple t ON t.id = rc.static_id),
+d AS (
+  SELECT run_id, row_no, column_name, position,
+         CASE WHEN kind = 'volatile' THEN
+                CASE WHEN json_type(v, p) IN ('integer', 'real') THEN v -> p ELSE json_extract(v, p) END
+              WHEN json_type(s, p) = 'integer'
+                THEN (SELECT x.value FROM text_value x WHERE x.id = json_extract(s, p))
+              ELSE json_extract(s, p) END AS value,
+         CASE WHEN kind = 'volatile' AND json_type(v, p) IN ('integer', 'real')
+              THEN CAST(json_extract(v, p) AS REAL) END AS num
+  FROM c)
+SELECT run_id, row_no, column_name, position, COALESCE(value, '') AS value,
+       CASE WHEN num IS NOT NULL THEN num
+            WHEN TRIM(value) GLOB '*[0-9]*' AND TRIM(value) NOT GLOB '*[^0-9.eE+-]*' THEN CAST(TRIM(value) AS REAL)
+       END AS number
+FROM d""",
+    "postgresql": r"""
+CREATE VIEW csv_cell AS
+WITH c AS (
+  SELECT rc.run_id, rc.row_no, k.name AS column_name, k.position,
+         CASE WHEN k.kind = 'volatile' THEN rc.cells::json ->> k.slot
+              WHEN json_typeof(t.cells::json -> k.slot) = 'number'
+                THEN (SELECT v.value FROM text_value v WHERE v.id = (t.cells::json ->> k.slot)::bigint)
+              ELSE t.cells::json ->> k.slot END AS value
+  FROM row_cells rc JOIN run_column k ON k.run_id = rc.run_id JOIN cell_tuple t ON t.id = rc.static_id)
+SELECT run_id, row_no, column_name, position, COALESCE(value, '') AS value,
+       CASE WHEN value ~ '^\s*[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?\s*$'
+            THEN CAST(value AS DOUBLE PRECISION) END AS number
+FROM c""",
+}
+
+
 
 def _median(name: str, value: str, where: str) -> str:
     # Portable median: the middle row, or the mean of the two middle rows (statistics.median). Both windows
@@ -76,7 +115,7 @@ FROM series WHERE grouping = 'section' AND device >= 0"""))
 
 
 # (name, one line for the README, SQL), in creation order: a view may read only the views above it.
-VIEWS: list[tuple[str, str, str]] = [
+VIEWS: list[tuple[str, str, str | dict[str, str]]] = [
     ("op_detail", "every op with its run, section, op code, category and times in us (gap 0 for a section's "
                   "first op)", """
 CREATE VIEW op_detail AS
@@ -179,6 +218,14 @@ CREATE VIEW perf_series AS
 SELECT p.run_id, i.run_time, i.label, p.identity, p.device, p.op_code, p.category, p.bound, p.flops_pct,
        p.dram_pct, p.tflops, p.dram_gbs, p.device_time_us, p.op2op_us, p.cores, p.math_fidelity
 FROM op_perf p JOIN run_info i ON i.run_id = p.run_id"""),
+    ("csv_cell", "every cell of every stored row (ops and signposts) by its CSV column name: the text as in the "
+                 "file and, when the whole cell is a number, the number", _CELL_SQL),
+    ("op_tensor", "every op's input / output tensors (static cells): W, Z, Y, X logical and padded, layout, "
+                  "datatype, memory", """
+CREATE VIEW op_tensor AS
+SELECT o.run_id, o.row_no, o.device_id AS device, p.io, p.idx, p.w, p.z, p.y, p.x, p.w_pad, p.z_pad, p.y_pad,
+       p.x_pad, p.layout, p.datatype, p.memory
+FROM op o JOIN perf_tensor p ON p.perf_shape_id = o.perf_shape_id"""),
     ("op_identity", "every op with its identity across runs: section / block / layer / op code #occurrence", """
 CREATE VIEW op_identity AS
 SELECT d.run_id, i.run_time, i.label, d.section, d.block, d.layer, d.op_code, d.occurrence,
@@ -193,7 +240,13 @@ VIEW_NAMES: list[str] = [name for name, _, _ in VIEWS]
 
 # A fingerprint of the view definitions, kept in the database as a one-row view: a warehouse at head whose
 # views came from another version of this module gets them recreated on open (see db.open_db).
-VIEWS_HASH = hashlib.sha256("\n".join(sql for _, _, sql in VIEWS).encode()).hexdigest()[:16]
+VIEWS_HASH = hashlib.sha256("\n".join(v if isinstance(v, str) else "\n".join(v.values())
+                                      for _, _, v in VIEWS).encode()).hexdigest()[:16]
+
+
+def view_sql(sql: str | dict[str, str], dialect: str) -> str:
+    """A view's CREATE statement for a back end (most are the same on both)."""
+    return sql if isinstance(sql, str) else sql[dialect]
 _STAMP = "warehouse_views"
 
 
@@ -207,7 +260,7 @@ def create_views(conn: Connection) -> None:
     """Create every view (the schema must be at head); on PostgreSQL, tables and views get their one-line docs
     as comments (psql's \\d+ and other tools show them)."""
     for _, _, sql in VIEWS:
-        conn.execute(text(sql))
+        conn.execute(text(view_sql(sql, conn.dialect.name)))
     conn.execute(text(f"CREATE VIEW {_STAMP} AS SELECT '{VIEWS_HASH}' AS hash"))
     if conn.dialect.name == "postgresql":
         from warehouse.schema import TABLE_DOCS

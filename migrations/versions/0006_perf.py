@@ -1,7 +1,9 @@
-"""perf: the static facts of ops for tt-perf-report's per-op analysis (`warehouse perf`, view op_perf)
+"""perf and every column: the static facts of ops for tt-perf-report's per-op analysis, every cell readable by SQL
 
-Adds the interned perf_shape table, op.perf_shape_id and run.perf_arch. Existing runs get them here, computed from
-their stored cells by the same code as ingest (warehouse.perfstore.backfill).
+Adds the interned perf_shape table (with its perf_tensor rows), op.perf_shape_id, run.perf_arch and run_column,
+and stores the volatile cells of row_cells as JSON arrays (SQL reads them: view csv_cell). Existing runs are
+converted and get their facts here, from their stored cells, by the same code as ingest
+(warehouse.perfstore.backfill).
 
 Revision ID: 0006
 Revises: 0005
@@ -48,6 +50,34 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_perf_shape")),
         sa.UniqueConstraint("digest", name=op.f("uq_perf_shape_digest")),
     )
+    op.create_table(
+        "perf_tensor",
+        sa.Column("perf_shape_id", Id, nullable=False),
+        sa.Column("io", sa.String(8), nullable=False, comment="input | output"),
+        sa.Column("idx", sa.Integer(), nullable=False, comment="the N of INPUT_N / OUTPUT_N"),
+        *[sa.Column(d, sa.BigInteger(), nullable=True, comment=f"logical {d.upper()}") for d in "wzyx"],
+        *[sa.Column(f"{d}_pad", sa.BigInteger(), nullable=True, comment=f"padded {d.upper()}") for d in "wzyx"],
+        sa.Column("layout", sa.Text(), nullable=True),
+        sa.Column("datatype", sa.Text(), nullable=True),
+        sa.Column("memory", sa.Text(), nullable=True),
+        sa.ForeignKeyConstraint(["perf_shape_id"], ["perf_shape.id"], name=op.f("fk_perf_tensor_perf_shape_id_perf_shape"),
+                                ondelete="CASCADE"),
+        sa.PrimaryKeyConstraint("perf_shape_id", "io", "idx", name=op.f("pk_perf_tensor")),
+    )
+    op.create_table(
+        "run_column",
+        sa.Column("run_id", Id, nullable=False),
+        sa.Column("position", sa.Integer(), nullable=False, comment="0-based index in the header"),
+        sa.Column("name", sa.Text(), nullable=False, comment="the CSV column name"),
+        sa.Column("kind", sa.String(8), nullable=False, comment="static (in cell_tuple) | volatile (in row_cells)"),
+        sa.Column("slot", sa.Integer(), nullable=False, comment="index in the cell tuple or in the volatile array"),
+        sa.ForeignKeyConstraint(["run_id"], ["run.id"], name=op.f("fk_run_column_run_id_run"), ondelete="CASCADE"),
+        sa.PrimaryKeyConstraint("run_id", "position", name=op.f("pk_run_column")),
+    )
+    op.create_index("ix_run_column_name", "run_column", ["name", "run_id"])
+    with op.batch_alter_table("row_cells") as b:
+        b.alter_column("cells", existing_type=sa.Text(), existing_nullable=False,
+                       comment="the volatile cells, a JSON array (numbers bare; trailing empty cells left out)")
     with op.batch_alter_table("op") as b:
         b.add_column(sa.Column("perf_shape_id", Id, nullable=True,
                                comment="the op's static facts for the per-op analysis (view op_perf)"))
@@ -56,12 +86,23 @@ def upgrade() -> None:
         b.add_column(sa.Column("perf_arch", sa.Text(), nullable=True,
                                comment="tt-perf-report's architecture for `warehouse perf` (NULL: one it does not "
                                        "know)"))
+    from warehouse.export import reencode_cells
     from warehouse.perfstore import backfill
 
+    reencode_cells(op.get_bind(), to_json=True)
     backfill(op.get_bind())
 
 
 def downgrade() -> None:
+    from warehouse.export import reencode_cells
+
+    reencode_cells(op.get_bind(), to_json=False)
+    with op.batch_alter_table("row_cells") as b:
+        b.alter_column("cells", existing_type=sa.Text(), existing_nullable=False,
+                       comment="the volatile cells, unit-separated (JSON when needed)")
+    op.drop_index("ix_run_column_name", table_name="run_column")
+    op.drop_table("run_column")
+    op.drop_table("perf_tensor")
     with op.batch_alter_table("run") as b:
         b.drop_column("perf_arch")
     with op.batch_alter_table("op") as b:
