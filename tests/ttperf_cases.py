@@ -7,6 +7,8 @@ tt-perf-report 1.4.1 on each to make its golden CSV in ``tests/golden/ttperf/``.
   missing one op; signposts once.
 - ``dlv3_resaved``: re-saved through pandas: LF line ends, integers as ``175104.0``, some negative op-to-op
   latencies (two beyond -1 ms: implausible durations), one empty kernel duration.
+- ``segenc_2dev``: the oldest era (plain ``INPUT_0_W`` shapes, no DEVICE ARCH) on 2 devices, with its host
+  fallback ops (no device: never merged) between them.
 - ``clip_wormhole``: a Wormhole capture (``DEVICE ARCH`` wormhole_b0: other peaks and DRAM bandwidth), some
   matmuls DRAM-sharded, math fidelities varied.
 """
@@ -60,6 +62,25 @@ def oft2025_8dev(dst: Path) -> Path:
     return _write(dst / "ops_perf_results_2025_11_02_01_00_00.csv", cols, out)
 
 
+def segenc_2dev(dst: Path) -> Path:
+    cols, rows = _read("ttnnvis__ops_perf_results_SEG_ENCODER_2024_10_04_01_36_08")
+    rng = random.Random(2)
+    out = []
+    for i, r in enumerate(rows[:400]):
+        if r["OP TYPE"] != "tt_dnn_device":
+            out.append(r)
+            continue
+        for dev in range(2):
+            x = dict(r)
+            x["DEVICE ID"] = str(dev)
+            x["GLOBAL CALL COUNT"] = str(i * 1024 + dev)
+            k = x["DEVICE KERNEL DURATION [ns]"]
+            if k:
+                x["DEVICE KERNEL DURATION [ns]"] = str(int(float(k) * rng.uniform(0.9, 1.1)))
+            out.append(x)
+    return _write(dst / "ops_perf_results_2024_11_05_01_00_00.csv", cols, out)
+
+
 def dlv3_resaved(dst: Path) -> Path:
     cols, rows = _read("ttperfreport__bh_p100_dlv3")
     for i, r in enumerate(rows):
@@ -89,4 +110,5 @@ def clip_wormhole(dst: Path) -> Path:
     return _write(dst / "ops_perf_results_2025_11_04_01_00_00.csv", cols, rows)
 
 
-BUILDERS = {"oft2025_8dev": oft2025_8dev, "dlv3_resaved": dlv3_resaved, "clip_wormhole": clip_wormhole}
+BUILDERS = {"oft2025_8dev": oft2025_8dev, "dlv3_resaved": dlv3_resaved, "clip_wormhole": clip_wormhole,
+            "segenc_2dev": segenc_2dev}

@@ -140,20 +140,12 @@ def _int32(s: str) -> int | None:
     return v if v is not None and -_INT32 <= v < _INT32 else None
 
 
-_DIM = re.compile(r"\s*([0-9]+)(?:\[([0-9]+)\])?")
-
-
-def _logical(v: str) -> str:
-    """'32[16]' (padded[logical]) -> '16'; '7' -> '7'; anything else '?' (as the oracle)."""
-    m = _DIM.match(v)
-    return (m.group(2) or m.group(1)) if m else "?"
-
-
 # Typed op columns taken from the CSV, in insert order: (column, CSV header, parser).
 _STRIP = str.strip
 _TYPED: list[tuple[str, str, Callable[[str], object] | None]] = [
-    ("op_type", "OP TYPE", None),
-    # floats (positions 1-5), ints (6-10), stripped texts (11-15): _Cells.typed parses them by slices
+    # floats (positions 0-4), ints (5-9), stripped texts (10-11): _Cells.typed parses them by slices. The static
+    # cells the report prints (op type, fidelity, input 0 shape and memory, output 0 memory) are facts of the
+    # row's perf_shape, stored once per distinct static tuple, not per op.
     ("kernel_ns", "DEVICE KERNEL DURATION [ns]", _float),
     ("fw_ns", "DEVICE FW DURATION [ns]", _float),
     ("op2op_ns", "OP TO OP LATENCY [ns]", _float),
@@ -164,15 +156,12 @@ _TYPED: list[tuple[str, str, Callable[[str], object] | None]] = [
     ("host_start_ns", "HOST START TS", _int),
     ("host_end_ns", "HOST END TS", _int),
     ("cores", "CORE COUNT", _int32),
-    ("fidelity", "MATH FIDELITY", _STRIP),
     ("trace_id", "METAL TRACE ID", _STRIP),
     ("replay_session", "METAL TRACE REPLAY SESSION ID", _STRIP),
-    ("input0_memory", "INPUT_0_MEMORY", _STRIP),
-    ("output0_memory", "OUTPUT_0_MEMORY", _STRIP),
 ]
 # The columns of an op row as _FileIngest builds it, in this order.
 OP_COLUMNS = (["run_id", "row_no", "section_id", "pos", "block", "layer", "attribution", "occurrence",
-               "marker_row", "op_code_id", "input0_shape"] + [c for c, _, _ in _TYPED]
+               "marker_row", "op_code_id"] + [c for c, _, _ in _TYPED]
               + ["hist_block", "hist_layer", "hist_how", "iteration", "iter_pos", "perf_shape_id"])
 _REPLAY = [c for c, _, _ in _TYPED].index("replay_session")
 SIGNPOST_COLUMNS = ["run_id", "row_no", "name", "message", "host_ts", "kind"]
@@ -199,24 +188,20 @@ class _Cells:
         self._parse = [p for _, _, p in _TYPED]
         self._headers = [h for _, h, _ in _TYPED]
         self.unparsable: dict[str, int] = {}  # header -> cells that were not numbers (stored as NULL)
-        # The oracle reads INPUT_0_<d>_PAD[LOGICAL] when it is non-empty, else INPUT_0_<d>.
-        self._pad = itemgetter(*[at(f"INPUT_0_{d}_PAD[LOGICAL]") for d in "WZYX"])
-        self._plain = itemgetter(*[at(f"INPUT_0_{d}") for d in "WZYX"])
-        self._shapes: dict[tuple, str] = {}
 
     def typed(self, row: list[str]) -> list:
         """The _TYPED values of a row, parsed (None for empty or unparsable cells)."""
         raw = self._get(row)
         # The fast path, for well-formed rows: list comprehensions, no per-cell function calls.
         try:
-            fl = [float(v) if v else None for v in raw[1:6]]
-            it = [int(v) if v else None for v in raw[6:11]]
+            fl = [float(v) if v else None for v in raw[0:5]]
+            it = [int(v) if v else None for v in raw[5:10]]
         except ValueError:
             return self._typed_slow(raw)
-        if not isfinite(sum(filter(None, fl))) or max(map(len, raw[6:11])) > 18 or len(raw[6]) > 9 \
-                or len(raw[10]) > 9:
+        if not isfinite(sum(filter(None, fl))) or max(map(len, raw[5:10])) > 18 or len(raw[5]) > 9 \
+                or len(raw[9]) > 9:
             return self._typed_slow(raw)  # NaN, infinities, integers that may overflow 64 (or 32) bits
-        return [raw[0], *fl, *it, *[v.strip() or None for v in raw[11:16]]]
+        return [*fl, *it, *[v.strip() or None for v in raw[10:12]]]
 
     def _typed_slow(self, raw: tuple) -> list:
         """Cell by cell, counting the cells that are not numbers for a warning."""
@@ -235,13 +220,6 @@ class _Cells:
                 out.append(v)
         return out
 
-    def shape(self, row: list[str]) -> str:
-        key = (self._pad(row), self._plain(row))
-        v = self._shapes.get(key)
-        if v is None:
-            v = self._shapes[key] = "x".join(_logical(a or b) for a, b in zip(*key))
-        return v
-
 
 class _Interner:
     """Ids of interned op codes, long strings and static cell tuples, resolved in bulk per chunk of rows.
@@ -256,9 +234,13 @@ class _Interner:
         self.main = conn
         self._static = cells_getter(layout.static_idx)
         self.texts: dict[str, int] = {}
-        self.tuples: dict[tuple, int] = {}
+        # Static tuples get a small int token on first sight (hashed once per row); the token indexes their
+        # cell_tuple ids, so that later steps look up an int, not a tuple of ~70 strings.
+        self.tokens: dict[tuple, int] = {}
+        self.keys: list[tuple] = []
+        self.ids: list[int] = []  # token -> cell_tuple id (-1 until resolved)
         self.codes: dict[str, int] = {}
-        self.pending: set[tuple] = set()
+        self.pending: list[int] = []
         self._apart = dialect.interns_apart(conn)
         self._conn: Connection | None = None
 
@@ -297,36 +279,46 @@ class _Interner:
                                            "is_compute": is_compute(name)}})[name]
         return i
 
-    def tuple_key(self, cells: list[str]) -> tuple:
-        """The row's static cells, to be resolved to a ``cell_tuple`` id by :meth:`resolve_pending`."""
+    def tuple_key(self, cells: list[str]) -> int:
+        """The token of the row's static cells (``ids[token]`` is its ``cell_tuple`` id once
+        :meth:`resolve_pending` has run)."""
         key = self._static(cells)
-        if key not in self.tuples:
-            self.pending.add(key)
-        return key
+        tok = self.tokens.get(key)
+        if tok is None:
+            tok = self.tokens[key] = len(self.keys)
+            self.keys.append(key)
+            self.ids.append(-1)
+            self.pending.append(tok)
+        return tok
 
     def resolve_pending(self) -> None:
         """Intern the static tuples met since the last call (and their long strings), in bulk."""
         if not self.pending:
             return
-        longs = {c for key in self.pending for c in key if len(c) > LONG_TEXT and c not in self.texts}
+        pending = [self.keys[tok] for tok in self.pending]
+        longs = {c for key in pending for c in key if len(c) > LONG_TEXT and c not in self.texts}
         if longs:
             by_digest = {digest(c): c for c in longs}
             ids = self._resolve(t.text_value, "digest", {d: {"digest": d, "value": c} for d, c in by_digest.items()})
             self.texts.update((c, ids[d]) for d, c in by_digest.items())
-        enc = {key: json.dumps([self.texts[c] if len(c) > LONG_TEXT else c for c in key], ensure_ascii=False)
-               for key in self.pending}
-        by_digest2 = {digest(e): key for key, e in enc.items()}
-        ids = self._resolve(t.cell_tuple, "digest",
-                            {d: {"digest": d, "cells": enc[key]} for d, key in by_digest2.items()})
-        self.tuples.update((key, ids[d]) for d, key in by_digest2.items())
+        enc = [json.dumps([self.texts[c] if len(c) > LONG_TEXT else c for c in key], ensure_ascii=False)
+               for key in pending]
+        digests = [digest(e) for e in enc]
+        ids = self._resolve(t.cell_tuple, "digest", {d: {"digest": d, "cells": e} for d, e in zip(digests, enc)})
+        for tok, d in zip(self.pending, digests):
+            self.ids[tok] = ids[d]
         self.pending.clear()
 
-    def trim(self) -> None:
-        """Bound the caches (after a chunk's rows have taken their ids)."""
-        if len(self.tuples) > self.MAX_CACHED:
-            self.tuples.clear()
+    def trim(self) -> bool:
+        """Bound the caches (after a chunk's rows have taken their ids); whether the tokens were reset."""
         if len(self.texts) > self.MAX_CACHED:
             self.texts.clear()
+        if len(self.keys) > self.MAX_CACHED:
+            self.tokens.clear()
+            self.keys.clear()
+            self.ids.clear()
+            return True
+        return False
 
 
 def _insert_sql(conn: Connection, table: str, columns: list[str]) -> str:
@@ -423,7 +415,7 @@ class _FileIngest:
                 self.history.eager_op(code_id, block, layer)
             hist = own(block, layer, p)
         self.ops.append((self.run_id, row_no, sec_id, p, block, layer, "signpost" if (block or layer) else None,
-                         occ, a.marker_row, code_id, self.cells.shape(cells), *typed, *hist.values(), shape))
+                         occ, a.marker_row, code_id, *typed, *hist.values(), shape))
         self.n_ops += 1
 
     def _flush(self) -> None:
@@ -438,12 +430,13 @@ class _FileIngest:
             self.shapes.trim()
         if self.cells_rows:
             self.intern.resolve_pending()
-            ids = self.intern.tuples
+            ids = self.intern.ids
             encoded = encode_volatile([c for _, _, _, c in self.cells_rows])
             self.conn.exec_driver_sql(self._cells_sql, [(r, n, ids[k], e) for (r, n, k, _), e
                                                         in zip(self.cells_rows, encoded)])
             self.cells_rows = []
-            self.intern.trim()
+            if self.intern.trim():
+                self.shapes.forget_tokens()
 
     def run(self, progress: Callable[[int], None] | None) -> bool:
         """Stream every row into the database; returns whether the trace inherits the eager attribution."""

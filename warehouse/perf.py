@@ -85,7 +85,7 @@ def figures(shape: dict, kernel_ns: float | None, gap_ns: float | None, arch: st
     if analysis != "none":
         cores = sharded_cores if shape["dram_sharded"] and analysis == "full" else shape["cores"]
         f.cores = cores
-        fid = shape["fidelity"]
+        fid = shape["peak_fidelity"]
         peak = peaks[FIDELITIES.index(fid)] * 1e12 * cores if cores is not None and fid is not None else None
         flops = shape["flop_count"] / dur_s if dur_s and shape["flop_count"] is not None else None
         f.tflops = flops / 1e12 if flops is not None else None
@@ -112,8 +112,8 @@ def op_perf_view_sql() -> str:
     def by_arch(i: int) -> str:
         return ("CASE r.perf_arch " + " ".join(f"WHEN '{a}' THEN {_sql_num(v[i])}" for a, v in ARCHS.items())
                 + " END")
-    peak = ("CASE s.fidelity " + " ".join(f"WHEN '{fid}' THEN {by_arch(3 + k)}" for k, fid in enumerate(FIDELITIES))
-            + " END")
+    peak = ("CASE s.peak_fidelity "
+            + " ".join(f"WHEN '{fid}' THEN {by_arch(3 + k)}" for k, fid in enumerate(FIDELITIES)) + " END")
     return f"""
 CREATE VIEW op_perf AS
 WITH d AS (
@@ -128,7 +128,7 @@ WITH d AS (
 e AS (
   SELECT d.*, CASE WHEN d.invalid = 0 THEN d.kernel_ns END AS dur_ns,
          CASE WHEN d.invalid = 0 AND d.kernel_ns > 0 THEN d.kernel_ns * 1e-9 END AS dur_s,
-         s.analysis, s.flop_count, s.dram_bytes, s.is_host, s.category, s.label, s.math_fidelity, s.fidelity,
+         s.analysis, s.flop_count, s.dram_bytes, s.is_host, s.category, s.label, s.math_fidelity, s.peak_fidelity,
          CASE WHEN s.analysis = 'full' AND s.dram_sharded THEN {by_arch(1)} ELSE s.cores END AS cores,
          {by_arch(2)} AS bandwidth, {peak} AS peak_core
   FROM d JOIN run r ON r.id = d.run_id LEFT JOIN perf_shape s ON s.id = d.perf_shape_id),
@@ -185,11 +185,11 @@ def _load(conn: Connection, run_id: int) -> list[_Row]:
     shapes: dict[int, dict] = {}
     rows = []
     shape_ids: list[int | None] = []
-    for q in conn.execute(select(o.row_no, o.host_start_ns, o.op_type, c.name, o.device_id, o.global_call_count,
+    for q in conn.execute(select(o.row_no, o.host_start_ns, c.name, o.device_id, o.global_call_count,
                                  o.kernel_ns, o.op2op_ns, o.perf_shape_id)
                           .join_from(t.op, t.op_code, c.id == o.op_code_id).where(*cond)):
-        rows.append(_Row(q[0], q[1], False, q[2], q[3], q[4], q[5], q[6], q[7], None))
-        shape_ids.append(q[8])
+        rows.append(_Row(q[0], q[1], False, None, q[2], q[3], q[4], q[5], q[6], None))
+        shape_ids.append(q[7])
     id_list = list({i for i in shape_ids if i is not None})
     for k in range(0, len(id_list), 500):
         for m in conn.execute(select(s).where(s.c.id.in_(id_list[k:k + 500]))).mappings():
@@ -198,6 +198,7 @@ def _load(conn: Connection, run_id: int) -> list[_Row]:
         if i is None:
             raise NotFound(f"run {run_id} has no per-op facts for row {r.row_no}: run `warehouse db upgrade`")
         r.shape = shapes[i]
+        r.op_type = r.shape["op_type"]
     for g in conn.execute(select(sp.row_no, sp.host_ts, sp.name).where(*scond)):
         rows.append(_Row(g[0], g[1], True, "signpost", g[2], None, None, None, None, None))
     rows.sort(key=lambda r: r.row_no)

@@ -152,7 +152,7 @@ class PerfShape:
     is_host: bool
     label: str  # tt-perf-report's "OP Code": the op code, with the problem size / config of matmul, conv, halo
     analysis: str  # full (matmul: DRAM and FLOPs), flops_only (conv), none
-    fidelity: str | None  # MATH FIDELITY, for the peak (matmul / conv only)
+    peak_fidelity: str | None  # MATH FIDELITY when tt-perf-report knows its peak (HiFi4, HiFi3, HiFi2, LoFi)
     math_fidelity: str | None  # the "Math Fidelity" text: "HiFi2 BF16 x BFP8 => BF16" or "BF16, BF16 => BF16"
     flop_count: float | None  # floating-point operations of one call
     dram_bytes: float | None  # bytes a matmul moves from and to DRAM
@@ -167,6 +167,13 @@ class PerfShape:
     inner_block: int | None  # in0_block_w of the program config
     subblock_h: int | None
     subblock_w: int | None
+    # The report's static cells (OPT_BASELINE prints them): OP TYPE as written, MATH FIDELITY, INPUT_0_MEMORY and
+    # OUTPUT_0_MEMORY stripped (None when empty), input 0's logical shape WxZxYxX by the oracle's rule.
+    op_type: str = ""
+    fidelity: str | None = None
+    input0_shape: str = ""
+    input0_memory: str | None = None
+    output0_memory: str | None = None
     # every input / output tensor with a cell: (io, idx, w, z, y, x, w_pad, z_pad, y_pad, x_pad, layout, datatype,
     # memory); the perf_tensor rows
     tensors: tuple = ()
@@ -174,6 +181,15 @@ class PerfShape:
     def digest(self) -> bytes:
         """The interning key: a hash of every fact."""
         return hashlib.blake2b(json.dumps(asdict(self), sort_keys=True).encode(), digest_size=16).digest()
+
+
+_ORACLE_DIM = re.compile(r"\s*([0-9]+)(?:\[([0-9]+)\])?")
+
+
+def _oracle_logical(v: str) -> str:
+    """'32[16]' (padded[logical]) -> '16'; '7' -> '7'; anything else '?' (the oracle's rule for input 0)."""
+    m = _ORACLE_DIM.match(v)
+    return (m.group(2) or m.group(1)) if m else "?"
 
 
 _TENSOR_COLUMN = re.compile(r"(INPUT|OUTPUT)_(\d+)_(W|Z|Y|X|LAYOUT|DATATYPE|MEMORY)(_PAD\[LOGICAL\])?")
@@ -317,11 +333,25 @@ class Analyzer:
             w = whole(s)
             sub_text = s[:32] if w is None else str(w)
         return PerfShape(category=category(code), is_host=HOST_MARKER in code, label=label, analysis=analysis,
-                         fidelity=fidelity if fidelity in FIDELITIES else None, math_fidelity=math_fidelity or None,
+                         peak_fidelity=fidelity if fidelity in FIDELITIES else None,
+                         math_fidelity=math_fidelity or None,
                          flop_count=flop_count, dram_bytes=dram_bytes, dram_sharded=sharded, cores=cores,
                          available_cores=core_count(get("AVAILABLE WORKER CORE COUNT")), sub_device=sub_text,
                          in0_dtype=in0, in1_dtype=in1, out_dtype=out, in0_memory=in0_mem, inner_block=block,
-                         subblock_h=sub_h, subblock_w=sub_w, tensors=self.tensors(cells))
+                         subblock_h=sub_h, subblock_w=sub_w, tensors=self.tensors(cells), **self.report_cells(cells))
+
+    def _cell(self, cells: list[str] | tuple[str, ...], name: str) -> str:
+        i = self.index.get(name)
+        return cells[i] if i is not None and i < len(cells) else ""
+
+    def report_cells(self, cells: list[str] | tuple[str, ...]) -> dict:
+        """The static cells the OPT_BASELINE report prints, as the oracle reads them."""
+        shape = "x".join(_oracle_logical(self._cell(cells, f"INPUT_0_{d}_PAD[LOGICAL]")
+                                         or self._cell(cells, f"INPUT_0_{d}")) for d in "WZYX")
+        return {"op_type": self._cell(cells, "OP TYPE"),
+                "fidelity": self._cell(cells, "MATH FIDELITY").strip() or None, "input0_shape": shape,
+                "input0_memory": self._cell(cells, "INPUT_0_MEMORY").strip() or None,
+                "output0_memory": self._cell(cells, "OUTPUT_0_MEMORY").strip() or None}
 
     def _matmul(self, get: Callable[[str], str | None], attrs: str, op_code: str
                 ) -> tuple[str, float | None, float | None, bool]:

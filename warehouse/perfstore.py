@@ -46,12 +46,13 @@ class ShapeCache:
 
     def __init__(self, header: list[str]):
         self.analyzer = Analyzer(header)
-        self.by_static: dict[tuple, bytes] = {}
+        self.by_static: dict[int, bytes] = {}  # static tuple token (see ingest._Interner) -> digest
         self.ids: dict[bytes, int] = {}
         self.pending: dict[bytes, PerfShape] = {}
 
-    def digest(self, static_key: tuple, cells: list[str], op_code: str) -> bytes:
-        """The digest of the row's shape (``static_key`` holds the row's static cells, op code included)."""
+    def digest(self, static_key: int, cells: list[str], op_code: str) -> bytes:
+        """The digest of the row's shape; ``static_key`` names the row's static cells (op code included): rows
+        with the same key have the same shape."""
         d = self.by_static.get(static_key)
         if d is None:
             shape = self.analyzer.shape(cells, op_code)
@@ -89,6 +90,10 @@ class ShapeCache:
         if len(self.ids) > self.MAX_CACHED:
             self.ids.clear()
 
+    def forget_tokens(self) -> None:
+        """The static tuple tokens were reset: they name other tuples from now on."""
+        self.by_static.clear()
+
 
 def backfill(conn: Connection) -> None:
     """Shapes and architecture for every stored run that lacks them (migration 0006), from the stored cells."""
@@ -105,13 +110,15 @@ def backfill(conn: Connection) -> None:
         arch_i = (len(header) - 1 - header[::-1].index("DEVICE ARCH")) if "DEVICE ARCH" in header else None
         first_arch = None
         rows_of: dict[bytes, list[int]] = {}
+        tokens: dict[tuple, int] = {}
         for row_no, cells in iter_numbered_rows(conn, run_id, len(header), static_idx):
             if row_no not in ops:
                 continue
             if first_arch is None and arch_i is not None:
                 first_arch = cells[arch_i].strip() or None
             key = tuple(cells[i] for i in static_idx)
-            rows_of.setdefault(cache.digest(key, cells, cells[name_i]), []).append(row_no)
+            tok = tokens.setdefault(key, len(tokens))
+            rows_of.setdefault(cache.digest(tok, cells, cells[name_i]), []).append(row_no)
         cache.resolve(conn)
         for d, row_nos in rows_of.items():
             for k in range(0, len(row_nos), 500):

@@ -134,7 +134,8 @@ perf_shape = Table(
     Column("is_host", Boolean, nullable=False, comment="a host fallback op ((torch) in the op code)"),
     Column("label", Text, nullable=False, comment="the op code with the matmul / conv problem size or config"),
     Column("analysis", String(16), nullable=False, comment="full (matmul) | flops_only (conv) | none"),
-    Column("fidelity", Text, nullable=True, comment="MATH FIDELITY when it is one of HiFi4, HiFi3, HiFi2, LoFi"),
+    Column("peak_fidelity", Text, nullable=True,
+           comment="MATH FIDELITY when tt-perf-report knows its peak: HiFi4, HiFi3, HiFi2, LoFi"),
     Column("math_fidelity", Text, nullable=True, comment="the Math Fidelity text: fidelity and datatypes"),
     Column("flop_count", Double, nullable=True, comment="floating-point operations of one call"),
     Column("dram_bytes", Double, nullable=True, comment="bytes a matmul reads from and writes to DRAM"),
@@ -149,6 +150,11 @@ perf_shape = Table(
     Column("inner_block", Integer, nullable=True, comment="in0_block_w of the program config"),
     Column("subblock_h", Integer, nullable=True),
     Column("subblock_w", Integer, nullable=True),
+    Column("op_type", Text, nullable=False, comment="OP TYPE"),
+    Column("fidelity", Text, nullable=True, comment="MATH FIDELITY (stripped)"),
+    Column("input0_shape", Text, nullable=False, comment="logical W x Z x Y x X of input 0 (the report's)"),
+    Column("input0_memory", Text, nullable=True, comment="INPUT_0_MEMORY (stripped)"),
+    Column("output0_memory", Text, nullable=True, comment="OUTPUT_0_MEMORY (stripped)"),
 )
 
 # The input / output tensors of an interned perf_shape (static cells: the same for every call of a program).
@@ -192,7 +198,6 @@ op = Table(
            comment="index among the run's ops of the same section, block, layer, op code"),
     Column("marker_row", Integer, nullable=True, comment="row_no of the last marker signpost before"),
     Column("op_code_id", Id, ForeignKey("op_code.id"), nullable=False),
-    Column("op_type", Text, nullable=True),
     Column("device_id", Integer, nullable=True),
     Column("global_call_count", BigInteger, nullable=True),
     Column("kernel_ns", Double, nullable=True),
@@ -203,12 +208,8 @@ op = Table(
     Column("host_start_ns", BigInteger, nullable=True),
     Column("host_end_ns", BigInteger, nullable=True),
     Column("cores", Integer, nullable=True),
-    Column("fidelity", Text, nullable=True),
     Column("trace_id", Text, nullable=True, comment="METAL TRACE ID, stripped"),
     Column("replay_session", Text, nullable=True, comment="METAL TRACE REPLAY SESSION ID, stripped"),
-    Column("input0_shape", Text, nullable=True, comment="logical W x Z x Y x X of input 0"),
-    Column("input0_memory", Text, nullable=True),
-    Column("output0_memory", Text, nullable=True),
     Column("hist_block", Text, nullable=True, comment="history attribution: the block (see hist_how)"),
     Column("hist_layer", Text, nullable=True, comment="history attribution: the layer"),
     Column("hist_how", String(16), nullable=True,
@@ -228,7 +229,7 @@ row_cells = Table(
     Column("row_no", Integer, primary_key=True),
     Column("static_id", Id, ForeignKey("cell_tuple.id"), nullable=False),
     Column("cells", Text, nullable=False,
-           comment="the volatile cells, a JSON array (numbers bare; trailing empty cells left out)"),
+           comment="the volatile cells, a JSON array of strings (trailing empty cells left out)"),
     sqlite_with_rowid=False,
 )
 Index("ix_op_section_pos", op.c.section_id, op.c.pos)
@@ -264,12 +265,14 @@ TABLE_DOCS = {
                 "`section_end`, `block`, `layer`, `marker`)",
     "op": "one row per device op: section, position, the report's block / layer / `attribution`, history's "
           "`hist_block` / `hist_layer` / `hist_how`, replay `iteration` and `iter_pos`, `occurrence`, "
-          "`marker_row`, op code, device, durations, cycles, host times, cores, fidelity, trace ids, shapes, memory",
+          "`marker_row`, op code, device, durations, cycles, host times, cores, trace ids, its static facts "
+          "(`perf_shape_id`: op type, fidelity, shapes, memory)",
     "op_code": "op codes with their report category and whether they are compute (conv / matmul)",
     "rollup": "per run, section, grouping, key and device: per-iteration kernel / op-to-op / FW / span us and "
               "their spread over replays (what history reads)",
-    "perf_shape": "the static facts of ops for the per-op analysis (category, problem size, FLOPs and DRAM bytes "
-                  "of one call, datatypes, fidelity), stored once, shared by ops and runs",
+    "perf_shape": "the static facts of ops, stored once, shared by ops and runs: the report's (op type, fidelity, "
+                  "input 0 shape and memory, output 0 memory) and the per-op analysis's (category, problem size, "
+                  "FLOPs and DRAM bytes of one call, datatypes)",
     "run_column": "per run, each CSV column's name and where its cells are stored (view csv_cell reads them)",
     "perf_tensor": "the input / output tensors of a perf_shape: W, Z, Y, X logical and padded, layout, datatype, "
                    "memory",

@@ -23,24 +23,16 @@ _CELL_SQL = {
     "sqlite": """
 CREATE VIEW csv_cell AS
 WITH c AS (
-  SELECT rc.run_id, rc.row_no, k.name AS column_name, k.position, k.kind, rc.cells AS v, t.cells AS s,
-         '$[' || k.slot || ']' AS p
-  FROM row_cells rc JOIN run_column k ON k.run_id = rc.run_id JOIN cell_tuple t ON t.id = rc.static_id),
-d AS (
-  SELECT run_id, row_no, column_name, position,
-         CASE WHEN kind = 'volatile' THEN
-                CASE WHEN json_type(v, p) IN ('integer', 'real') THEN v -> p ELSE json_extract(v, p) END
-              WHEN json_type(s, p) = 'integer'
-                THEN (SELECT x.value FROM text_value x WHERE x.id = json_extract(s, p))
-              ELSE json_extract(s, p) END AS value,
-         CASE WHEN kind = 'volatile' AND json_type(v, p) IN ('integer', 'real')
-              THEN CAST(json_extract(v, p) AS REAL) END AS num
-  FROM c)
+  SELECT rc.run_id, rc.row_no, k.name AS column_name, k.position,
+         CASE WHEN k.kind = 'volatile' THEN json_extract(rc.cells, '$[' || k.slot || ']')
+              WHEN json_type(t.cells, '$[' || k.slot || ']') = 'integer'
+                THEN (SELECT x.value FROM text_value x WHERE x.id = json_extract(t.cells, '$[' || k.slot || ']'))
+              ELSE json_extract(t.cells, '$[' || k.slot || ']') END AS value
+  FROM row_cells rc JOIN run_column k ON k.run_id = rc.run_id JOIN cell_tuple t ON t.id = rc.static_id)
 SELECT run_id, row_no, column_name, position, COALESCE(value, '') AS value,
-       CASE WHEN num IS NOT NULL THEN num
-            WHEN TRIM(value) GLOB '*[0-9]*' AND TRIM(value) NOT GLOB '*[^0-9.eE+-]*' THEN CAST(TRIM(value) AS REAL)
+       CASE WHEN TRIM(value) GLOB '*[0-9]*' AND TRIM(value) NOT GLOB '*[^0-9.eE+-]*' THEN CAST(TRIM(value) AS REAL)
        END AS number
-FROM d""",
+FROM c""",
     "postgresql": r"""
 CREATE VIEW csv_cell AS
 WITH c AS (
@@ -122,16 +114,17 @@ CREATE VIEW op_detail AS
 SELECT o.id AS op_id, o.run_id, o.row_no, s.name AS section, s.kind AS section_kind, o.pos,
        COALESCE(o.block, '') AS block, COALESCE(o.layer, '') AS layer, o.attribution, o.occurrence, o.marker_row,
        o.op_code_id, c.name AS op_code, c.category, CASE WHEN c.is_compute THEN 1 ELSE 0 END AS is_compute,
-       o.op_type, o.device_id, o.global_call_count,
+       ps.op_type, o.device_id, o.global_call_count,
        COALESCE(o.kernel_ns, 0) / 1000.0 AS kernel_us, COALESCE(o.fw_ns, 0) / 1000.0 AS fw_us,
        CASE WHEN o.pos = 0 THEN 0.0 ELSE COALESCE(o.op2op_ns, 0) / 1000.0 END AS gap_us,
        o.fw_start_cycle, o.fw_end_cycle, o.host_start_ns, o.host_end_ns, COALESCE(o.cores, 0) AS cores,
-       COALESCE(o.fidelity, '') AS fidelity, COALESCE(o.trace_id, '') AS trace_id,
-       COALESCE(o.replay_session, '') AS replay_session, COALESCE(o.input0_shape, '') AS input0_shape,
-       COALESCE(o.input0_memory, '') AS input0_memory, COALESCE(o.output0_memory, '') AS output0_memory
+       COALESCE(ps.fidelity, '') AS fidelity, COALESCE(o.trace_id, '') AS trace_id,
+       COALESCE(o.replay_session, '') AS replay_session, COALESCE(ps.input0_shape, '') AS input0_shape,
+       COALESCE(ps.input0_memory, '') AS input0_memory, COALESCE(ps.output0_memory, '') AS output0_memory
 FROM op o
 JOIN op_code c ON c.id = o.op_code_id
-LEFT JOIN section s ON s.id = o.section_id"""),
+LEFT JOIN section s ON s.id = o.section_id
+LEFT JOIN perf_shape ps ON ps.id = o.perf_shape_id"""),
     ("section_totals_raw", "per run and section: ops and unrounded kernel / FW / op-to-op sums, span in cycles", """
 CREATE VIEW section_totals_raw AS
 SELECT run_id, section, COUNT(*) AS ops, SUM(kernel_us) AS kernel_sum_us, SUM(fw_us) AS fw_sum_us,

@@ -22,6 +22,20 @@ depends_on = None
 Id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 
+def _REPORT_CELLS() -> list[sa.Column]:
+    """The static cells the report prints, moved from op (one copy per op) to perf_shape (one per distinct
+    static tuple)."""
+    return [sa.Column("op_type", sa.Text(), nullable=False, comment="OP TYPE"),
+            sa.Column("fidelity", sa.Text(), nullable=True, comment="MATH FIDELITY (stripped)"),
+            sa.Column("input0_shape", sa.Text(), nullable=False,
+                      comment="logical W x Z x Y x X of input 0 (the report's)"),
+            sa.Column("input0_memory", sa.Text(), nullable=True, comment="INPUT_0_MEMORY (stripped)"),
+            sa.Column("output0_memory", sa.Text(), nullable=True, comment="OUTPUT_0_MEMORY (stripped)")]
+
+
+_MOVED = ["op_type", "fidelity", "input0_shape", "input0_memory", "output0_memory"]
+
+
 def upgrade() -> None:
     op.create_table(
         "perf_shape",
@@ -29,10 +43,11 @@ def upgrade() -> None:
         sa.Column("digest", sa.LargeBinary(16), nullable=False),
         sa.Column("category", sa.Text(), nullable=False, comment="tt-perf-report's: Compute, DM, CCL, TM, Host, Other"),
         sa.Column("is_host", sa.Boolean(), nullable=False, comment="a host fallback op ((torch) in the op code)"),
-        sa.Column("label", sa.Text(), nullable=False, comment="the op code with the matmul / conv problem size or config"),
+        sa.Column("label", sa.Text(), nullable=False,
+                  comment="the op code with the matmul / conv problem size or config"),
         sa.Column("analysis", sa.String(16), nullable=False, comment="full (matmul) | flops_only (conv) | none"),
-        sa.Column("fidelity", sa.Text(), nullable=True,
-                  comment="MATH FIDELITY when it is one of HiFi4, HiFi3, HiFi2, LoFi"),
+        sa.Column("peak_fidelity", sa.Text(), nullable=True,
+                  comment="MATH FIDELITY when tt-perf-report knows its peak: HiFi4, HiFi3, HiFi2, LoFi"),
         sa.Column("math_fidelity", sa.Text(), nullable=True, comment="the Math Fidelity text: fidelity and datatypes"),
         sa.Column("flop_count", sa.Double(), nullable=True, comment="floating-point operations of one call"),
         sa.Column("dram_bytes", sa.Double(), nullable=True, comment="bytes a matmul reads from and writes to DRAM"),
@@ -47,6 +62,7 @@ def upgrade() -> None:
         sa.Column("inner_block", sa.Integer(), nullable=True, comment="in0_block_w of the program config"),
         sa.Column("subblock_h", sa.Integer(), nullable=True),
         sa.Column("subblock_w", sa.Integer(), nullable=True),
+        *_REPORT_CELLS(),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_perf_shape")),
         sa.UniqueConstraint("digest", name=op.f("uq_perf_shape_digest")),
     )
@@ -60,8 +76,8 @@ def upgrade() -> None:
         sa.Column("layout", sa.Text(), nullable=True),
         sa.Column("datatype", sa.Text(), nullable=True),
         sa.Column("memory", sa.Text(), nullable=True),
-        sa.ForeignKeyConstraint(["perf_shape_id"], ["perf_shape.id"], name=op.f("fk_perf_tensor_perf_shape_id_perf_shape"),
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(["perf_shape_id"], ["perf_shape.id"],
+                                name=op.f("fk_perf_tensor_perf_shape_id_perf_shape"), ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("perf_shape_id", "io", "idx", name=op.f("pk_perf_tensor")),
     )
     op.create_table(
@@ -77,7 +93,7 @@ def upgrade() -> None:
     op.create_index("ix_run_column_name", "run_column", ["name", "run_id"])
     with op.batch_alter_table("row_cells") as b:
         b.alter_column("cells", existing_type=sa.Text(), existing_nullable=False,
-                       comment="the volatile cells, a JSON array (numbers bare; trailing empty cells left out)")
+                       comment="the volatile cells, a JSON array of strings (trailing empty cells left out)")
     with op.batch_alter_table("op") as b:
         b.add_column(sa.Column("perf_shape_id", Id, nullable=True,
                                comment="the op's static facts for the per-op analysis (view op_perf)"))
@@ -91,12 +107,23 @@ def upgrade() -> None:
 
     reencode_cells(op.get_bind(), to_json=True)
     backfill(op.get_bind())
+    with op.batch_alter_table("op") as b:
+        for c in _MOVED:
+            b.drop_column(c)
 
 
 def downgrade() -> None:
     from warehouse.export import reencode_cells
 
     reencode_cells(op.get_bind(), to_json=False)
+    with op.batch_alter_table("op") as b:
+        b.add_column(sa.Column("op_type", sa.Text(), nullable=True))
+        b.add_column(sa.Column("fidelity", sa.Text(), nullable=True))
+        b.add_column(sa.Column("input0_shape", sa.Text(), nullable=True, comment="logical W x Z x Y x X of input 0"))
+        b.add_column(sa.Column("input0_memory", sa.Text(), nullable=True))
+        b.add_column(sa.Column("output0_memory", sa.Text(), nullable=True))
+    op.execute("UPDATE op SET " + ", ".join(
+        f"{c} = (SELECT p.{c} FROM perf_shape p WHERE p.id = op.perf_shape_id)" for c in _MOVED))
     with op.batch_alter_table("row_cells") as b:
         b.alter_column("cells", existing_type=sa.Text(), existing_nullable=False,
                        comment="the volatile cells, unit-separated (JSON when needed)")
