@@ -58,6 +58,30 @@ HOSTILE: dict[str, tuple[bytes, str | None]] = {
 }
 
 
+# What a clean ingest of each tolerated case says (`runs --warnings`): the fragment one stored warning holds
+# ("" for none at all).
+WARNS = {
+    "truncated_mid_row": "cells but the header has 74: padded with empty cells",
+    "truncated_mid_quoted_cell": "4 cells but the header has 7: padded with empty cells",
+    "ten_mb_cell": "export will give the same cells but not the same bytes",
+    "nul_bytes": "hold NUL bytes (tt-metal never writes them): stored as U+FFFD",
+    "utf8_bom": "export will give the same cells but not the same bytes",
+    "mixed_crlf_lf": "export will give the same cells but not the same bytes",
+    "duplicate_headers": "duplicate column name 'CORE COUNT': the last one is used",
+    "header_only": "",
+    "short_rows": "2 cells but the header has 7: padded with empty cells",
+    "non_numeric_durations": "1 cell(s) are not finite numbers: stored as NULL, counted as 0",
+    "negative_and_huge": "with negative op-to-op latencies",
+    "signposts_never_close": "section 'eager' starting at row 1 never closed",
+    "eager_end_without_eager": "'eager_end' without an open section",
+    "five_thousand_columns": "export will give the same cells but not the same bytes",
+}
+
+
+def test_every_tolerated_case_names_its_warning():
+    assert set(WARNS) == {k for k, (_, e) in HOSTILE.items() if e is None}
+
+
 def _counts(url):
     eng = open_db(url)
     with eng.connect() as c:
@@ -91,6 +115,10 @@ def test_hostile(kind, tmp_path, sqlite_db):
         want = [[c.replace("\x00", "\ufffd") for c in row] for row in want]  # NUL is stored as U+FFFD
         assert got == [row + [""] * (width - len(row)) for row in want]
         assert CliRunner().invoke(cli, ["--db", sqlite_db, "report", "1"]).exit_code == 0
+        import json
+        runs = json.loads(CliRunner().invoke(cli, ["--db", sqlite_db, "runs", "--warnings", "--json"]).output)
+        said = [w["message"] for w in runs[0].get("warnings", [])]
+        assert (any(WARNS[kind] in m for m in said) if WARNS[kind] else said == []), said
     else:
         assert r.exit_code == 1
         errors = [line for line in r.output.splitlines() if line.startswith("Error: ")]

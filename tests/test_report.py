@@ -50,30 +50,34 @@ def test_report_unknown_run(wh, corpus_copy):
     assert r.exit_code == 2 and "no runs with label 'missing'" in r.output
 
 
-@pytest.mark.parametrize("case", ["dlv3_same", "oft_mismatch", "clip_replays3", "segenc_notrace"])
-def test_views_agree_with_report(corpus_wh, case):
-    """The summary views give the report's tables (to the report's rounding; order up to float near-ties)."""
+@pytest.mark.parametrize("case", list(cases()))
+def test_views_equal_the_oracle(corpus_wh, case):
+    """The summary views give the oracle's tables: every number, rounded as the oracle prints it (1 decimal for
+    us, 2 for medians, 4 for shares), equals the oracle's golden JSON; counts and keys exactly."""
     from sqlalchemy import text
     from warehouse.db import open_db
-    from warehouse.report import build_report
 
     _, ids, url = corpus_wh
     run_id = ids[case]
+    gold = json.loads((GOLDEN / f"{case}.json").read_text())
     eng = open_db(url)
-    rep = build_report(eng, run_id)
+
+    def same(value, want, nd: int, what: str) -> None:
+        assert round(float(value), nd) == want, (case, what, value, want)
+
     with eng.connect() as c:
         def q(sql):
             return [dict(r) for r in c.execute(text(sql), {"r": run_id}).mappings()]
         for s in ("eager", "trace"):
             got = {r["section"]: r for r in q("SELECT * FROM section_summary WHERE run_id = :r")}.get(s)
-            want = rep[s]
+            want = gold[s]
             if not want["ops"]:
                 assert got is None
                 continue
             assert got["ops"] == want["ops"]
             for k in ("kernel_sum_us", "fw_sum_us", "op2op_sum_us", "span_us"):
-                assert round(float(got[k]), 1) == pytest.approx(want[k], abs=0.11), k
-            assert round(float(got["op2op_median_us"]), 2) == pytest.approx(want["op2op_median_us"], abs=0.011)
+                same(got[k], want[k], 1, f"{s} {k}")
+            same(got["op2op_median_us"], want["op2op_median_us"], 2, f"{s} op2op median")
             assert float(got["cores_median"]) == want["cores_median"]
             assert got["ops_below_120_cores"] == want["ops_below_120_cores"]
             fid = q(f"SELECT fidelity, ops FROM section_fidelity WHERE run_id = :r AND section = '{s}' "
@@ -82,13 +86,13 @@ def test_views_agree_with_report(corpus_wh, case):
             for view, key in (("by_op_code", "by_op"), ("by_category", "by_category"), ("by_block", "by_block"),
                               ("by_layer", "by_layer")):
                 rows = {r["key"]: r for r in q(f"SELECT * FROM {view} WHERE run_id = :r AND section = '{s}'")}
-                assert set(rows) == {g["key"] for g in want[key]}, view
+                assert {g["key"] for g in want[key]} <= set(rows), view  # the oracle prints the top ones
                 for g in want[key]:
                     r = rows[g["key"]]
                     assert r["ops"] == g["ops"]
-                    assert float(r["kernel_us"]) == pytest.approx(g["kernel_us"], abs=0.11)
-                    assert float(r["share"]) == pytest.approx(g["share"], abs=2e-4)
-                    assert float(r["gap_us"]) == pytest.approx(g["gap_us"], abs=0.11)
+                    same(r["kernel_us"], g["kernel_us"], 1, f"{view} {g['key']} kernel")
+                    same(r["share"], g["share"], 4, f"{view} {g['key']} share")
+                    same(r["gap_us"], g["gap_us"], 1, f"{view} {g['key']} gap")
             split = {r["layer"]: r for r in q(f"SELECT * FROM layer_cost_split WHERE run_id = :r AND section = '{s}'")}
             ps = want["precision_split"]
             assert len(split) == ps["layers"]
@@ -96,7 +100,7 @@ def test_views_agree_with_report(corpus_wh, case):
                 r = split[x["layer"]]
                 assert (r["ops"], r["compute_ops"]) == (x["ops"], x["compute_ops"])
                 for k in ("compute_us", "movement_us", "split_us", "finish_us"):
-                    assert float(r[k]) == pytest.approx(x[k], abs=0.11), (x["layer"], k)
+                    same(r[k], x[k], 1, f"split {x['layer']} {k}")
     eng.dispose()
 
 

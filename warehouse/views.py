@@ -1,8 +1,9 @@
-"""The summary views, defined once, in SQL that runs unchanged on SQLite and PostgreSQL.
+"""The summary views, defined once, in SQL; the few that differ between SQLite and PostgreSQL (reading the JSON
+cells, sums in file order) give both texts side by side.
 
 The section views (``section_*``, ``by_*``, ``layer_cost_split``) are the report's tables for SQL users; a test
-holds them equal to ``warehouse report`` within its rounding. SQL fixes no order of addition, so their float sums
-may differ from the report's in the last bit (the report sums in file order itself, see :mod:`warehouse.report`).
+holds them equal to the oracle's goldens, every printed digit, on both back ends: their sums add in file order
+(see :func:`_in_file_order`), as the report's do.
 
 ``migrations/env.py`` drops them all before migrating and recreates them at head, so a migration never has to
 care about them. Every view keeps ``run_id`` (and ``section``) so that SQL can compare runs. Times are in
@@ -65,18 +66,33 @@ SELECT run_id, section, AVG(v) AS median FROM v
 WHERE rn IN ((n + 1) / 2, (n + 2) / 2) GROUP BY run_id, section"""
 
 
-def _group(name: str, key: str, doc: str) -> tuple[str, str, str]:
-    return name, doc, f"""
+def _in_file_order(sql: str) -> dict[str, str]:
+    """A view whose sums must add in file order to give the oracle's numbers to the last bit: PostgreSQL adds in
+    any order unless told (``SUM(x ORDER BY pos)``); SQLite adds in the order it reads, which is file order here."""
+    return {"sqlite": sql.replace("{ORDER}", ""), "postgresql": sql.replace("{ORDER}", " ORDER BY pos")}
+
+
+def _group(name: str, key: str, doc: str) -> tuple[str, str, dict[str, str]]:
+    grouped = f"""(SELECT run_id, section, {key} AS key, COUNT(*) AS ops, SUM(kernel_us{{ORDER}}) AS kernel_us,
+             SUM(gap_us{{ORDER}}) AS gap_us, MIN(pos) AS first_pos
+      FROM op_detail WHERE section_kind IN ('eager', 'trace') GROUP BY run_id, section, {key}) g"""
+    sqlite = f"""
 CREATE VIEW {name} AS
 SELECT run_id, section, key, ops, kernel_us,
        kernel_us / CASE WHEN SUM(kernel_us) OVER (PARTITION BY run_id, section) = 0 THEN 1.0
                         ELSE SUM(kernel_us) OVER (PARTITION BY run_id, section) END AS share,
        gap_us, first_pos
-FROM (SELECT run_id, section, {key} AS key, COUNT(*) AS ops, SUM(kernel_us) AS kernel_us, SUM(gap_us) AS gap_us,
-             MIN(pos) AS first_pos
-      FROM op_detail WHERE section_kind IN ('eager', 'trace') GROUP BY run_id, section, {key}) g"""
-
-
+FROM {grouped.replace("{ORDER}", "")}"""
+    # PostgreSQL: the share's total is the section's kernel time added in file order, as the report's
+    postgresql = f"""
+CREATE VIEW {name} AS
+SELECT g.run_id, g.section, g.key, g.ops, g.kernel_us,
+       g.kernel_us / CASE WHEN t.total = 0 THEN 1.0 ELSE t.total END AS share, g.gap_us, g.first_pos
+FROM {grouped.replace("{ORDER}", " ORDER BY pos")}
+JOIN (SELECT run_id, section, SUM(kernel_us ORDER BY pos) AS total FROM op_detail
+      WHERE section_kind IN ('eager', 'trace') GROUP BY run_id, section) t
+  ON t.run_id = g.run_id AND t.section = g.section"""
+    return name, doc, {"sqlite": sqlite, "postgresql": postgresql}
 
 
 def _series_views() -> list[tuple[str, str, str]]:
@@ -125,14 +141,15 @@ FROM op o
 JOIN op_code c ON c.id = o.op_code_id
 LEFT JOIN section s ON s.id = o.section_id
 LEFT JOIN perf_shape ps ON ps.id = o.perf_shape_id"""),
-    ("section_totals_raw", "per run and section: ops and unrounded kernel / FW / op-to-op sums, span in cycles", """
+    ("section_totals_raw", "per run and section: ops and unrounded kernel / FW / op-to-op sums, span in cycles",
+     _in_file_order("""
 CREATE VIEW section_totals_raw AS
-SELECT run_id, section, COUNT(*) AS ops, SUM(kernel_us) AS kernel_sum_us, SUM(fw_us) AS fw_sum_us,
-       SUM(gap_us) AS op2op_sum_us,
+SELECT run_id, section, COUNT(*) AS ops, SUM(kernel_us{ORDER}) AS kernel_sum_us, SUM(fw_us{ORDER}) AS fw_sum_us,
+       SUM(gap_us{ORDER}) AS op2op_sum_us,
        MIN(CASE WHEN fw_start_cycle > 0 THEN fw_start_cycle END) AS first_start_cycle,
        MAX(CASE WHEN fw_end_cycle > 0 THEN fw_end_cycle END) AS last_end_cycle,
        SUM(CASE WHEN cores > 0 AND cores < 120 THEN 1 ELSE 0 END) AS ops_below_120_cores
-FROM op_detail WHERE section_kind IN ('eager', 'trace') GROUP BY run_id, section"""),
+FROM op_detail WHERE section_kind IN ('eager', 'trace') GROUP BY run_id, section""")),
     ("section_gap_median", "per run and section: median op-to-op gap (us) of the non-zero gaps after the first op",
      _median("section_gap_median", "gap_us", "pos > 0 AND gap_us > 0")),
     ("section_cores_median", "per run and section: median core count per op",
@@ -156,7 +173,8 @@ FROM op_detail WHERE section_kind IN ('eager', 'trace') AND fidelity <> '' GROUP
     _group("by_category", "category", "per run and section and category (the oracle's regex list)"),
     _group("by_block", "CASE WHEN block <> '' THEN block ELSE '?' END", "per run and section and block (m: signposts)"),
     _group("by_layer", LAYER_KEY, "per run and section and layer (c: signposts; else [block glue])"),
-    ("layer_cost_split", "per run, section and layer with a conv / matmul: compute, movement, split, finish us", """
+    ("layer_cost_split", "per run, section and layer with a conv / matmul: compute, movement, split, finish us",
+     _in_file_order("""
 CREATE VIEW layer_cost_split AS
 WITH l AS (
   SELECT run_id, section, layer, pos, kernel_us, is_compute,
@@ -172,15 +190,15 @@ c AS (
               ELSE 'movement' END AS part
   FROM l WHERE a IS NOT NULL)
 SELECT run_id, section, layer, COUNT(*) AS ops, SUM(is_compute) AS compute_ops,
-       SUM(CASE WHEN part = 'compute' THEN kernel_us ELSE 0 END) AS compute_us,
-       SUM(CASE WHEN part = 'movement' THEN kernel_us ELSE 0 END) AS movement_us,
-       SUM(CASE WHEN part = 'split' THEN kernel_us ELSE 0 END) AS split_us,
-       SUM(CASE WHEN part = 'finish' THEN kernel_us ELSE 0 END) AS finish_us,
+       SUM(CASE WHEN part = 'compute' THEN kernel_us ELSE 0 END{ORDER}) AS compute_us,
+       SUM(CASE WHEN part = 'movement' THEN kernel_us ELSE 0 END{ORDER}) AS movement_us,
+       SUM(CASE WHEN part = 'split' THEN kernel_us ELSE 0 END{ORDER}) AS split_us,
+       SUM(CASE WHEN part = 'finish' THEN kernel_us ELSE 0 END{ORDER}) AS finish_us,
        SUM(CASE WHEN part = 'movement' THEN 1 ELSE 0 END) AS movement_ops,
        SUM(CASE WHEN part = 'split' THEN 1 ELSE 0 END) AS split_ops,
        SUM(CASE WHEN part = 'finish' THEN 1 ELSE 0 END) AS finish_ops,
        MIN(pos) AS first_pos
-FROM c GROUP BY run_id, section, layer"""),
+FROM c GROUP BY run_id, section, layer""")),
     ("op_custom_section", "ops inside each custom section (S .. S_end pairs; an unclosed one runs to the end)", """
 CREATE VIEW op_custom_section AS
 SELECT o.id AS op_id, o.run_id, o.row_no, s.id AS section_id, s.name AS section, s.start_row, s.end_row
