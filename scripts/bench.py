@@ -123,6 +123,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3, help="timings keep the best of N runs")
     ap.add_argument("--skip-big", action="store_true", help="skip the 1,000,000-op memory figure")
     ap.add_argument("--only-history", action="store_true", help="only the history and dashboard figures (5, 6)")
+    ap.add_argument("--skip-history", action="store_true", help="skip the history and dashboard figures (5, 6)")
     ap.add_argument("--out", default=str(ROOT / "bench-out"))
     a = ap.parse_args()
     out = Path(a.out)
@@ -135,7 +136,8 @@ def main() -> int:
         for name, src in BENCH_SOURCES.items():
             if a.only in (None, name):
                 results += ingest_and_report(a, out, name, src)
-    results += history_and_dashboard(a, out)
+    if not a.skip_history:
+        results += history_and_dashboard(a, out)
     if not a.skip_big and not a.only_history:
         results += big_memory(a, out)
     (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
