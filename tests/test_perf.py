@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from sqlalchemy import text
 
 from conftest import make_invoke
 from corpus import DATA, GOLDEN
-from ttperf_cases import BUILDERS
+from ttperf_cases import BUILDERS, LIVE_ONLY
 
 ROOT = Path(__file__).parent.parent
 COMPARE = Path(__file__).parent / "ttperf_compare.py"
@@ -52,6 +53,25 @@ def test_perf_csv_equals_tt_perf_report(wh, name, tmp_path):
             w = "" if a[col] == "nan" else a[col]
             if v != w:
                 assert float(v) == pytest.approx(float(w), rel=1e-12), (i, col, w, v)
+
+
+TTPERF = os.environ.get("WAREHOUSE_TTPERF")  # tt-perf-report 1.4.1's executable (.ci/run installs it)
+
+
+@pytest.mark.parametrize("name", list(LIVE_ONLY) + ["oft2025_8dev", "ttperfreport__bh20_oft"])
+def test_perf_equals_tt_perf_report_run_here(wh, name, tmp_path):
+    """tt-perf-report itself, run on this machine: equal timestamps (trace replays) sort as its numpy sorts them."""
+    if not TTPERF:
+        pytest.skip("needs WAREHOUSE_TTPERF, tt-perf-report 1.4.1 in a venv of its own (.ci/run installs it)")
+    src = LIVE_ONLY[name](tmp_path / name) if name in LIVE_ONLY else _source(name, tmp_path)
+    ref = tmp_path / "ref.csv"
+    subprocess.run([TTPERF, str(src), "--ignore-signposts", "--no-summary", "--raw-op-codes", "--csv", str(ref)],
+                   check=True, capture_output=True)
+    assert wh("ingest", src).exit_code == 0
+    out = tmp_path / "ours.csv"
+    assert wh("perf", "latest", "--csv", out).exit_code == 0
+    res = _compare(ref, out)
+    assert res.returncode == 0 and "ttperf: equal" in res.stdout, res.stdout
 
 
 def test_compare_rule_can_fail(wh, tmp_path):

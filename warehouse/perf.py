@@ -215,6 +215,21 @@ def _in_section(conn: Connection, run_id: int, section: str, rows: list[_Row]) -
     return [r for r in rows if any(a < r.row_no and (b is None or r.row_no < b) for a, b in spans)]
 
 
+def _by_host_start(rows: list[_Row]) -> list[_Row]:
+    """The rows sorted by HOST START TS, missing ones last, as tt-perf-report sorts them (pandas
+    ``sort_values``: numpy's quicksort over the column, int64, or float64 when a cell is missing). Its order of
+    equal timestamps (trace replays keep their capture time) is numpy's: with numpy installed (it comes with the
+    [plot] and [web] extras) it is reproduced exactly; without, equal timestamps keep the file's order."""
+    try:
+        import numpy as np
+    except ModuleNotFoundError:
+        return sorted(rows, key=lambda r: (r.host_ts is None, r.host_ts or 0))
+    present = [i for i, r in enumerate(rows) if r.host_ts is not None]
+    missing = [i for i, r in enumerate(rows) if r.host_ts is None]
+    values = np.array([rows[i].host_ts for i in present], dtype=np.float64 if missing else np.int64)
+    return [rows[present[j]] for j in values.argsort(kind="quicksort")] + [rows[i] for i in missing]
+
+
 def _window(rows: list[_Row], start: str | None, end: str | None) -> list[_Row]:
     """tt-perf-report's signpost window (filter_by_signpost): the rows after the first ``start`` signpost and
     before the first ``end`` one (the second when both are the same name), by file position, signposts dropped."""
@@ -292,8 +307,8 @@ def perf_table(conn: Connection, run_id: int, *, merge: bool = True, section: st
     rows = _load(conn, run_id)
     if section is not None:
         rows = _in_section(conn, run_id, section, rows)
-    if sort:  # tt-perf-report sorts by HOST START TS (missing last); ties keep the file's order
-        rows.sort(key=lambda r: (r.host_ts is None, r.host_ts or 0))
+    if sort:
+        rows = _by_host_start(rows)
     rows = _window(rows, start, end)
     table = PerfTable(run_id, a, ARCHS[a][0])
     budgets = [r.shape["available_cores"] for r in rows if r.shape and r.shape["available_cores"]]
