@@ -91,8 +91,8 @@ def test_views_equal_the_oracle(corpus_wh, case):
                     r = rows[g["key"]]
                     assert r["ops"] == g["ops"]
                     same(r["kernel_us"], g["kernel_us"], 1, f"{view} {g['key']} kernel")
-                    same(r["share"], g["share"], 4, f"{view} {g['key']} share")
-                    same(r["gap_us"], g["gap_us"], 1, f"{view} {g['key']} gap")
+                    same(r["share_pct"], round(100 * g["share"], 2), 2, f"{view} {g['key']} share")
+                    same(r["op2op_us"], g["gap_us"], 1, f"{view} {g['key']} op-to-op")
             split = {r["layer"]: r for r in q(f"SELECT * FROM layer_cost_split WHERE run_id = :r AND section = '{s}'")}
             ps = want["precision_split"]
             assert len(split) == ps["layers"]

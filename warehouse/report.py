@@ -25,7 +25,7 @@ SECTIONS = ("eager", "trace")
 TOP = 10
 
 # One op as the report reads it from op_detail (names, categories and shapes are looked up, not read per op).
-_COLS = ("pos", "op_code_id", "block", "layer", "kernel_us", "fw_us", "gap_us", "fw_start_cycle", "fw_end_cycle",
+_COLS = ("pos", "op_code_id", "block", "layer", "kernel_us", "fw_us", "op2op_us", "fw_start_cycle", "fw_end_cycle",
          "cores", "fidelity")
 (POS, CODE, BLOCK, LAYER, KERN, FW, GAP, START, END, CORES, FID) = range(len(_COLS))
 

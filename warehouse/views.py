@@ -51,7 +51,7 @@ FROM c""",
 
 
 
-def _median(name: str, value: str, where: str) -> str:
+def _median(name: str, value: str, where: str, column: str) -> str:
     # Portable median: the middle row, or the mean of the two middle rows (statistics.median). Both windows
     # share one sort: same partition, same order, only the frame differs.
     return f"""
@@ -62,7 +62,7 @@ WITH v AS (
          COUNT(*) OVER (PARTITION BY run_id, section ORDER BY {value}
                         ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS n
   FROM op_detail WHERE section_kind IN ('eager', 'trace') AND {where})
-SELECT run_id, section, AVG(v) AS median FROM v
+SELECT run_id, section, AVG(v) AS {column} FROM v
 WHERE rn IN ((n + 1) / 2, (n + 2) / 2) GROUP BY run_id, section"""
 
 
@@ -74,20 +74,21 @@ def _in_file_order(sql: str) -> dict[str, str]:
 
 def _group(name: str, key: str, doc: str) -> tuple[str, str, dict[str, str]]:
     grouped = f"""(SELECT run_id, section, {key} AS key, COUNT(*) AS ops, SUM(kernel_us{{ORDER}}) AS kernel_us,
-             SUM(gap_us{{ORDER}}) AS gap_us, MIN(pos) AS first_pos
+             SUM(op2op_us{{ORDER}}) AS op2op_us, MIN(pos) AS first_pos
       FROM op_detail WHERE section_kind IN ('eager', 'trace') GROUP BY run_id, section, {key}) g"""
     sqlite = f"""
 CREATE VIEW {name} AS
 SELECT run_id, section, key, ops, kernel_us,
-       kernel_us / CASE WHEN SUM(kernel_us) OVER (PARTITION BY run_id, section) = 0 THEN 1.0
-                        ELSE SUM(kernel_us) OVER (PARTITION BY run_id, section) END AS share,
-       gap_us, first_pos
+       100 * kernel_us / CASE WHEN SUM(kernel_us) OVER (PARTITION BY run_id, section) = 0 THEN 1.0
+                              ELSE SUM(kernel_us) OVER (PARTITION BY run_id, section) END AS share_pct,
+       op2op_us, first_pos
 FROM {grouped.replace("{ORDER}", "")}"""
     # PostgreSQL: the share's total is the section's kernel time added in file order, as the report's
     postgresql = f"""
 CREATE VIEW {name} AS
 SELECT g.run_id, g.section, g.key, g.ops, g.kernel_us,
-       g.kernel_us / CASE WHEN t.total = 0 THEN 1.0 ELSE t.total END AS share, g.gap_us, g.first_pos
+       100 * g.kernel_us / CASE WHEN t.total = 0 THEN 1.0 ELSE t.total END AS share_pct, g.op2op_us,
+       g.first_pos
 FROM {grouped.replace("{ORDER}", " ORDER BY pos")}
 JOIN (SELECT run_id, section, SUM(kernel_us ORDER BY pos) AS total FROM op_detail
       WHERE section_kind IN ('eager', 'trace') GROUP BY run_id, section) t
@@ -124,15 +125,15 @@ FROM series WHERE grouping = 'section' AND device >= 0"""))
 
 # (name, one line for the README, SQL), in creation order: a view may read only the views above it.
 VIEWS: list[tuple[str, str, str | dict[str, str]]] = [
-    ("op_detail", "every op with its run, section, op code, category and times in us (gap 0 for a section's "
-                  "first op)", """
+    ("op_detail", "every op with its run, section, op code, category and times in us (op2op_us 0 for a "
+                  "section's first op)", """
 CREATE VIEW op_detail AS
 SELECT o.id AS op_id, o.run_id, o.row_no, s.name AS section, s.kind AS section_kind, o.pos,
        COALESCE(o.block, '') AS block, COALESCE(o.layer, '') AS layer, o.attribution, o.occurrence, o.marker_row,
        o.op_code_id, c.name AS op_code, c.category, CASE WHEN c.is_compute THEN 1 ELSE 0 END AS is_compute,
        ps.op_type, o.device_id, o.global_call_count,
        COALESCE(o.kernel_ns, 0) / 1000.0 AS kernel_us, COALESCE(o.fw_ns, 0) / 1000.0 AS fw_us,
-       CASE WHEN o.pos = 0 THEN 0.0 ELSE COALESCE(o.op2op_ns, 0) / 1000.0 END AS gap_us,
+       CASE WHEN o.pos = 0 THEN 0.0 ELSE COALESCE(o.op2op_ns, 0) / 1000.0 END AS op2op_us,
        o.fw_start_cycle, o.fw_end_cycle, o.host_start_ns, o.host_end_ns, COALESCE(o.cores, 0) AS cores,
        COALESCE(ps.fidelity, '') AS fidelity, COALESCE(o.trace_id, '') AS trace_id,
        COALESCE(o.replay_session, '') AS replay_session, COALESCE(ps.input0_shape, '') AS input0_shape,
@@ -145,22 +146,22 @@ LEFT JOIN perf_shape ps ON ps.id = o.perf_shape_id"""),
      _in_file_order("""
 CREATE VIEW section_totals_raw AS
 SELECT run_id, section, COUNT(*) AS ops, SUM(kernel_us{ORDER}) AS kernel_sum_us, SUM(fw_us{ORDER}) AS fw_sum_us,
-       SUM(gap_us{ORDER}) AS op2op_sum_us,
+       SUM(op2op_us{ORDER}) AS op2op_sum_us,
        MIN(CASE WHEN fw_start_cycle > 0 THEN fw_start_cycle END) AS first_start_cycle,
        MAX(CASE WHEN fw_end_cycle > 0 THEN fw_end_cycle END) AS last_end_cycle,
        SUM(CASE WHEN cores > 0 AND cores < 120 THEN 1 ELSE 0 END) AS ops_below_120_cores
 FROM op_detail WHERE section_kind IN ('eager', 'trace') GROUP BY run_id, section""")),
     ("section_gap_median", "per run and section: median op-to-op gap (us) of the non-zero gaps after the first op",
-     _median("section_gap_median", "gap_us", "pos > 0 AND gap_us > 0")),
+     _median("section_gap_median", "op2op_us", "pos > 0 AND op2op_us > 0", "op2op_median_us")),
     ("section_cores_median", "per run and section: median core count per op",
-     _median("section_cores_median", "cores", "1 = 1")),
+     _median("section_cores_median", "cores", "1 = 1", "cores_median")),
     ("section_summary", "per run and section: the report's totals (ops, sums, medians, span at the run's "
                         "frequency)", """
 CREATE VIEW section_summary AS
 SELECT t.run_id, t.section, t.ops, t.kernel_sum_us, t.fw_sum_us, t.op2op_sum_us,
-       g.median AS op2op_median_us,
+       g.op2op_median_us,
        (t.last_end_cycle - t.first_start_cycle) / r.freq_mhz AS span_us, r.freq_mhz,
-       c.median AS cores_median, t.ops_below_120_cores
+       c.cores_median, t.ops_below_120_cores
 FROM section_totals_raw t
 JOIN run r ON r.id = t.run_id
 LEFT JOIN section_gap_median g ON g.run_id = t.run_id AND g.section = t.section
@@ -169,7 +170,8 @@ LEFT JOIN section_cores_median c ON c.run_id = t.run_id AND c.section = t.sectio
 CREATE VIEW section_fidelity AS
 SELECT run_id, section, fidelity, COUNT(*) AS ops, MIN(pos) AS first_pos
 FROM op_detail WHERE section_kind IN ('eager', 'trace') AND fidelity <> '' GROUP BY run_id, section, fidelity"""),
-    _group("by_op_code", "op_code", "per run and section and op code: ops, kernel us, share, op-to-op us"),
+    _group("by_op_code", "op_code",
+           "per run and section and op code: ops, kernel_us, share_pct of the section's kernel time, op2op_us"),
     _group("by_category", "category", "per run and section and category (the oracle's regex list)"),
     _group("by_block", "CASE WHEN block <> '' THEN block ELSE '?' END", "per run and section and block (m: signposts)"),
     _group("by_layer", LAYER_KEY, "per run and section and layer (c: signposts; else [block glue])"),
@@ -242,7 +244,7 @@ CREATE VIEW op_identity AS
 SELECT d.run_id, i.run_time, i.label, d.section, d.block, d.layer, d.op_code, d.occurrence,
        COALESCE(d.section, '') || ' / ' || d.block || ' / ' || d.layer || ' / ' || d.op_code || ' #' || d.occurrence
          AS identity,
-       d.kernel_us, d.fw_us, d.gap_us, d.cores, d.replay_session
+       d.kernel_us, d.fw_us, d.op2op_us, d.cores, d.replay_session
 FROM op_detail d JOIN run_info i ON i.run_id = d.run_id"""),
 ]
 
