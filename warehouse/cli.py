@@ -62,6 +62,12 @@ def _stderr_terminal() -> bool:
     return sys.stderr.isatty()
 
 
+def _api(ctx: click.Context):
+    """The public Python API over the command's warehouse: the commands that read call it, as notebooks do."""
+    from warehouse.api import Warehouse
+    return Warehouse(ctx.obj["db"])
+
+
 def _engine(ctx: click.Context, *, create: bool = True, readonly: bool = False):
     from warehouse.db import open_db
     return open_db(ctx.obj["db"], create=create, readonly=readonly)
@@ -181,9 +187,8 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], label: str | None, tags: 
 def runs(ctx: click.Context, label: str | None, warnings: bool, as_json: bool) -> None:
     """List the runs (oldest capture first)."""
     from warehouse import render
-    from warehouse.runs import list_runs
 
-    rows = list_runs(_engine(ctx), label=label, warnings=warnings)
+    rows = _api(ctx).runs(label=label, warnings=warnings)
     if as_json:
         click.echo(render.to_json(rows))
         return
@@ -233,15 +238,10 @@ def export(ctx: click.Context, run: str, output: str | None) -> None:
 def report(ctx: click.Context, run: str, label: str | None, json_out: str | None, md_out: str | None,
            quiet: bool) -> None:
     """The OPT_BASELINE report of a run (id or 'latest'), as profile_summary.py prints it."""
-    from warehouse.report import build_report, render_json, render_text
-    from warehouse.runs import resolve_run
-
-    engine = _engine(ctx, create=False)
-    with engine.connect() as conn:
-        run_id = resolve_run(conn, run, label)
     from warehouse.files import write_output
+    from warehouse.report import render_json, render_text
 
-    res = build_report(engine, run_id)
+    res = _api(ctx).report(run, label)
     txt = render_text(res)
     if json_out:
         write_output(json_out, render_json(res))
@@ -272,11 +272,10 @@ def perf(ctx: click.Context, run: str, label: str | None, section: str | None, s
          csv_out: str | None, as_json: bool, fmt: str) -> None:
     """tt-perf-report's per-op table of a run (id or 'latest'): device time, op-to-op gap, cores, DRAM GB/s and %,
     TFLOPs and %, Bound, category and math fidelity per op, as tt-perf-report 1.4.1 computes them."""
-    from warehouse.api import Warehouse
     from warehouse.files import write_output
     from warehouse.perf import render, to_csv
 
-    table = Warehouse(ctx.obj["db"]).perf_table(
+    table = _api(ctx).perf_table(
         run, label=label, section=section, start=start_signpost, end=end_signpost, merge=not no_merge_devices,
         arch=arch, sort=not tracing_mode)
     if csv_out:
@@ -366,8 +365,7 @@ def compare(ctx: click.Context, a: str, b: str, by: str, metric: str, section: s
     from warehouse import render
 
     bys, ks = _keys(by, keys, block_key, layer_key)
-    res = cmp.compare_runs(_engine(ctx, create=False), a, b, by=(bys or [by])[0], section=section, metric=metric,
-                           keys=ks)
+    res = _api(ctx).compare(a, b, by=(bys or [by])[0], section=section, metric=metric, keys=ks)
     _warn(res)
     if fmt == "json":
         click.echo(render.to_json(res))
@@ -404,9 +402,9 @@ def regressions(ctx: click.Context, label: str | None, tags: tuple[str, ...], la
     from warehouse import render
 
     bys, ks = _keys(dims, keys, block_key, layer_key)
-    res = reg.find_regressions(_engine(ctx, create=False), label=label, tags=_tags(tags), last=last,
-                               window=window, threshold=_percent(threshold), min_us=min_us, by=bys,
-                               section=section, metrics=list(metrics) or None, keys=ks)
+    res = _api(ctx).regressions(label=label, tags=_tags(tags), last=last, window=window,
+                                threshold=_percent(threshold), min_us=min_us, by=bys, section=section,
+                                metrics=list(metrics) or None, keys=ks)
     _warn(res)
     if fmt == "json":
         click.echo(render.to_json(res))
@@ -442,8 +440,8 @@ def trend(ctx: click.Context, by: str, metric: str, section: str | None, keys: t
     from warehouse import trend as tr
 
     bys, ks = _keys(by, keys, block_key, layer_key)
-    res = tr.trend(_engine(ctx, create=False), by=(bys or [by])[0], section=section, top=top, label=label,
-                   tags=_tags(tags), last=last or None, metric=metric, keys=ks)
+    res = _api(ctx).trend(by=(bys or [by])[0], section=section, top=top, label=label, tags=_tags(tags),
+                          last=last or None, metric=metric, keys=ks)
     _warn(res)
     if plot_file:
         tr.plot(res, Path(plot_file))
