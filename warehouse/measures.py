@@ -76,6 +76,32 @@ METRICS: list[Metric] = [
 METRIC = {m.key: m for m in METRICS}
 
 
+@dataclass(frozen=True)
+class ReportTable:
+    """One group table of the OPT_BASELINE report. Their set, order and titles are the oracle's contract (a new
+    grouping above does not add one); ``expr`` is the table's key as SQL over ``op_detail`` (the oracle's
+    attribution), read by the report and by the table's view alike."""
+
+    key: str  # in the report's JSON
+    view: str  # the view with the same table for SQL users
+    expr: str
+    title: str  # the Markdown table's first header cell, before " (trace)"
+    top: int  # rows the Markdown prints
+    md_order: int  # the oracle prints category, block, op code, layer
+    doc: str
+
+
+REPORT_TABLES: list[ReportTable] = [
+    ReportTable("by_op", "by_op_code", "op_code", "op code", 25, 2,
+                "per run and section and op code: ops, kernel_us, share_pct of the section's kernel time, op2op_us"),
+    ReportTable("by_category", "by_category", "category", "category", 20, 0,
+                "per run and section and category (the oracle's regex list)"),
+    ReportTable("by_block", "by_block", BLOCK_KEY, "block", 20, 1, "per run and section and block (m: signposts)"),
+    ReportTable("by_layer", "by_layer", LAYER_KEY, "layer", 25, 3,
+                "per run and section and layer (c: signposts; else [block glue])"),
+]
+
+
 def grouping_keys(cli_only: bool = False) -> list[str]:
     """The groupings' keys (read when asked, so that an entry appended to GROUPINGS counts everywhere)."""
     return [g.key for g in GROUPINGS if g.cli or not cli_only]

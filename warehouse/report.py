@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, text
 
 from warehouse import schema as t
+from warehouse.measures import REPORT_TABLES
 from warehouse.errors import NotFound
 
 SECTIONS = ("eager", "trace")
@@ -30,17 +31,17 @@ _COLS = ("pos", "op_code_id", "block", "layer", "kernel_us", "fw_us", "op2op_us"
 (POS, CODE, BLOCK, LAYER, KERN, FW, GAP, START, END, CORES, FID) = range(len(_COLS))
 
 
-GROUPS = ("by_op", "by_category", "by_block", "by_layer")
+# The group tables (measures.REPORT_TABLES): their keys are read with the ops, from the registry's SQL.
+GROUPS = tuple(t.key for t in REPORT_TABLES)
+_KEYS = slice(len(_COLS), len(_COLS) + len(REPORT_TABLES))
+_SELECT = ", ".join(list(_COLS) + [f"{t.expr} AS key_{i}" for i, t in enumerate(REPORT_TABLES)])
 
 
-def _groups(ops: Sequence[Any], codes: dict[int, tuple[str, str, bool]], total: float
-            ) -> dict[str, list[dict[str, Any]]]:
-    """The four group tables in one pass (the oracle's per-group sums, in position order)."""
-    aggs: tuple[dict[str, list], ...] = ({}, {}, {}, {})
+def _groups(ops: Sequence[Any], total: float) -> dict[str, list[dict[str, Any]]]:
+    """The group tables in one pass (the oracle's per-group sums, in position order)."""
+    aggs: tuple[dict[str, list], ...] = tuple({} for _ in GROUPS)
     for op in ops:
-        block = op[BLOCK] or "?"
-        name, cat, _ = codes[op[CODE]]
-        keys = (name, cat, block, op[LAYER] or f"[{block} glue]")
+        keys = op[_KEYS]
         k, g = op[KERN], op[GAP]
         for agg, key in zip(aggs, keys):
             a = agg.get(key)
@@ -93,7 +94,7 @@ def _precision_split(ops: Sequence[Any], codes: dict[int, tuple[str, str, bool]]
 def _section(conn: Connection, run_id: int, section: str, codes: dict[int, tuple[str, str, bool]],
              freq: float) -> dict[str, Any]:
     # Position order is file order within a section name, and (run_id, row_no) is indexed: no sort needed.
-    ops = conn.execute(text(f"SELECT {', '.join(_COLS)} FROM op_detail WHERE run_id = :r AND section = :s "
+    ops = conn.execute(text(f"SELECT {_SELECT} FROM op_detail WHERE run_id = :r AND section = :s "
                             "ORDER BY row_no"), {"r": run_id, "s": section}).all()
     kern = [op[KERN] for op in ops]
     gaps = [op[GAP] for op in ops]
@@ -126,7 +127,7 @@ def _section(conn: Connection, run_id: int, section: str, codes: dict[int, tuple
            "span_us": round(span, 1) if span else None, "freq_mhz": freq,
            "cores_median": statistics.median(cores) if cores else None,
            "ops_below_120_cores": sum(1 for c in cores if 0 < c < 120), "fidelity": dict(fid)}
-    out.update(_groups(ops, codes, total))
+    out.update(_groups(ops, total))
     out.update(top_ops=top_ops, top_gaps=top_gaps, precision_split=_precision_split(ops, codes))
     return out
 
@@ -172,10 +173,9 @@ def render_text(res: dict[str, Any]) -> str:
                      f"op2op {x['op2op_sum_us']:.1f} us (median {x['op2op_median_us']})  span {x['span_us']} us  "
                      f"cores median {x['cores_median']}  <120 cores: {x['ops_below_120_cores']}  "
                      f"fidelity {x['fidelity']}")
-    lines += ["", md_table(t_["by_category"], 20, "category (trace)"), "",
-              md_table(t_["by_block"], 20, "block (trace)"),
-              "", md_table(t_["by_op"], 25, "op code (trace)"), "", md_table(t_["by_layer"], 25, "layer (trace)"), "",
-              "| # | op | block | layer | kernel us | cores | fidelity | input0 | in mem | out mem |",
+    for tb in sorted(REPORT_TABLES, key=lambda tb: tb.md_order):
+        lines += ["", md_table(t_[tb.key], tb.top, f"{tb.title} (trace)")]
+    lines += ["", "| # | op | block | layer | kernel us | cores | fidelity | input0 | in mem | out mem |",
               "|---:|---|---|---|---:|---:|---|---|---|---|"]
     for k, o in enumerate(t_["top_ops"], 1):
         lines.append(f"| {k} | {o['op']} | {o['block']} | {o['layer']} | {o['kernel_us']:.1f} | {o['cores']} | "

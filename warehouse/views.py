@@ -16,7 +16,7 @@ import hashlib
 
 from sqlalchemy import Connection, inspect, text
 
-from warehouse.measures import LAYER_KEY  # one definition of the keys
+from warehouse.measures import REPORT_TABLES
 from warehouse.perf import op_perf_view_sql
 
 # Reading a cell of a JSON array: the one thing the views say differently on each back end.
@@ -170,11 +170,7 @@ LEFT JOIN section_cores_median c ON c.run_id = t.run_id AND c.section = t.sectio
 CREATE VIEW section_fidelity AS
 SELECT run_id, section, fidelity, COUNT(*) AS ops, MIN(pos) AS first_pos
 FROM op_detail WHERE section_kind IN ('eager', 'trace') AND fidelity <> '' GROUP BY run_id, section, fidelity"""),
-    _group("by_op_code", "op_code",
-           "per run and section and op code: ops, kernel_us, share_pct of the section's kernel time, op2op_us"),
-    _group("by_category", "category", "per run and section and category (the oracle's regex list)"),
-    _group("by_block", "CASE WHEN block <> '' THEN block ELSE '?' END", "per run and section and block (m: signposts)"),
-    _group("by_layer", LAYER_KEY, "per run and section and layer (c: signposts; else [block glue])"),
+    *[_group(t.view, t.expr, t.doc) for t in REPORT_TABLES],
     ("layer_cost_split", "per run, section and layer with a conv / matmul: compute, movement, split, finish us",
      _in_file_order("""
 CREATE VIEW layer_cost_split AS
