@@ -135,3 +135,34 @@ def test_fast_head_is_alembics_head():
     from warehouse.db import head_revision_fast
     assert head_revision_fast() == head_revision()
     assert revisions() == [f"{i:04d}" for i in range(1, len(revisions()) + 1)]
+
+
+def test_upgrade_rebuilds_rollups_and_check_guards_them(wh, db_url):
+    """Rollups are written at ingest; a warehouse from before them (revision 0004) gets the same rollups from
+    `db upgrade`; `warehouse check` fails when a rollup disagrees with its ops."""
+    for case in ("clip_replays3", "oft_mismatch"):
+        assert wh("ingest", cases()[case]).exit_code == 0
+    engine = make_engine(resolve_url(db_url))
+    cols = "run_id, section, grouping, key, device, iterations, ops, kernel_us, op2op_us, fw_us, span_us"
+    with engine.connect() as c:
+        at_ingest = c.execute(text(f"SELECT {cols} FROM rollup ORDER BY run_id, section, grouping, key, device")).all()
+    assert len(at_ingest) > 100
+    downgrade(engine, "0004")
+    with engine.connect() as c:
+        assert "rollup" not in inspect(c).get_table_names()
+    engine.dispose()
+    r = wh("db", "upgrade")
+    assert r.exit_code == 0, r.output
+    engine = make_engine(resolve_url(db_url))
+    with engine.connect() as c:
+        rebuilt = c.execute(text(f"SELECT {cols} FROM rollup ORDER BY run_id, section, grouping, key, device")).all()
+    assert [r[:7] for r in rebuilt] == [r[:7] for r in at_ingest]
+    for a, b in zip(rebuilt, at_ingest):
+        for x, y in zip(a[7:], b[7:]):
+            assert (x is None and y is None) or x == pytest.approx(y, rel=1e-9)
+    assert wh("check").exit_code == 0
+    with engine.begin() as c:
+        c.execute(text("UPDATE rollup SET kernel_us = kernel_us * 1.01 WHERE run_id = 2 AND grouping = 'block'"))
+    engine.dispose()
+    r = wh("check")
+    assert r.exit_code == 1 and "run 2:" in r.output and "rollup rows disagree with the ops" in r.output, r.output
