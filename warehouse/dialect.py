@@ -1,5 +1,6 @@
 """What differs between SQLite and PostgreSQL, in one place: upserts, how interning may run, session set-up for
-read-only SQL, and what a database error means to a user.
+read-only SQL, what a database error means to a user, and the SQL fragments the views say differently (reading a
+cell of a JSON array, adding in file order).
 
 Business modules ask this module instead of testing ``conn.dialect.name`` themselves.
 """
@@ -13,6 +14,28 @@ from sqlalchemy.exc import DBAPIError
 from warehouse.errors import UsageError
 
 SUPPORTED = ("sqlite", "postgresql")
+
+
+# The views' SQL fragments, per back end (views.view_sql picks one when the views are created).
+JSON_CELL = {  # value of slot k.slot of the JSON arrays rc.cells (volatile) and t.cells (static, ints: text_value)
+    "sqlite": """CASE WHEN k.kind = 'volatile' THEN json_extract(rc.cells, '$[' || k.slot || ']')
+              WHEN json_type(t.cells, '$[' || k.slot || ']') = 'integer'
+                THEN (SELECT x.value FROM text_value x WHERE x.id = json_extract(t.cells, '$[' || k.slot || ']'))
+              ELSE json_extract(t.cells, '$[' || k.slot || ']') END""",
+    "postgresql": """CASE WHEN k.kind = 'volatile' THEN rc.cells::json ->> k.slot
+              WHEN json_typeof(t.cells::json -> k.slot) = 'number'
+                THEN (SELECT v.value FROM text_value v WHERE v.id = (t.cells::json ->> k.slot)::bigint)
+              ELSE t.cells::json ->> k.slot END""",
+}
+AS_NUMBER = {  # a text cell as a number when the whole cell is one, else NULL
+    "sqlite": """CASE WHEN TRIM(value) GLOB '*[0-9]*' AND TRIM(value) NOT GLOB '*[^0-9.eE+-]*'
+            THEN CAST(TRIM(value) AS REAL) END""",
+    "postgresql": r"""CASE WHEN value ~ '^\s*[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?\s*$'
+            THEN CAST(value AS DOUBLE PRECISION) END""",
+}
+# Sums that must add in file order to give the oracle's numbers to the last bit: PostgreSQL adds in any order
+# unless told; SQLite adds in the order it reads, which is file order for these views.
+IN_FILE_ORDER = {"sqlite": "", "postgresql": " ORDER BY pos"}
 
 
 def name(conn: Connection) -> str:

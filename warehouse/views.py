@@ -16,39 +16,23 @@ import hashlib
 
 from sqlalchemy import Connection, inspect, text
 
+from warehouse.dialect import AS_NUMBER, IN_FILE_ORDER, JSON_CELL
 from warehouse.measures import REPORT_TABLES
 from warehouse.perf import op_perf_view_sql
 
-# Reading a cell of a JSON array: the one thing the views say differently on each back end.
-_CELL_SQL = {
-    "sqlite": """
+def _cell_view(backend: str) -> str:
+    return f"""
 CREATE VIEW csv_cell AS
 WITH c AS (
   SELECT rc.run_id, rc.row_no, k.name AS column_name, k.position,
-         CASE WHEN k.kind = 'volatile' THEN json_extract(rc.cells, '$[' || k.slot || ']')
-              WHEN json_type(t.cells, '$[' || k.slot || ']') = 'integer'
-                THEN (SELECT x.value FROM text_value x WHERE x.id = json_extract(t.cells, '$[' || k.slot || ']'))
-              ELSE json_extract(t.cells, '$[' || k.slot || ']') END AS value
+         {JSON_CELL[backend]} AS value
   FROM row_cells rc JOIN run_column k ON k.run_id = rc.run_id JOIN cell_tuple t ON t.id = rc.static_id)
 SELECT run_id, row_no, column_name, position, COALESCE(value, '') AS value,
-       CASE WHEN TRIM(value) GLOB '*[0-9]*' AND TRIM(value) NOT GLOB '*[^0-9.eE+-]*' THEN CAST(TRIM(value) AS REAL)
-       END AS number
-FROM c""",
-    "postgresql": r"""
-CREATE VIEW csv_cell AS
-WITH c AS (
-  SELECT rc.run_id, rc.row_no, k.name AS column_name, k.position,
-         CASE WHEN k.kind = 'volatile' THEN rc.cells::json ->> k.slot
-              WHEN json_typeof(t.cells::json -> k.slot) = 'number'
-                THEN (SELECT v.value FROM text_value v WHERE v.id = (t.cells::json ->> k.slot)::bigint)
-              ELSE t.cells::json ->> k.slot END AS value
-  FROM row_cells rc JOIN run_column k ON k.run_id = rc.run_id JOIN cell_tuple t ON t.id = rc.static_id)
-SELECT run_id, row_no, column_name, position, COALESCE(value, '') AS value,
-       CASE WHEN value ~ '^\s*[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?\s*$'
-            THEN CAST(value AS DOUBLE PRECISION) END AS number
-FROM c""",
-}
+       {AS_NUMBER[backend]} AS number
+FROM c"""
 
+
+_CELL_SQL = {backend: _cell_view(backend) for backend in JSON_CELL}
 
 
 def _median(name: str, value: str, where: str, column: str) -> str:
@@ -67,9 +51,8 @@ WHERE rn IN ((n + 1) / 2, (n + 2) / 2) GROUP BY run_id, section"""
 
 
 def _in_file_order(sql: str) -> dict[str, str]:
-    """A view whose sums must add in file order to give the oracle's numbers to the last bit: PostgreSQL adds in
-    any order unless told (``SUM(x ORDER BY pos)``); SQLite adds in the order it reads, which is file order here."""
-    return {"sqlite": sql.replace("{ORDER}", ""), "postgresql": sql.replace("{ORDER}", " ORDER BY pos")}
+    """A view whose sums add in file order (``{ORDER}`` in ``sql``; see dialect.IN_FILE_ORDER)."""
+    return {backend: sql.replace("{ORDER}", order) for backend, order in IN_FILE_ORDER.items()}
 
 
 def _group(name: str, key: str, doc: str) -> tuple[str, str, dict[str, str]]:
@@ -82,15 +65,15 @@ SELECT run_id, section, key, ops, kernel_us,
        100 * kernel_us / CASE WHEN SUM(kernel_us) OVER (PARTITION BY run_id, section) = 0 THEN 1.0
                               ELSE SUM(kernel_us) OVER (PARTITION BY run_id, section) END AS share_pct,
        op2op_us, first_pos
-FROM {grouped.replace("{ORDER}", "")}"""
+FROM {grouped.replace("{ORDER}", IN_FILE_ORDER["sqlite"])}"""
     # PostgreSQL: the share's total is the section's kernel time added in file order, as the report's
     postgresql = f"""
 CREATE VIEW {name} AS
 SELECT g.run_id, g.section, g.key, g.ops, g.kernel_us,
        100 * g.kernel_us / CASE WHEN t.total = 0 THEN 1.0 ELSE t.total END AS share_pct, g.op2op_us,
        g.first_pos
-FROM {grouped.replace("{ORDER}", " ORDER BY pos")}
-JOIN (SELECT run_id, section, SUM(kernel_us ORDER BY pos) AS total FROM op_detail
+FROM {grouped.replace("{ORDER}", IN_FILE_ORDER["postgresql"])}
+JOIN (SELECT run_id, section, SUM(kernel_us{IN_FILE_ORDER["postgresql"]}) AS total FROM op_detail
       WHERE section_kind IN ('eager', 'trace') GROUP BY run_id, section) t
   ON t.run_id = g.run_id AND t.section = g.section"""
     return name, doc, {"sqlite": sqlite, "postgresql": postgresql}
