@@ -53,3 +53,18 @@ def test_postgresql_tables_and_views_carry_their_docs(pg_url):
                                   "AND c.relkind IN ('r', 'v')")).all())
     eng.dispose()
     assert got["run"] == TABLE_DOCS["run"] and got["series_block"].startswith("per run and section, by block")
+
+
+def test_schema_prints_a_type_for_every_column(wh):
+    """`warehouse schema` gives every table and view column its SQL type, also where SQLite declares none
+    (computed view columns)."""
+    import json
+
+    from corpus import cases
+    assert wh("ingest", cases()["dlv3_same"]).exit_code == 0
+    objs = json.loads(wh("schema", "--json").output)
+    untyped = [(o["name"], c["name"]) for o in objs for c in o["columns"] if not c["type"]]
+    assert not untyped
+    views = {o["name"]: {c["name"]: c["type"].upper() for c in o["columns"]} for o in objs if o["type"] == "view"}
+    assert "REAL" in views["by_op_code"]["share_pct"] or "DOUBLE" in views["by_op_code"]["share_pct"]
+    assert "INT" in views["by_op_code"]["ops"]

@@ -510,7 +510,7 @@ def schema(ctx: click.Context, as_json: bool) -> None:
     from warehouse import render
     from warehouse.query import describe_schema
 
-    objs = describe_schema(_engine(ctx))
+    objs = describe_schema(_engine(ctx, create=False))
     if as_json:
         click.echo(render.to_json(objs))
         return
