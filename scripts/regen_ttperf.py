@@ -5,7 +5,8 @@
 
 tt-perf-report must be installed in a venv of its own (``python -m venv /tmp/ttpr && /tmp/ttpr/bin/pip install
 tt-perf-report==1.4.1``); pass its ``tt-perf-report`` executable. The six public captures are copied from the
-corpus's ``ttperf/`` (made by the same command); the variants of ``tests/ttperf_cases.py`` are built and run here.
+corpus's ``ttperf/`` (made by the same command); the real captures of ``tests/data/ttperf_extra/`` and the variants
+of ``tests/ttperf_cases.py`` are run here.
 """
 from __future__ import annotations
 
@@ -36,6 +37,11 @@ def main() -> int:
         for f in sorted(corpus.glob("*.csv")):
             shutil.copyfile(f, GOLDEN / f.name)
             print(f"copied {f.name}")
+    # real captures not in the corpus (tests/data/ttperf_extra, with their sources in its README)
+    for f in sorted((ROOT / "tests" / "data" / "ttperf_extra").glob("*.csv")):
+        out = GOLDEN / f.name
+        subprocess.run([a.tt_perf_report, str(f), *FLAGS, "--csv", str(out)], check=True, stdout=subprocess.DEVNULL)
+        print(f"wrote {out.name}")
     with tempfile.TemporaryDirectory() as tmp:
         for name, build in BUILDERS.items():
             src = build(Path(tmp) / name)

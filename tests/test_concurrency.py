@@ -58,8 +58,11 @@ def test_same_file_from_many_processes(db_url, forty):
 def test_concurrent_creation_and_upgrade(db_url):
     """Two processes creating (then upgrading) the same new database end with one correct schema."""
     procs = [_spawn(db_url, "db", "upgrade"), _spawn(db_url, "runs"), _spawn(db_url, "db", "upgrade")]
-    for p in procs:
+    for i, p in enumerate(procs):
         out, err = p.communicate(timeout=300)
+        if i == 1 and p.returncode == 2:  # `runs` reads only: before the others created it there is none yet,
+            assert "no warehouse at" in err or "warehouse db upgrade" in err, err  # or not at head yet
+            continue
         assert p.returncode == 0, err
     p = _spawn(db_url, "db", "check")
     out, err = p.communicate(timeout=120)

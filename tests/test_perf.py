@@ -21,10 +21,13 @@ from ttperf_cases import BUILDERS, LIVE_ONLY
 ROOT = Path(__file__).parent.parent
 COMPARE = Path(__file__).parent / "ttperf_compare.py"
 PUBLIC = sorted(p.stem for p in (DATA / "real").glob("*.csv"))
+EXTRA = sorted(p.stem for p in (DATA / "ttperf_extra").glob("*.csv"))  # real captures not in the corpus
 
 
 def _source(name: str, tmp_path: Path) -> Path:
-    return BUILDERS[name](tmp_path / name) if name in BUILDERS else DATA / "real" / f"{name}.csv"
+    if name in BUILDERS:
+        return BUILDERS[name](tmp_path / name)
+    return DATA / ("ttperf_extra" if name in EXTRA else "real") / f"{name}.csv"
 
 
 def _compare(ref: Path, got: Path) -> subprocess.CompletedProcess:
@@ -33,11 +36,11 @@ def _compare(ref: Path, got: Path) -> subprocess.CompletedProcess:
 
 def test_goldens_cover_public_and_other_captures():
     names = {p.stem for p in (GOLDEN / "ttperf").glob("*.csv")}
-    assert names == set(PUBLIC) | set(BUILDERS)
-    assert len(PUBLIC) == 6
+    assert names == set(PUBLIC) | set(EXTRA) | set(BUILDERS)
+    assert len(PUBLIC) == 6 and EXTRA
 
 
-@pytest.mark.parametrize("name", PUBLIC + list(BUILDERS))
+@pytest.mark.parametrize("name", PUBLIC + EXTRA + list(BUILDERS))
 def test_perf_csv_equals_tt_perf_report(wh, name, tmp_path):
     assert wh("ingest", _source(name, tmp_path)).exit_code == 0
     out = tmp_path / "ours.csv"
