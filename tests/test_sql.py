@@ -34,6 +34,9 @@ def test_sql_is_read_only(wh, db_url):
 
 
 def test_schema_lists_tables_and_views(wh):
+    r = wh("schema")  # reads only: no warehouse is created
+    assert r.exit_code == 2 and r.output.startswith("Error: no warehouse at"), r.output
+    assert wh("db", "upgrade").exit_code == 0
     r = wh("schema")
     assert r.exit_code == 0
     for name in ("table run", "table op", "table signpost", "table section", "view section_summary",
