@@ -36,6 +36,18 @@ def _write(path: Path, cols: list[str], rows: list[dict[str, str]], newline: str
     return path
 
 
+def _on_device(row: dict[str, str], dev: int, op: int, rng: random.Random, lo: float, hi: float
+               ) -> dict[str, str]:
+    """The row as device ``dev`` ran it (GLOBAL CALL COUNT = op x 1024 + device), its kernel time jittered."""
+    x = dict(row)
+    x["DEVICE ID"] = str(dev)
+    x["GLOBAL CALL COUNT"] = str(op * 1024 + dev)
+    k = x["DEVICE KERNEL DURATION [ns]"]
+    if k:
+        x["DEVICE KERNEL DURATION [ns]"] = str(int(float(k) * rng.uniform(lo, hi)))
+    return x
+
+
 def oft2025_8dev(dst: Path) -> Path:
     cols, rows = _read("ttperfreport__ops_perf_results_2025_09_18_11_39_20")
     rng = random.Random(8)
@@ -50,14 +62,9 @@ def oft2025_8dev(dst: Path) -> Path:
         for dev in range(8):
             if dev == 7 and ops == 40:
                 continue  # device 7 lost this op
-            x = dict(r)
-            x["DEVICE ID"] = str(dev)
-            x["GLOBAL CALL COUNT"] = str(ops * 1024 + dev)
+            x = _on_device(r, dev, ops, rng, 0.8, 1.25)
             if collective:
                 x["OP CODE"] = "AllGatherDeviceOperation"
-            k = x["DEVICE KERNEL DURATION [ns]"]
-            if k:
-                x["DEVICE KERNEL DURATION [ns]"] = str(int(float(k) * rng.uniform(0.8, 1.25)))
             out.append(x)
     return _write(dst / "ops_perf_results_2025_11_02_01_00_00.csv", cols, out)
 
@@ -71,13 +78,7 @@ def segenc_2dev(dst: Path) -> Path:
             out.append(r)
             continue
         for dev in range(2):
-            x = dict(r)
-            x["DEVICE ID"] = str(dev)
-            x["GLOBAL CALL COUNT"] = str(i * 1024 + dev)
-            k = x["DEVICE KERNEL DURATION [ns]"]
-            if k:
-                x["DEVICE KERNEL DURATION [ns]"] = str(int(float(k) * rng.uniform(0.9, 1.1)))
-            out.append(x)
+            out.append(_on_device(r, dev, i, rng, 0.9, 1.1))
     return _write(dst / "ops_perf_results_2024_11_05_01_00_00.csv", cols, out)
 
 
