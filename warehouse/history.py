@@ -19,6 +19,8 @@ iterations that turn out to differ from eager are fixed up at the end.
 """
 from __future__ import annotations
 
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, text
@@ -29,7 +31,7 @@ CONFIRM = 3  # equal op codes in a row that make a resynchronisation point
 BUDGET = 5_000_000  # comparisons per alignment; past it, the rest of the trace stays unmatched
 
 
-def align(a: list[int], b: list[int]) -> dict[int, int]:
+def align(a: Sequence[int], b: Sequence[int]) -> dict[int, int]:
     """``{index in b: index in a}`` for the ops of ``b`` matched to ops of ``a``, in order: equal runs are
     matched; at a difference, the nearest pair of offsets (fewest ops skipped in both) within :data:`WINDOW`
     whose op codes agree for :data:`CONFIRM` ops (or to the end) resumes the matching."""
@@ -96,12 +98,14 @@ class HistoryTracker:
     """Feed eager and trace ops in file order; :meth:`trace_op` answers at once, :meth:`finish` lists the
     corrections for iterations that did not match eager op for op."""
 
-    e_codes: list[int] = field(default_factory=list)
+    # One entry per op of a file, so compact: machine integers in arrays (8 bytes an op, no int objects), and
+    # (block, layer) pairs shared through _pairs (a pointer an op; a file has few distinct pairs).
+    e_codes: array = field(default_factory=lambda: array("q"))
     e_attr: list[tuple[str | None, str | None]] = field(default_factory=list)
-    t_rows: list[int] = field(default_factory=list)
-    t_codes: list[int] = field(default_factory=list)
-    t_iter: list[int] = field(default_factory=list)
-    t_own: list[tuple[str | None, str | None]] = field(default_factory=list)
+    t_rows: array = field(default_factory=lambda: array("q"))
+    t_codes: array = field(default_factory=lambda: array("q"))
+    t_iter: array = field(default_factory=lambda: array("q"))
+    _pairs: dict[tuple[str | None, str | None], tuple[str | None, str | None]] = field(default_factory=dict)
     sessions: dict[str, int] = field(default_factory=dict)
     counts: dict[int, int] = field(default_factory=dict)
     bad_iterations: set[int] = field(default_factory=set)
@@ -109,7 +113,8 @@ class HistoryTracker:
 
     def eager_op(self, code: int, block: str | None, layer: str | None) -> None:
         self.e_codes.append(code)
-        self.e_attr.append((block, layer))
+        pair = (block, layer)
+        self.e_attr.append(self._pairs.setdefault(pair, pair))
 
     def trace_op(self, row_no: int, code: int, replay: str | None, block: str | None, layer: str | None,
                  pos: int) -> Attributed:
@@ -128,7 +133,6 @@ class HistoryTracker:
         self.t_rows.append(row_no)
         self.t_codes.append(code)
         self.t_iter.append(it)
-        self.t_own.append((block, layer))
         if not n:  # no eager section to learn from: the trace's own signposts
             return Attributed(block, layer, SIGNPOST if (block or layer) else None, it, ipos)
         if ipos < n and self.e_codes[ipos] == code:
@@ -146,7 +150,7 @@ class HistoryTracker:
             return []
         if not self.by_session and (len(self.t_codes) % n or self.bad_iterations):
             # not k copies of eager: one iteration, aligned whole
-            self.t_iter = [0] * len(self.t_rows)
+            self.t_iter = array("q", bytes(8 * len(self.t_rows)))  # all zero: one iteration
             return self._align(list(range(len(self.t_rows))), 0)
         if self.by_session:
             # an iteration shorter than eager matched op for op but misses ops: align it too
