@@ -241,3 +241,20 @@ def test_upgrade_from_0005_fills_the_facts(db_url, tmp_path):
         assert inv("perf", str(run), "--csv", out).exit_code == 0
         res = _compare(GOLDEN / "ttperf" / f"{golden}.csv", out)
         assert res.returncode == 0, res.stdout
+
+
+@pytest.mark.parametrize("dram_pct, flops_pct, bound", [(66, 10, "DRAM"), (10, 66, "FLOP"), (66, 66, "BOTH"),
+                                                        (64, 64, "SLOW")])
+def test_bound_thresholds(dram_pct, flops_pct, bound):
+    """tt-perf-report's Bound: DRAM % or FLOPs % at 65 or more (the corpus has no op near the line)."""
+    from warehouse.perf import figures
+    from warehouse.perffacts import ARCHS
+
+    _, _, bandwidth, hifi4, *_ = ARCHS["blackhole"]
+    dur_s = 1e-3
+    shape = {"analysis": "full", "cores": 1, "dram_sharded": False, "peak_fidelity": "HiFi4", "is_host": False,
+             "dram_bytes": dram_pct / 100 * bandwidth * 1e9 * dur_s,
+             "flop_count": flops_pct / 100 * hifi4 * 1e12 * dur_s}
+    f = figures(shape, dur_s * 1e9, None, "blackhole")
+    assert f.dram_pct == pytest.approx(dram_pct) and f.flops_pct == pytest.approx(flops_pct)
+    assert f.bound == bound

@@ -386,9 +386,10 @@ class _FileIngest:
 
     def _op(self, row_no: int, cells: list[str]) -> None:
         a = self.attr
-        code_id = self.intern.op_code(cells[self.cells.name])
+        name = cells[self.cells.name]
+        code_id = self.intern.op_code(name)
         static_key = self.intern.tuple_key(cells)
-        shape = self.shapes.digest(static_key, cells, cells[self.cells.name])
+        shape = self.shapes.digest(static_key, cells, name)
         self.cells_rows.append((self.run_id, row_no, static_key, self._volatile(cells)))
         cells.append("")  # the cell that columns missing from this file read (see _Cells)
         sec = a.section

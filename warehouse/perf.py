@@ -18,7 +18,7 @@ from sqlalchemy import Connection, select
 
 from warehouse import schema as t
 from warehouse.errors import NotFound, UsageError
-from warehouse.perffacts import ARCHS, COLLECTIVE, FIDELITIES, device_id, normalize_arch, sanitize
+from warehouse.perffacts import ARCHS, COLLECTIVE, FIDELITIES, normalize_arch, sanitize
 
 INVALID_GAP_NS = 1_000_000  # tt-perf-report: INVALID_OP_TO_OP_GAP_MIN_NS
 BOUND_PCT = 65  # DRAM % or FLOPs % at or above this: bound by it
@@ -175,19 +175,16 @@ class PerfTable:
     host_ops: int = 0
     signposts: int = 0
     merged: bool = False
-    notes: list[str] = field(default_factory=list)
 
 
 def _load(conn: Connection, run_id: int) -> list[_Row]:
     o, c, s, sp = t.op.c, t.op_code.c, t.perf_shape, t.signpost.c
-    cond = [o.run_id == run_id]
-    scond = [sp.run_id == run_id]
     shapes: dict[int, dict] = {}
     rows = []
     shape_ids: list[int | None] = []
     for q in conn.execute(select(o.row_no, o.host_start_ns, c.name, o.device_id, o.global_call_count,
                                  o.kernel_ns, o.op2op_ns, o.perf_shape_id)
-                          .join_from(t.op, t.op_code, c.id == o.op_code_id).where(*cond)):
+                          .join_from(t.op, t.op_code, c.id == o.op_code_id).where(o.run_id == run_id)):
         rows.append(_Row(q[0], q[1], False, None, q[2], q[3], q[4], q[5], q[6], None))
         shape_ids.append(q[7])
     id_list = list({i for i in shape_ids if i is not None})
@@ -199,7 +196,7 @@ def _load(conn: Connection, run_id: int) -> list[_Row]:
             raise NotFound(f"run {run_id} has no per-op facts for row {r.row_no}: run `warehouse db upgrade`")
         r.shape = shapes[i]
         r.op_type = r.shape["op_type"]
-    for g in conn.execute(select(sp.row_no, sp.host_ts, sp.name).where(*scond)):
+    for g in conn.execute(select(sp.row_no, sp.host_ts, sp.name).where(sp.run_id == run_id)):
         rows.append(_Row(g[0], g[1], True, "signpost", g[2], None, None, None, None, None))
     rows.sort(key=lambda r: r.row_no)
     return rows
@@ -217,13 +214,10 @@ def _in_section(conn: Connection, run_id: int, section: str, rows: list[_Row]) -
 
 def _by_host_start(rows: list[_Row]) -> list[_Row]:
     """The rows sorted by HOST START TS, missing ones last, as tt-perf-report sorts them (pandas
-    ``sort_values``: numpy's quicksort over the column, int64, or float64 when a cell is missing). Its order of
-    equal timestamps (trace replays keep their capture time) is numpy's: with numpy installed (it comes with the
-    [plot] and [web] extras) it is reproduced exactly; without, equal timestamps keep the file's order."""
-    try:
-        import numpy as np
-    except ModuleNotFoundError:
-        return sorted(rows, key=lambda r: (r.host_ts is None, r.host_ts or 0))
+    ``sort_values``: numpy's quicksort over the column, int64, or float64 when a cell is missing): equal
+    timestamps (trace replays keep their capture time) come in numpy's order, as there."""
+    import numpy as np
+
     present = [i for i, r in enumerate(rows) if r.host_ts is not None]
     missing = [i for i, r in enumerate(rows) if r.host_ts is None]
     values = np.array([rows[i].host_ts for i in present], dtype=np.float64 if missing else np.int64)
@@ -250,13 +244,18 @@ def _window(rows: list[_Row], start: str | None, end: str | None) -> list[_Row]:
     return out
 
 
+def _device(r: _Row) -> int | None:
+    """The row's usable device id (tt-perf-report's get_int: whole and not negative)."""
+    return r.device if r.device is not None and r.device >= 0 else None
+
+
 def _merge(rows: list[_Row]) -> list[_Row]:
     """tt-perf-report's device merge (merge_device_rows): the i-th op of every device is one row; the slowest
     device's row stands for it, a collective gets the mean duration; other rows stay as they are."""
     by_device: dict[int, deque[tuple[int, _Row]]] = defaultdict(deque)
     others: list[tuple[int, _Row]] = []
     for order, r in enumerate(rows):
-        dev = r.device if r.device is not None and r.device >= 0 else None
+        dev = _device(r)
         if r.op_type == "tt_dnn_device" and dev is not None:
             by_device[dev].append((order, r))
         else:
@@ -336,7 +335,7 @@ def _analyse(rows: list[_Row], arch: str, table: PerfTable) -> list[dict]:
                 and not ((f.invalid or prev_invalid) and abs(r.gap_ns) > INVALID_GAP_NS)):
             gap = r.gap_ns / 1000
         prev_invalid = f.invalid
-        dev = device_id(str(r.device)) if r.device is not None else None
+        dev = _device(r)
         out.append({
             "ID": r.row_no + 1, "Total %": None, "Bound": f.bound, "OP Code": shape["label"], "Device": dev,
             "Device Time": f.device_time_us, "Op-to-Op Gap": gap, "Cores": f.cores, "DRAM": f.dram_gbs,

@@ -130,12 +130,6 @@ def dim(text: str | None) -> int | None:
     return v if v is not None and 0 < v <= MAX_DIM else None
 
 
-def device_id(text: str | None) -> int | None:
-    """A usable DEVICE ID: whole and not negative."""
-    v = whole(text)
-    return v if v is not None and v >= 0 else None
-
-
 def csv_format(header: list[str]) -> str:
     """tt-perf-report's CSV era: ``v2.1`` (DEVICE ARCH / AVAILABLE WORKER CORE COUNT), ``v2`` (_PAD[LOGICAL]
     shapes) or ``v1``."""
@@ -301,9 +295,9 @@ class Analyzer:
         dts = [get(c) for c in ("INPUT_0_DATATYPE", "INPUT_1_DATATYPE", "OUTPUT_0_DATATYPE")]
         has = [c in self.index for c in ("INPUT_0_DATATYPE", "INPUT_1_DATATYPE", "OUTPUT_0_DATATYPE")]
         in0, in1, out = dts
-        text = _short(in0, True) if in0 is not None else ""
-        text += f", {_short(in1, True)}" if in1 is not None else ""
-        text += f" => {_short(out, True)}" if out is not None else ""
+        text = _SHORT.get(in0, in0) if in0 is not None else ""
+        text += f", {_SHORT.get(in1, in1)}" if in1 is not None else ""
+        text += f" => {_SHORT.get(out, out)}" if out is not None else ""
         math_fidelity: str | None = text.strip()
         label, analysis, flop_count, dram_bytes, sharded = code, "none", None, None, False
         cores = core_count(get("CORE COUNT"))

@@ -84,9 +84,8 @@ class ShapeCache:
         self.pending.clear()
 
     def trim(self) -> None:
-        """Bound the caches (after a chunk's rows have taken their ids)."""
-        if len(self.by_static) > self.MAX_CACHED:
-            self.by_static.clear()
+        """Bound the digest -> id cache (after a chunk's rows have taken their ids); ``by_static`` follows the
+        interner's tokens (:meth:`forget_tokens`), which are bounded there."""
         if len(self.ids) > self.MAX_CACHED:
             self.ids.clear()
 
