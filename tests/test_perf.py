@@ -77,6 +77,22 @@ def test_perf_equals_tt_perf_report_run_here(wh, name, tmp_path):
     assert res.returncode == 0 and "ttperf: equal" in res.stdout, res.stdout
 
 
+def test_unmerged_devices_equal_tt_perf_report_run_here(wh, tmp_path):
+    """A real 8-device capture per device (--no-merge-devices), against tt-perf-report itself."""
+    if not TTPERF:
+        pytest.skip("needs WAREHOUSE_TTPERF, tt-perf-report 1.4.1 in a venv of its own (.ci/run installs it)")
+    src = DATA / "ttperf_extra" / "bh_8xp150_deepseek_v3_d_p.csv"
+    ref = tmp_path / "ref.csv"
+    subprocess.run([TTPERF, str(src), "--ignore-signposts", "--no-summary", "--raw-op-codes", "--no-merge-devices",
+                    "--csv", str(ref)], check=True, capture_output=True)
+    assert wh("ingest", src).exit_code == 0
+    out = tmp_path / "ours.csv"
+    assert wh("perf", "latest", "--no-merge-devices", "--csv", out).exit_code == 0
+    res = _compare(ref, out)
+    assert res.returncode == 0 and "ttperf: equal" in res.stdout, res.stdout
+    assert sum(1 for _ in open(ref)) == 209  # 26 ops x 8 devices and the header
+
+
 def test_compare_rule_can_fail(wh, tmp_path):
     """The rule is not vacuous: one changed number or a dropped row is found."""
     name = "ttperfreport__bh_64_clip_encoder_1"
@@ -94,7 +110,7 @@ def test_compare_rule_can_fail(wh, tmp_path):
 
 
 @pytest.mark.parametrize("name", ["ttnnvis__ops_perf_results_SEG_ENCODER_2024_10_04_01_36_08", "oft2025_8dev",
-                                  "clip_wormhole", "dlv3_resaved"])
+                                  "clip_wormhole", "dlv3_resaved", "bh_8xp150_deepseek_v3_d_p"])
 def test_op_perf_view_equals_the_command_unmerged(wh, db_url, name, tmp_path):
     from warehouse.api import Warehouse
 
@@ -258,3 +274,13 @@ def test_bound_thresholds(dram_pct, flops_pct, bound):
     f = figures(shape, dur_s * 1e9, None, "blackhole")
     assert f.dram_pct == pytest.approx(dram_pct) and f.flops_pct == pytest.approx(flops_pct)
     assert f.bound == bound
+
+
+@pytest.mark.parametrize("name", EXTRA)
+def test_real_captures_not_in_the_corpus_export_byte_for_byte(wh, name, tmp_path):
+    src = DATA / "ttperf_extra" / f"{name}.csv"
+    assert wh("ingest", src).exit_code == 0
+    out = tmp_path / "back.csv"
+    r = wh("export", "latest", "-o", out)
+    assert r.exit_code == 0, r.output
+    assert out.read_bytes() == src.read_bytes()

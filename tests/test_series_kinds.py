@@ -15,6 +15,8 @@ from conftest import BACKENDS, _new_url, make_invoke
 from corpus import cases
 
 MKSERIES = Path(__file__).parent / "mkseries.py"
+EXTRA = Path(__file__).parent / "data" / "ttperf_extra"  # real captures not in the corpus (see its README)
+DEEPSEEK, DECODE = "bh_8xp150_deepseek_v3_d_p", "bh_invalid_trace_decode_window"
 
 
 def eight_devices(src: Path, dst: Path) -> Path:
@@ -57,6 +59,19 @@ KINDS = {
                                    {"by": "op-code", "key": "GridSampleOperation", "metric": "kernel"}),
     "fewer_replays": ("clip_replays3", ["--last-replays", "2"], 0, None),
     "noise_only": ("oft2025_noise", [], 0, None),
+    # real captures that are not in the corpus (tests/data/ttperf_extra): DeepSeek V3 on 8 Blackhole p150 devices,
+    # and a Blackhole decode window with a custom section
+    "real8_one_device": (DEEPSEEK, ["--slow-device", "5"], 3, {"by": "section", "device": "5", "metric": "kernel"}),
+    "real8_op_code": (DEEPSEEK, ["--slow-op-code", "RingJointSDPADeviceOperation", "--factor", "1.3"], 3,
+                      {"section": "(whole run)", "by": "op-code", "key": "RingJointSDPADeviceOperation",
+                       "device": "all", "metric": "kernel"}),
+    "real8_op2op": (DEEPSEEK, ["--slow-op-code", "MatmulDeviceOperation", "--metric", "op2op", "--factor", "3"], 3,
+                    {"by": "op-code", "key": "MatmulDeviceOperation", "metric": "op2op"}),
+    "real8_noise_only": (DEEPSEEK, [], 0, None),
+    "decode_window_op_code": (DECODE, ["--slow-op-code", "SdpaDecodeDeviceOperation", "--factor", "1.3"], 3,
+                              {"section": "PERF_DECODE", "by": "op-code", "key": "SdpaDecodeDeviceOperation",
+                               "metric": "kernel"}),
+    "decode_window_noise_only": (DECODE, [], 0, None),
 }
 
 
@@ -68,8 +83,10 @@ def series_wh(request, tmp_path_factory):
     url = next(gen)
     wh = make_invoke(url)
     for seed, (name, (source, args, _, _)) in enumerate(KINDS.items(), 11):  # own seeds: no two files alike
-        src = eight_devices(cases()["dlv3_same"], folder / "eight" / "src.csv") if source == "eight" \
-            else cases()[source]
+        if source == "eight":
+            src = eight_devices(cases()["dlv3_same"], folder / "eight" / "src.csv")
+        else:
+            src = EXTRA / f"{source}.csv" if (EXTRA / f"{source}.csv").exists() else cases()[source]
         out = folder / name
         subprocess.run([sys.executable, str(MKSERIES), str(src), str(out), "--runs", "9", "--seed", str(seed), *args],
                        check=True, capture_output=True)
