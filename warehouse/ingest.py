@@ -565,7 +565,8 @@ def _ingest_once(engine: Engine, path: Path, scan: FileScan, sha: str, meta: dic
             conn.execute(t.run_warning.insert(), [{"run_id": run_id, "row_no": r, "column_name": c,
                                                    "message": m} for r, c, m in job.warnings])
         history.summarize(conn, run_id)
-        build_rollups(conn, run_id, meta.get("freq_mhz", freq))
+        with dialect.small_sorts(conn):
+            build_rollups(conn, run_id, meta.get("freq_mhz", freq))
         seconds = time.perf_counter() - t0
         final = dict(row_count=reader.rows_read, op_count=job.n_ops, signpost_count=job.n_signposts,
                      final_newline=scan.final_newline, export_exact=exact,
