@@ -102,7 +102,7 @@ def _read_ops(conn: Connection, run_id: int, section: str) -> list[tuple]:
     try:
         cur.execute(f"SELECT {_SELECT} FROM op_detail WHERE run_id = {mark} AND section = {mark} ORDER BY row_no",
                     (run_id, section))
-        return cur.fetchall()
+        return list(cur.fetchall())
     finally:
         cur.close()
 
