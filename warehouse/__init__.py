@@ -8,7 +8,7 @@ Architecture at a glance (each module does one thing; ``cli`` only parses argume
 - ``devicelog``   chip frequency and arch from ``profile_log_device.csv``
 - ``schema``      the tables (SQLAlchemy Core); ``views`` the summary views (plain SQL)
 - ``db``          engines, SQLite pragmas, Alembic upgrade / check
-- ``ingest``      CSV -> one transaction of run, section, signpost and op rows
+- ``ingest``      CSV -> one transaction of run, section, signpost and op rows; ``parallel`` folders on all cores
 - ``export``      run -> the original CSV
 - ``runs``        listing runs and resolving ``RUN`` references
 - ``report``      the OPT_BASELINE JSON / Markdown from the views

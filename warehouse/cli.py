@@ -108,6 +108,26 @@ def _tags(items: tuple[str, ...]) -> dict[str, str]:
     return parse_tags(items)
 
 
+def _ingest_each(engine, files: list[Path], jobs: int, label, tags, freq_mhz, bar, sizes: dict[Path, int]):
+    """``(file, IngestResult or WarehouseError)`` in file order: in worker processes when ``jobs`` > 1."""
+    from warehouse.ingest import ingest_file
+    from warehouse.parallel import ingest_parallel
+
+    if jobs > 1 and len(files) > 1:
+        yield from ingest_parallel(engine, files, min(jobs, len(files)), label=label, tags=tags, freq_mhz=freq_mhz)
+        return
+    done = 0
+    for f in files:
+        def progress(n: int, base: int = done) -> None:
+            if bar:
+                bar.update(base + n - bar.pos)
+        try:
+            yield f, ingest_file(engine, f, label=label, tags=tags, freq_mhz=freq_mhz, progress=progress)
+        except WarehouseError as e:
+            yield f, e
+        done += sizes[f]
+
+
 @cli.command()
 @click.argument("paths", nargs=-1, required=True)
 @label_option("A label for the runs (model, branch...).")
@@ -115,16 +135,19 @@ def _tags(items: tuple[str, ...]) -> dict[str, str]:
 @click.option("--freq-mhz", type=float, help="Chip frequency; default: the device log beside the CSV, else 1350.")
 @click.option("--glob", "pattern", default=DEFAULT_GLOB, show_default=True,
               help="File names a folder is searched for (recursively).")
+@click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Worker processes for several files; 0: every core when the files hold 64 MiB or more.")
 @click.pass_context
 def ingest(ctx: click.Context, paths: tuple[str, ...], label: str | None, tags: tuple[str, ...],
-           freq_mhz: float | None, pattern: str) -> None:
+           freq_mhz: float | None, pattern: str, jobs: int) -> None:
     """Store ops_perf_results CSVs (files, folders searched recursively, globs) as runs.
 
     A path that exists is taken literally; one that does not is expanded as a glob. A file that fails is
     reported on one line and the others are still ingested; the exit status is then 1."""
     from warehouse.devicelog import check_freq_option
     from warehouse.files import shown
-    from warehouse.ingest import find_csvs, ingest_file
+    from warehouse.ingest import find_csvs
+    from warehouse.parallel import auto_jobs
 
     tag_map = _tags(tags)
     check_freq_option(freq_mhz)
@@ -145,21 +168,17 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], label: str | None, tags: 
         except OSError:
             return 0
     sizes = {f: size(f) for f in files}
+    jobs = jobs or auto_jobs(list(sizes.values()))
     show = _stderr_terminal() and (len(files) > 1 or sum(sizes.values()) > 20 * 1024 * 1024)
     bar = click.progressbar(length=sum(sizes.values()) or 1, label="ingest", file=sys.stderr) if show else None
     done = 0
     try:
         if bar:
             bar.__enter__()
-        for f in files:
-            def progress(n: int, base: int = done) -> None:
-                if bar:
-                    bar.update(base + n - bar.pos)
-            try:
-                r = ingest_file(engine, f, label=label, tags=tag_map, freq_mhz=freq_mhz, progress=progress)
-            except WarehouseError as e:  # this file failed; the others are still tried
+        for f, r in _ingest_each(engine, files, jobs, label, tag_map, freq_mhz, bar, sizes):
+            if isinstance(r, WarehouseError):  # this file failed; the others are still tried
                 failed += 1
-                error(e)
+                error(r)
             else:
                 if r.existing:
                     click.echo(f"{shown(f)}: already ingested as run {r.run_id}")

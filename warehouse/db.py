@@ -262,7 +262,7 @@ def downgrade(engine: Engine, revision: str) -> None:
         command.downgrade(alembic_config(engine.url, conn), revision)
 
 
-def open_db(db: str | None, *, create: bool = True, readonly: bool = False) -> Engine:
+def open_db(db: str | URL | None, *, create: bool = True, readonly: bool = False) -> Engine:
     """The engine of a warehouse that is at head: a new database is created at head, one that is behind is
     refused with the command that upgrades it."""
     url = resolve_url(db)

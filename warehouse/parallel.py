@@ -1,0 +1,202 @@
+"""Folder ingest on several cores (``warehouse ingest --jobs N``).
+
+PostgreSQL takes concurrent writers: each worker process ingests its files straight into the warehouse (the
+interning of :mod:`warehouse.ingest` is built for that). SQLite has one writer at a time, and an ingest holds
+the write lock for its whole parse, so there each worker ingests its file into a private *scratch* warehouse
+(the same code: the same rows, attribution, rollups and warnings) and the main process moves each finished run
+into the warehouse in one short transaction (:func:`merge_run`) while the workers parse the next files.
+
+On SQLite runs get their ids in the order of the files, whatever order the workers finish in; on PostgreSQL in
+the order the workers commit (history orders runs by capture time, not id). A file that fails is reported and
+the others still go, and results are reported in file order, as in a sequential ingest.
+
+Workers are started with ``spawn``: a forked child would inherit the parent's SQLite file descriptors, and
+closing them releases the parent's locks.
+"""
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from sqlalchemy import URL, Connection, Engine
+
+from warehouse import schema as t
+from warehouse.errors import WarehouseError
+from warehouse.ingest import IngestResult
+
+# Parallel only pays off when there is real work to share: worker start-up costs about half a second.
+AUTO_MIN_FILES = 2
+AUTO_MIN_BYTES = 64 * 2**20
+
+# How each table of the schema moves from a scratch warehouse into the warehouse. A new table must be added
+# here (a test checks that every table is): run-owned rows are copied with the new run id, interned rows are
+# matched by their natural key, and references are rewritten through the mappings built on the way.
+_INTERNED = ("op_code", "perf_shape", "text_value", "cell_tuple")
+_RUN_OWNED = ("run", "run_tag", "run_column", "run_warning", "section", "signpost", "op", "row_cells", "rollup",
+              "perf_tensor")
+MERGED_TABLES = frozenset(_INTERNED + _RUN_OWNED)
+
+
+def auto_jobs(sizes: list[int]) -> int:
+    """The default ``--jobs``: every core for a folder with several files and real work, else one."""
+    if len(sizes) >= AUTO_MIN_FILES and sum(sizes) >= AUTO_MIN_BYTES:
+        return max(1, min(os.cpu_count() or 1, len(sizes)))
+    return 1
+
+
+def _work(url: URL, scratch: str | None, path: str, label: str | None, tags: dict[str, str] | None,
+          freq_mhz: float | None) -> tuple[str, Any, str | None]:
+    """One file, in a worker process: ``("ok", IngestResult, scratch db)`` or ``("error", message, ...)``."""
+    from warehouse.db import open_db
+    from warehouse.ingest import ingest_file
+
+    db: URL | str = url
+    if scratch is not None:  # SQLite: a private copy of the empty scratch warehouse
+        fd, path_ = tempfile.mkstemp(suffix=".db", dir=os.path.dirname(scratch))
+        os.close(fd)
+        shutil.copyfile(scratch, path_)
+        db = path_
+    try:
+        engine = open_db(db)
+        try:
+            res = ingest_file(engine, Path(path), label=label, tags=tags, freq_mhz=freq_mhz)
+            return "ok", res, (str(db) if scratch is not None else None)
+        finally:
+            engine.dispose()
+    except WarehouseError as e:
+        return "error", str(e), (str(db) if scratch is not None else None)
+
+
+def ingest_parallel(engine: Engine, files: list[Path], jobs: int, *, label: str | None = None,
+                    tags: dict[str, str] | None = None,
+                    freq_mhz: float | None = None) -> Iterator[tuple[Path, IngestResult | WarehouseError]]:
+    """Ingest ``files`` with ``jobs`` worker processes; yields ``(file, result or error)`` in file order."""
+    sqlite = engine.dialect.name == "sqlite"
+    with tempfile.TemporaryDirectory(prefix="warehouse-scratch-") as tmp:
+        scratch = None
+        if sqlite:
+            from warehouse.db import open_db
+            scratch = os.path.join(tmp, "empty.db")
+            open_db(scratch).dispose()  # the schema once; each file gets a copy
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+            futures: list[Future] = [pool.submit(_work, engine.url, scratch, str(f), label, tags, freq_mhz)
+                                     for f in files]
+            for f, fut in zip(files, futures):
+                status, value, db = fut.result()
+                try:
+                    if status == "error":
+                        yield f, WarehouseError(value)
+                    elif db is not None and not value.existing:
+                        yield f, merge_run(engine, Path(db), value)
+                    else:
+                        yield f, value
+                finally:
+                    if db is not None:
+                        for p in (db, db + "-wal", db + "-shm"):
+                            Path(p).unlink(missing_ok=True)
+
+
+def merge_run(engine: Engine, src: Path, result: IngestResult) -> IngestResult:
+    """Move the one run of the scratch warehouse ``src`` into the SQLite warehouse of ``engine``, whole or not
+    at all; content already stored gives ``existing=True`` (two copies of a file in one folder)."""
+    with engine.connect().execution_options(write=True) as conn:
+        raw: Any = conn.connection.dbapi_connection
+        raw.execute("ATTACH DATABASE ? AS src", (str(src),))  # outside the transaction, as SQLite requires
+        try:
+            with conn.begin():
+                run_id, existing = _merge(conn)
+        finally:
+            raw.execute("DETACH DATABASE src")
+    return IngestResult(result.path, run_id, ops=result.ops, signposts=result.signposts, sections=result.sections,
+                        seconds=result.seconds, existing=existing, warnings=result.warnings)
+
+
+def _cols(table: str, skip: tuple[str, ...] = ("id",)) -> list[str]:
+    return [c.name for c in t.metadata.tables[table].columns if c.name not in skip]
+
+
+def _merge(conn: Connection) -> tuple[int, bool]:
+    unknown = set(t.metadata.tables) - MERGED_TABLES
+    if unknown:  # pragma: no cover - a schema change must say how its table merges
+        raise WarehouseError(f"parallel ingest does not know how to merge table(s) {sorted(unknown)}")
+    ex = conn.exec_driver_sql
+    (sha,) = ex("SELECT sha256 FROM src.run").one()
+    found = ex("SELECT id FROM main.run WHERE sha256 = ?", (sha,)).scalar()
+    if found is not None:
+        return found, True
+    cols = _cols("run")
+    run_id = ex(f"INSERT INTO main.run ({', '.join(cols)}) SELECT {', '.join(cols)} FROM src.run RETURNING id"
+                ).scalar_one()
+
+    # interned rows: matched by their natural key, inserted when new; old id -> new id in temp tables
+    ex("CREATE TEMP TABLE m_code (old INTEGER PRIMARY KEY, new INTEGER)")
+    ex("INSERT OR IGNORE INTO main.op_code (name, category, is_compute) "
+       "SELECT name, category, is_compute FROM src.op_code")
+    ex("INSERT INTO m_code SELECT s.id, m.id FROM src.op_code s JOIN main.op_code m ON m.name = s.name")
+    shape_cols = _cols("perf_shape")
+    ex("CREATE TEMP TABLE m_shape (old INTEGER PRIMARY KEY, new INTEGER)")
+    ex(f"INSERT OR IGNORE INTO main.perf_shape ({', '.join(shape_cols)}) SELECT {', '.join(shape_cols)} "
+       "FROM src.perf_shape")
+    ex("INSERT INTO m_shape SELECT s.id, m.id FROM src.perf_shape s JOIN main.perf_shape m ON m.digest = s.digest")
+    tensor_cols = _cols("perf_tensor", ("perf_shape_id",))
+    ex(f"INSERT OR IGNORE INTO main.perf_tensor (perf_shape_id, {', '.join(tensor_cols)}) "
+       f"SELECT m.new, {', '.join('p.' + c for c in tensor_cols)} FROM src.perf_tensor p "
+       "JOIN m_shape m ON m.old = p.perf_shape_id")
+    _merge_cell_tuples(conn)
+
+    # run-owned rows, with the new run id and the references rewritten
+    def copy(table: str, exprs: dict[str, str], joins: str = "", order: str = "") -> None:
+        cols = _cols(table)
+        sel = [exprs.get(c, f"x.{c}") for c in cols]
+        ex(f"INSERT INTO main.{table} ({', '.join(cols)}) SELECT {', '.join(sel)} FROM src.{table} x {joins} "
+           f"{order}", (run_id,))
+
+    new_run = {"run_id": "?"}
+    for table in ("run_tag", "run_column", "rollup"):
+        copy(table, new_run)
+    for table in ("run_warning", "section", "signpost"):
+        copy(table, new_run, order="ORDER BY x.id")
+    ex("CREATE TEMP TABLE m_section (old INTEGER PRIMARY KEY, new INTEGER)")
+    ex("INSERT INTO m_section SELECT s.id, m.id FROM src.section s JOIN main.section m ON m.run_id = ? AND "
+       "m.kind = s.kind AND m.name = s.name AND m.ordinal = s.ordinal AND m.start_row = s.start_row", (run_id,))
+    copy("op", {**new_run, "section_id": "ms.new", "op_code_id": "mc.new", "perf_shape_id": "mp.new"},
+         "LEFT JOIN m_section ms ON ms.old = x.section_id JOIN m_code mc ON mc.old = x.op_code_id "
+         "LEFT JOIN m_shape mp ON mp.old = x.perf_shape_id", "ORDER BY x.id")
+    copy("row_cells", {**new_run, "static_id": "mt.new"}, "JOIN m_tuple mt ON mt.old = x.static_id",
+         "ORDER BY x.row_no")
+    for m in ("m_code", "m_shape", "m_tuple", "m_section"):
+        ex(f"DROP TABLE temp.{m}")
+    return run_id, False
+
+
+def _merge_cell_tuples(conn: Connection) -> None:
+    """Static cell tuples name their long strings by ``text_value`` id, so their JSON and digest depend on the
+    warehouse: each tuple is read back to its strings and interned again, as ingest interns it."""
+    from warehouse.ingest import _Interner
+
+    ex = conn.exec_driver_sql
+    texts: dict[int, str] = {i: v for i, v in ex("SELECT id, value FROM src.text_value").all()}
+    rows = ex("SELECT id, cells FROM src.cell_tuple ORDER BY id").all()
+    ex("CREATE TEMP TABLE m_tuple (old INTEGER PRIMARY KEY, new INTEGER)")
+    by_len: dict[int, list[tuple[int, list[str]]]] = {}
+    for old, cells in rows:
+        key = [texts[c] if isinstance(c, int) else c for c in json.loads(cells)]
+        by_len.setdefault(len(key), []).append((old, key))
+    pairs = []
+    for n, items in by_len.items():
+        interner = _Interner(conn, SimpleNamespace(static_idx=list(range(n))))  # type: ignore[arg-type]
+        toks = [(old, interner.tuple_key(key)) for old, key in items]
+        interner.resolve_pending()
+        pairs += [(old, interner.ids[tok]) for old, tok in toks]
+    if pairs:
+        conn.connection.dbapi_connection.executemany(  # type: ignore[union-attr]
+            "INSERT INTO temp.m_tuple VALUES (?, ?)", pairs)
