@@ -13,6 +13,7 @@ columns, heavier cells):
 7. `warehouse perf --csv` time / tt-perf-report 1.4.1's on the same CSV (--tt-perf-report PATH)  (< 1)
 and:
 3. peak memory of `warehouse ingest` on a 1,000,000-op CSV                                     (<= 150 MiB)
+8. a folder of nightly files: files per minute with `--jobs 2` / with `--jobs 1`                (> 1)
 5. history: `regressions` (7-run window) / one `report` of a 20,000-op run                       (<= 0.5)
    `regressions` on 40 runs / on 8 runs (<= 1.5); `trend` over 40 runs / one report (<= 0.5);
    a year, 365 runs of 20,000 ops: `regressions` and `trend` each (< 1 s)
@@ -124,6 +125,8 @@ def main() -> int:
     ap.add_argument("--skip-big", action="store_true", help="skip the 1,000,000-op memory figure")
     ap.add_argument("--only-history", action="store_true", help="only the history and dashboard figures (5, 6)")
     ap.add_argument("--skip-history", action="store_true", help="skip the history and dashboard figures (5, 6)")
+    ap.add_argument("--folder-files", type=int, default=6, help="files of the folder figure (8); 0 skips it")
+    ap.add_argument("--folder-ops", type=int, default=25_000, help="ops per file of the folder figure (8)")
     ap.add_argument("--out", default=str(ROOT / "bench-out"))
     a = ap.parse_args()
     out = Path(a.out)
@@ -138,6 +141,8 @@ def main() -> int:
                 results += ingest_and_report(a, out, name, src)
     if not a.skip_history:
         results += history_and_dashboard(a, out)
+    if a.folder_files and not a.only_history:
+        results += folder_ingest(a, out)
     if not a.skip_big and not a.only_history:
         results += big_memory(a, out)
     (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
@@ -299,6 +304,31 @@ except ModuleNotFoundError:
     res["page_runs"] = res["page_run"] = float("nan")
 print(json.dumps(res))
 """
+
+
+def folder_ingest(a, out: Path) -> list[dict]:
+    """8. A folder of nightly files (distinct content, the dlv3 capture scaled), ingested with one worker and
+    with two: files per minute."""
+    folder = out / "folder"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    for i in range(a.folder_files):
+        scale_csv(SECTIONED, folder / f"ops_perf_results_2026_02_{i + 1:02d}_02_00_00.csv", a.folder_ops + 2000 * i)
+    db = out / "folder.db"
+
+    def fresh() -> None:
+        for p in out.glob("folder.db*"):
+            p.unlink()
+        timed(WAREHOUSE + ["--db", str(db), "db", "upgrade"])
+
+    rate = {}
+    for jobs in (1, 2):
+        secs = best(WAREHOUSE + ["--db", str(db), "ingest", str(folder), "--jobs", str(jobs)], a.repeat, fresh)
+        rate[jobs] = a.folder_files * 60 / secs
+    shutil.rmtree(folder, ignore_errors=True)
+    ratio = rate[2] / rate[1]
+    return [line(f"8. folder of {a.folder_files} x {a.folder_ops // 1000}k ops: files/min, 2 jobs / 1",
+                 f"{ratio:.2f} ({rate[2]:.0f}/{rate[1]:.0f})", "> 1", ratio > 1)]
 
 
 def big_memory(a, out: Path) -> list[dict]:

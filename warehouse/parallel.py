@@ -19,9 +19,11 @@ import json
 import multiprocessing
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -90,8 +92,16 @@ def ingest_parallel(engine: Engine, files: list[Path], jobs: int, *, label: str 
         with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
             futures: list[Future] = [pool.submit(_work, engine.url, scratch, str(f), label, tags, freq_mhz)
                                      for f in files]
-            for f, fut in zip(files, futures):
-                status, value, db = fut.result()
+            for k, (f, fut) in enumerate(zip(files, futures)):
+                try:
+                    status, value, db = fut.result()
+                except BrokenProcessPool:
+                    # a worker died (killed, out of memory, or a main module that spawn cannot import): the
+                    # files not done yet go in here, one after the other
+                    sys.stderr.write("Warning: a worker process died; the remaining files are ingested one "
+                                     "at a time\n")
+                    yield from _sequential(engine, files[k:], label, tags, freq_mhz)
+                    return
                 try:
                     if status == "error":
                         yield f, WarehouseError(value)
@@ -103,6 +113,17 @@ def ingest_parallel(engine: Engine, files: list[Path], jobs: int, *, label: str 
                     if db is not None:
                         for p in (db, db + "-wal", db + "-shm"):
                             Path(p).unlink(missing_ok=True)
+
+
+def _sequential(engine: Engine, files: list[Path], label: str | None, tags: dict[str, str] | None,
+                freq_mhz: float | None) -> Iterator[tuple[Path, IngestResult | WarehouseError]]:
+    from warehouse.ingest import ingest_file
+
+    for f in files:
+        try:
+            yield f, ingest_file(engine, f, label=label, tags=tags, freq_mhz=freq_mhz)
+        except WarehouseError as e:
+            yield f, e
 
 
 def merge_run(engine: Engine, src: Path, result: IngestResult) -> IngestResult:
