@@ -128,3 +128,12 @@ def test_auto_jobs():
     assert auto_jobs([AUTO_MIN_BYTES]) == 1  # one file
     assert auto_jobs([10, 10]) == 1  # too little work to pay for worker start-up
     assert auto_jobs([AUTO_MIN_BYTES, 1]) >= 1
+
+
+def test_api_jobs(tmp_path):
+    from warehouse.api import Warehouse
+
+    folder = _folder(tmp_path)
+    res = Warehouse(str(tmp_path / "api.db")).ingest(folder, jobs=2)
+    assert [r.get("run_id") for r in res] == [1, 2, 3, 4, 5, None, 1]  # file order; the bad file; the copy
+    assert "error" in res[5] and res[6]["existing"]

@@ -37,25 +37,30 @@ class Warehouse:
         return self.__dict__["engine"] if "engine" in self.__dict__ else open_db(self.url, create=False)
 
     def ingest(self, paths: str | Path | Iterable[str | Path], *, label: str | None = None,
-               tags: dict[str, str] | None = None, freq_mhz: float | None = None, glob: str | None = None
-               ) -> list[dict[str, Any]]:
+               tags: dict[str, str] | None = None, freq_mhz: float | None = None, glob: str | None = None,
+               jobs: int = 1) -> list[dict[str, Any]]:
         """Store CSVs as runs; one dict per file: ``path``, ``run_id``, ``ops``, ``existing``, ``warnings``, or
-        ``error`` (the other files are still ingested)."""
+        ``error`` (the other files are still ingested). ``jobs`` > 1 ingests several files in that many worker
+        processes (:mod:`warehouse.parallel`; call it from a script's ``if __name__ == "__main__":``)."""
         from warehouse.devicelog import check_freq_option
         from warehouse.files import DEFAULT_GLOB
-        from warehouse.ingest import find_csvs, ingest_file
+        from warehouse.ingest import find_csvs
+        from warehouse.parallel import ingest_parallel, sequential
 
         check_freq_option(freq_mhz)
         items = [str(paths)] if isinstance(paths, (str, Path)) else [str(p) for p in paths]
         out: list[dict[str, Any]] = []
+        files: list[Path] = []
         for f in find_csvs(items, glob or DEFAULT_GLOB):
             if isinstance(f, InputError):
                 out.append({"path": f.path, "error": str(f)})
-                continue
-            try:
-                r = ingest_file(self.engine, f, label=label, tags=tags, freq_mhz=freq_mhz)
-            except WarehouseError as e:  # this file failed; the others are still tried
-                out.append({"path": str(f), "error": str(e)})
+            else:
+                files.append(f)
+        each = ingest_parallel(self.engine, files, jobs, label=label, tags=tags, freq_mhz=freq_mhz) \
+            if jobs > 1 and len(files) > 1 else sequential(self.engine, files, label, tags, freq_mhz)
+        for f, r in each:
+            if isinstance(r, WarehouseError):  # this file failed; the others are still tried
+                out.append({"path": str(f), "error": str(r)})
             else:
                 out.append({"path": r.path, "run_id": r.run_id, "ops": r.ops, "existing": r.existing,
                             "warnings": r.warnings})

@@ -100,7 +100,7 @@ def ingest_parallel(engine: Engine, files: list[Path], jobs: int, *, label: str 
                     # files not done yet go in here, one after the other
                     sys.stderr.write("Warning: a worker process died; the remaining files are ingested one "
                                      "at a time\n")
-                    yield from _sequential(engine, files[k:], label, tags, freq_mhz)
+                    yield from sequential(engine, files[k:], label, tags, freq_mhz)
                     return
                 try:
                     if status == "error":
@@ -115,8 +115,9 @@ def ingest_parallel(engine: Engine, files: list[Path], jobs: int, *, label: str 
                             Path(p).unlink(missing_ok=True)
 
 
-def _sequential(engine: Engine, files: list[Path], label: str | None, tags: dict[str, str] | None,
-                freq_mhz: float | None) -> Iterator[tuple[Path, IngestResult | WarehouseError]]:
+def sequential(engine: Engine, files: list[Path], label: str | None, tags: dict[str, str] | None,
+               freq_mhz: float | None) -> Iterator[tuple[Path, IngestResult | WarehouseError]]:
+    """The same results as :func:`ingest_parallel`, one file after the other in this process."""
     from warehouse.ingest import ingest_file
 
     for f in files:
