@@ -16,20 +16,20 @@ from warehouse import schema as t
 from warehouse.db import open_db
 from warehouse.parallel import AUTO_MIN_BYTES, MERGED_TABLES, auto_jobs
 
-FILES = ["ttperfreport__bh20_oft.csv", "ttperfreport__ops_perf_results_2025_09_18_11_39_20.csv",
-         "ttnnvis__ops_perf_results_SEG_ENCODER_2024_10_04_01_36_08.csv"]
+FILES = [DATA / "real" / n for n in ("ttperfreport__bh20_oft.csv",
+                                      "ttperfreport__ops_perf_results_2025_09_18_11_39_20.csv",
+                                      "ttnnvis__ops_perf_results_SEG_ENCODER_2024_10_04_01_36_08.csv")]
+FILES += sorted((DATA / "ttperf_extra").glob("*.csv"))  # 8 devices, an older era on 2, a decode window
 
 
 def _folder(tmp: Path) -> Path:
     """Real captures (sections, custom pairs, 8 devices, a decode window), one of them twice, and a bad file."""
     d = tmp / "nightly"
     d.mkdir()
-    for i, name in enumerate(FILES):
-        shutil.copyfile(DATA / "real" / name, d / f"ops_perf_results_{i}.csv")
-    for i, p in enumerate(sorted((DATA / "ttperf_extra").glob("*.csv")), len(FILES)):
-        shutil.copyfile(p, d / f"ops_perf_results_{i}.csv")
-    shutil.copyfile(DATA / "real" / FILES[0], d / "ops_perf_results_9_again.csv")
+    for i, src in enumerate(FILES):
+        shutil.copyfile(src, d / f"ops_perf_results_{i}.csv")
     (d / "ops_perf_results_8_bad.csv").write_bytes(b"\x00\x01 not a profile\n")
+    shutil.copyfile(FILES[0], d / "ops_perf_results_9_again.csv")
     return d
 
 
@@ -95,7 +95,7 @@ def test_parallel_stores_what_sequential_stores(two):
     a, b = _dump(par), _dump(seq)
     if backend == "postgresql":  # workers commit straight into PostgreSQL, in the order they finish
         a, b = ({k: sorted(v, key=repr) for k, v in d.items()} for d in (a, b))
-    assert len(a["run"]) == len(FILES) + 2 and a["op"] and a["cells"] and a["rollup"]
+    assert len(a["run"]) == len(FILES) and a["op"] and a["cells"] and a["rollup"]
     for table in DUMP:
         if table == "rollup":  # PostgreSQL adds a rollup's floats in any order: equal to the last bits
             assert [r[:7] for r in a[table]] == [r[:7] for r in b[table]]
@@ -110,7 +110,7 @@ def test_parallel_output_errors_and_duplicates(two):
     assert p.exit_code == s.exit_code == 1  # the bad file
     assert "ops_perf_results_8_bad.csv" in p.output and p.output.count("Error:") == 1
     assert "ops_perf_results_9_again.csv: already ingested as run " in p.output
-    assert "1 of 7 path(s) failed" in p.output
+    assert f"1 of {len(FILES) + 2} path(s) failed" in p.output
     # the same lines, in the same (file) order, but for the seconds each file took
     def lines(out: str) -> list[str]:
         out = [x.split(" ops,")[0] if ": run " in x else x for x in out.splitlines()]
@@ -135,5 +135,6 @@ def test_api_jobs(tmp_path):
 
     folder = _folder(tmp_path)
     res = Warehouse(str(tmp_path / "api.db")).ingest(folder, jobs=2)
-    assert [r.get("run_id") for r in res] == [1, 2, 3, 4, 5, None, 1]  # file order; the bad file; the copy
-    assert "error" in res[5] and res[6]["existing"]
+    n = len(FILES)
+    assert [r.get("run_id") for r in res] == [*range(1, n + 1), None, 1]  # file order; the bad file; the copy
+    assert "error" in res[n] and res[n + 1]["existing"]

@@ -77,11 +77,12 @@ def test_perf_equals_tt_perf_report_run_here(wh, name, tmp_path):
     assert res.returncode == 0 and "ttperf: equal" in res.stdout, res.stdout
 
 
-def test_unmerged_devices_equal_tt_perf_report_run_here(wh, tmp_path):
-    """A real 8-device capture per device (--no-merge-devices), against tt-perf-report itself."""
+@pytest.mark.parametrize("name,rows", [("bh_8xp150_deepseek_v3_d_p", 208), ("ttnnvis__smoke_ops_perf_results", 24)])
+def test_unmerged_devices_equal_tt_perf_report_run_here(wh, tmp_path, name, rows):
+    """Real multi-device captures per device (--no-merge-devices), against tt-perf-report itself."""
     if not TTPERF:
         pytest.skip("needs WAREHOUSE_TTPERF, tt-perf-report 1.4.1 in a venv of its own (.ci/run installs it)")
-    src = DATA / "ttperf_extra" / "bh_8xp150_deepseek_v3_d_p.csv"
+    src = DATA / "ttperf_extra" / f"{name}.csv"
     ref = tmp_path / "ref.csv"
     subprocess.run([TTPERF, str(src), "--ignore-signposts", "--no-summary", "--raw-op-codes", "--no-merge-devices",
                     "--csv", str(ref)], check=True, capture_output=True)
@@ -90,7 +91,7 @@ def test_unmerged_devices_equal_tt_perf_report_run_here(wh, tmp_path):
     assert wh("perf", "latest", "--no-merge-devices", "--csv", out).exit_code == 0
     res = _compare(ref, out)
     assert res.returncode == 0 and "ttperf: equal" in res.stdout, res.stdout
-    assert sum(1 for _ in open(ref)) == 209  # 26 ops x 8 devices and the header
+    assert sum(1 for _ in open(ref)) == rows + 1  # every op of every device, and the header
 
 
 def test_compare_rule_can_fail(wh, tmp_path):
@@ -110,7 +111,8 @@ def test_compare_rule_can_fail(wh, tmp_path):
 
 
 @pytest.mark.parametrize("name", ["ttnnvis__ops_perf_results_SEG_ENCODER_2024_10_04_01_36_08", "oft2025_8dev",
-                                  "clip_wormhole", "dlv3_resaved", "bh_8xp150_deepseek_v3_d_p"])
+                                  "clip_wormhole", "dlv3_resaved", "bh_8xp150_deepseek_v3_d_p",
+                                  "ttnnvis__smoke_ops_perf_results"])
 def test_op_perf_view_equals_the_command_unmerged(wh, db_url, name, tmp_path):
     from warehouse.api import Warehouse
 

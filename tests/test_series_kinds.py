@@ -17,6 +17,7 @@ from corpus import cases
 MKSERIES = Path(__file__).parent / "mkseries.py"
 EXTRA = Path(__file__).parent / "data" / "ttperf_extra"  # real captures not in the corpus (see its README)
 DEEPSEEK, DECODE = "bh_8xp150_deepseek_v3_d_p", "bh_invalid_trace_decode_window"
+SMOKE = "ttnnvis__smoke_ops_perf_results"  # an older column era on 2 Wormhole devices
 
 
 def eight_devices(src: Path, dst: Path) -> Path:
@@ -72,6 +73,8 @@ KINDS = {
                               {"section": "PERF_DECODE", "by": "op-code", "key": "SdpaDecodeDeviceOperation",
                                "metric": "kernel"}),
     "decode_window_noise_only": (DECODE, [], 0, None),
+    "old_era_one_device_of_two": (SMOKE, ["--slow-device", "1"], 3, {"by": "section", "device": "1", "metric": "kernel"}),
+    "old_era_noise_only": (SMOKE, [], 0, None),
 }
 
 
