@@ -82,7 +82,9 @@ def ingest_parallel(engine: Engine, files: list[Path], jobs: int, *, label: str 
                     freq_mhz: float | None = None) -> Iterator[tuple[Path, IngestResult | WarehouseError]]:
     """Ingest ``files`` with ``jobs`` worker processes; yields ``(file, result or error)`` in file order."""
     sqlite = engine.dialect.name == "sqlite"
-    with tempfile.TemporaryDirectory(prefix="warehouse-scratch-") as tmp:
+    # scratch warehouses beside the warehouse: the disk the user chose for it, not a small /tmp
+    near = os.path.dirname(engine.url.database or "") if sqlite else None
+    with tempfile.TemporaryDirectory(prefix=".warehouse-scratch-", dir=near or None) as tmp:
         scratch = None
         if sqlite:
             from warehouse.db import open_db
