@@ -138,3 +138,29 @@ def test_api_jobs(tmp_path):
     n = len(FILES)
     assert [r.get("run_id") for r in res] == [*range(1, n + 1), None, 1]  # file order; the bad file; the copy
     assert "error" in res[n] and res[n + 1]["existing"]
+
+
+def test_a_merge_that_fails_is_that_file_only(tmp_path, monkeypatch):
+    """A database error while a run moves in (locked past the busy timeout, disk full) is one file's error."""
+    import sqlite3
+
+    from sqlalchemy.exc import OperationalError
+
+    import warehouse.parallel as par
+    from warehouse.api import Warehouse
+
+    real = par.merge_run
+    calls = []
+
+    def flaky(engine, src, result):
+        calls.append(result.path)
+        if len(calls) == 2:
+            raise OperationalError("INSERT", None, sqlite3.OperationalError("database is locked"))
+        return real(engine, src, result)
+
+    monkeypatch.setattr(par, "merge_run", flaky)
+    folder = _folder(tmp_path)
+    res = Warehouse(str(tmp_path / "w.db")).ingest(folder, jobs=2)
+    errors = [r for r in res if "error" in r]
+    assert len(errors) == 2 and "locked" in errors[0]["error"] and "ops_perf_results_1.csv" in errors[0]["error"]
+    assert [r["run_id"] for r in res if "run_id" in r][:2] == [1, 2]  # the next file takes the next id

@@ -29,7 +29,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import URL, Connection, Engine
+from sqlalchemy.exc import DBAPIError
 
+from warehouse import dialect
 from warehouse import schema as t
 from warehouse.errors import WarehouseError
 from warehouse.ingest import IngestResult
@@ -108,7 +110,11 @@ def ingest_parallel(engine: Engine, files: list[Path], jobs: int, *, label: str 
                     if status == "error":
                         yield f, WarehouseError(value)
                     elif db is not None and not value.existing:
-                        yield f, merge_run(engine, Path(db), value)
+                        try:
+                            merged: IngestResult | WarehouseError = merge_run(engine, Path(db), value)
+                        except DBAPIError as e:  # locked past the busy timeout, disk full...: this file only
+                            merged = WarehouseError(f"{value.path}: {dialect.explain(e)}")
+                        yield f, merged
                     else:
                         yield f, value
                 finally:
