@@ -75,7 +75,7 @@ def _work(url: URL, scratch: str | None, path: str, label: str | None, tags: dic
             return "ok", res, (str(db) if scratch is not None else None)
         finally:
             engine.dispose()
-    except WarehouseError as e:
+    except (WarehouseError, OSError) as e:  # OSError: the scratch copy (a full disk)
         return "error", str(e), (str(db) if scratch is not None else None)
 
 
@@ -94,11 +94,18 @@ def ingest_parallel(engine: Engine, files: list[Path], jobs: int, *, label: str 
             open_db(scratch).dispose()  # the schema once; each file gets a copy
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-            futures: list[Future] = [pool.submit(_work, engine.url, scratch, str(f), label, tags, freq_mhz)
-                                     for f in files]
-            for k, (f, fut) in enumerate(zip(files, futures)):
+            # A window of files in flight, not all of them: finished scratch warehouses wait on disk for their
+            # turn to move in, and the window bounds how many do.
+            futures: list[Future] = []
+
+            def submit(upto: int) -> None:
+                while len(futures) < min(upto, len(files)):
+                    futures.append(pool.submit(_work, engine.url, scratch, str(files[len(futures)]), label, tags,
+                                               freq_mhz))
+            for k, f in enumerate(files):
+                submit(k + 2 * jobs)
                 try:
-                    status, value, db = fut.result()
+                    status, value, db = futures[k].result()
                 except BrokenProcessPool:
                     # a worker died (killed, out of memory, or a main module that spawn cannot import): the
                     # files not done yet go in here, one after the other
