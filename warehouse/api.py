@@ -45,7 +45,7 @@ class Warehouse:
         from warehouse.devicelog import check_freq_option
         from warehouse.files import DEFAULT_GLOB
         from warehouse.ingest import find_csvs
-        from warehouse.parallel import ingest_parallel, sequential
+        from warehouse.parallel import ingest_files
 
         check_freq_option(freq_mhz)
         items = [str(paths)] if isinstance(paths, (str, Path)) else [str(p) for p in paths]
@@ -56,9 +56,7 @@ class Warehouse:
                 out.append({"path": f.path, "error": str(f)})
             else:
                 files.append(f)
-        each = ingest_parallel(self.engine, files, jobs, label=label, tags=tags, freq_mhz=freq_mhz) \
-            if jobs > 1 and len(files) > 1 else sequential(self.engine, files, label, tags, freq_mhz)
-        for f, r in each:
+        for f, r in ingest_files(self.engine, files, jobs, label=label, tags=tags, freq_mhz=freq_mhz):
             if isinstance(r, WarehouseError):  # this file failed; the others are still tried
                 out.append({"path": str(f), "error": str(r)})
             else:

@@ -108,26 +108,6 @@ def _tags(items: tuple[str, ...]) -> dict[str, str]:
     return parse_tags(items)
 
 
-def _ingest_each(engine, files: list[Path], jobs: int, label, tags, freq_mhz, bar, sizes: dict[Path, int]):
-    """``(file, IngestResult or WarehouseError)`` in file order: in worker processes when ``jobs`` > 1."""
-    from warehouse.ingest import ingest_file
-    from warehouse.parallel import ingest_parallel
-
-    if jobs > 1 and len(files) > 1:
-        yield from ingest_parallel(engine, files, min(jobs, len(files)), label=label, tags=tags, freq_mhz=freq_mhz)
-        return
-    done = 0
-    for f in files:
-        def progress(n: int, base: int = done) -> None:
-            if bar:
-                bar.update(base + n - bar.pos)
-        try:
-            yield f, ingest_file(engine, f, label=label, tags=tags, freq_mhz=freq_mhz, progress=progress)
-        except WarehouseError as e:
-            yield f, e
-        done += sizes[f]
-
-
 @cli.command()
 @click.argument("paths", nargs=-1, required=True)
 @label_option("A label for the runs (model, branch...).")
@@ -147,7 +127,7 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], label: str | None, tags: 
     from warehouse.devicelog import check_freq_option
     from warehouse.files import shown
     from warehouse.ingest import find_csvs
-    from warehouse.parallel import auto_jobs
+    from warehouse.parallel import auto_jobs, ingest_files
 
     tag_map = _tags(tags)
     check_freq_option(freq_mhz)
@@ -171,11 +151,18 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], label: str | None, tags: 
     jobs = jobs or auto_jobs(list(sizes.values()))
     show = _stderr_terminal() and (len(files) > 1 or sum(sizes.values()) > 20 * 1024 * 1024)
     bar = click.progressbar(length=sum(sizes.values()) or 1, label="ingest", file=sys.stderr) if show else None
-    done = 0
+    base, before = {}, 0
+    for f in files:  # bytes of the files before each: where its progress starts on the bar
+        base[f], before = before, before + sizes[f]
+
+    def progress(f: Path, n: int) -> None:
+        if bar:
+            bar.update(base[f] + n - bar.pos)
     try:
         if bar:
             bar.__enter__()
-        for f, r in _ingest_each(engine, files, jobs, label, tag_map, freq_mhz, bar, sizes):
+        for f, r in ingest_files(engine, files, jobs, label=label, tags=tag_map, freq_mhz=freq_mhz,
+                                 progress=progress):
             if isinstance(r, WarehouseError):  # this file failed; the others are still tried
                 failed += 1
                 error(r)
@@ -186,9 +173,8 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], label: str | None, tags: 
                     warn = f", {len(r.warnings)} warning(s)" if r.warnings else ""
                     click.echo(f"{shown(f)}: run {r.run_id}: {r.ops} ops, {r.sections} sections, "
                                f"{r.signposts} signposts, {r.seconds:.2f} s{warn}")
-            done += sizes[f]
             if bar:
-                bar.update(done - bar.pos)
+                bar.update(base[f] + sizes[f] - bar.pos)
     finally:
         if bar:
             bar.__exit__(None, None, None)

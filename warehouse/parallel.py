@@ -21,7 +21,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -130,14 +130,28 @@ def ingest_parallel(engine: Engine, files: list[Path], jobs: int, *, label: str 
                             Path(p).unlink(missing_ok=True)
 
 
+def ingest_files(engine: Engine, files: list[Path], jobs: int, *, label: str | None = None,
+                 tags: dict[str, str] | None = None, freq_mhz: float | None = None,
+                 progress: Callable[[Path, int], None] | None = None
+                 ) -> Iterator[tuple[Path, IngestResult | WarehouseError]]:
+    """``(file, IngestResult or WarehouseError)`` in file order: in ``jobs`` worker processes when there are
+    several files, else one after the other in this process, calling ``progress(file, bytes read)`` as each
+    streams (the CLI's bar and the API both come here)."""
+    if jobs > 1 and len(files) > 1:
+        return ingest_parallel(engine, files, min(jobs, len(files)), label=label, tags=tags, freq_mhz=freq_mhz)
+    return sequential(engine, files, label, tags, freq_mhz, progress)
+
+
 def sequential(engine: Engine, files: list[Path], label: str | None, tags: dict[str, str] | None,
-               freq_mhz: float | None) -> Iterator[tuple[Path, IngestResult | WarehouseError]]:
+               freq_mhz: float | None, progress: Callable[[Path, int], None] | None = None
+               ) -> Iterator[tuple[Path, IngestResult | WarehouseError]]:
     """The same results as :func:`ingest_parallel`, one file after the other in this process."""
     from warehouse.ingest import ingest_file
 
     for f in files:
+        each = (lambda n, f=f: progress(f, n)) if progress else None
         try:
-            yield f, ingest_file(engine, f, label=label, tags=tags, freq_mhz=freq_mhz)
+            yield f, ingest_file(engine, f, label=label, tags=tags, freq_mhz=freq_mhz, progress=each)
         except WarehouseError as e:
             yield f, e
 
@@ -174,16 +188,17 @@ def _merge(conn: Connection) -> tuple[int, bool]:
     run_id = ex(f"INSERT INTO main.run ({', '.join(cols)}) SELECT {', '.join(cols)} FROM src.run RETURNING id"
                 ).scalar_one()
 
-    # interned rows: matched by their natural key, inserted when new; old id -> new id in temp tables
-    ex("CREATE TEMP TABLE m_code (old INTEGER PRIMARY KEY, new INTEGER)")
-    ex("INSERT OR IGNORE INTO main.op_code (name, category, is_compute) "
-       "SELECT name, category, is_compute FROM src.op_code")
-    ex("INSERT INTO m_code SELECT s.id, m.id FROM src.op_code s JOIN main.op_code m ON m.name = s.name")
-    shape_cols = _cols("perf_shape")
-    ex("CREATE TEMP TABLE m_shape (old INTEGER PRIMARY KEY, new INTEGER)")
-    ex(f"INSERT OR IGNORE INTO main.perf_shape ({', '.join(shape_cols)}) SELECT {', '.join(shape_cols)} "
-       "FROM src.perf_shape")
-    ex("INSERT INTO m_shape SELECT s.id, m.id FROM src.perf_shape s JOIN main.perf_shape m ON m.digest = s.digest")
+    def mapping(name: str, table: str, on: str, params: tuple = ()) -> None:
+        """Temp table ``name``: each ``src`` id of ``table`` -> its id in the warehouse, matched ``on``."""
+        ex(f"CREATE TEMP TABLE {name} (old INTEGER PRIMARY KEY, new INTEGER)")
+        ex(f"INSERT INTO {name} SELECT s.id, m.id FROM src.{table} s JOIN main.{table} m ON {on}", params)
+
+    # interned rows: matched by their natural key, inserted when new
+    for table in ("op_code", "perf_shape"):
+        cols = _cols(table)
+        ex(f"INSERT OR IGNORE INTO main.{table} ({', '.join(cols)}) SELECT {', '.join(cols)} FROM src.{table}")
+    mapping("m_code", "op_code", "m.name = s.name")
+    mapping("m_shape", "perf_shape", "m.digest = s.digest")
     tensor_cols = _cols("perf_tensor", ("perf_shape_id",))
     ex(f"INSERT OR IGNORE INTO main.perf_tensor (perf_shape_id, {', '.join(tensor_cols)}) "
        f"SELECT m.new, {', '.join('p.' + c for c in tensor_cols)} FROM src.perf_tensor p "
@@ -202,9 +217,8 @@ def _merge(conn: Connection) -> tuple[int, bool]:
         copy(table, new_run)
     for table in ("run_warning", "section", "signpost"):
         copy(table, new_run, order="ORDER BY x.id")
-    ex("CREATE TEMP TABLE m_section (old INTEGER PRIMARY KEY, new INTEGER)")
-    ex("INSERT INTO m_section SELECT s.id, m.id FROM src.section s JOIN main.section m ON m.run_id = ? AND "
-       "m.kind = s.kind AND m.name = s.name AND m.ordinal = s.ordinal AND m.start_row = s.start_row", (run_id,))
+    mapping("m_section", "section", "m.run_id = ? AND m.kind = s.kind AND m.name = s.name AND m.ordinal = s.ordinal "
+            "AND m.start_row = s.start_row", (run_id,))
     copy("op", {**new_run, "section_id": "ms.new", "op_code_id": "mc.new", "perf_shape_id": "mp.new"},
          "LEFT JOIN m_section ms ON ms.old = x.section_id JOIN m_code mc ON mc.old = x.op_code_id "
          "LEFT JOIN m_shape mp ON mp.old = x.perf_shape_id", "ORDER BY x.id")
@@ -224,16 +238,13 @@ def _merge_cell_tuples(conn: Connection) -> None:
     texts: dict[int, str] = {i: v for i, v in ex("SELECT id, value FROM src.text_value").all()}
     rows = ex("SELECT id, cells FROM src.cell_tuple ORDER BY id").all()
     ex("CREATE TEMP TABLE m_tuple (old INTEGER PRIMARY KEY, new INTEGER)")
-    by_len: dict[int, list[tuple[int, list[str]]]] = {}
-    for old, cells in rows:
-        key = [texts[c] if isinstance(c, int) else c for c in json.loads(cells)]
-        by_len.setdefault(len(key), []).append((old, key))
+    items = [(old, [texts[c] if isinstance(c, int) else c for c in json.loads(cells)]) for old, cells in rows]
     pairs = []
-    for n, items in by_len.items():
-        interner = _Interner(conn, SimpleNamespace(static_idx=list(range(n))))  # type: ignore[arg-type]
+    if items:  # one run, one header: every tuple has the same cells
+        interner = _Interner(conn, SimpleNamespace(static_idx=list(range(len(items[0][1])))))  # type: ignore
         toks = [(old, interner.tuple_key(key)) for old, key in items]
         interner.resolve_pending()
-        pairs += [(old, interner.ids[tok]) for old, tok in toks]
+        pairs = [(old, interner.ids[tok]) for old, tok in toks]
     if pairs:
         conn.connection.dbapi_connection.executemany(  # type: ignore[union-attr]
             "INSERT INTO temp.m_tuple VALUES (?, ?)", pairs)
