@@ -1,4 +1,5 @@
-"""Alembic environment: drop every view, run the migrations, recreate the views when at head.
+"""Alembic environment: drop every view, run the migrations, recreate the views when at head (and then build the
+derived rows that are computed through them, for runs that lack them).
 
 Views are not in ``target_metadata``; they are defined once in :mod:`warehouse.views`. Dropping them first lets
 batch mode on SQLite rebuild a table that a view reads (alembic issue 1207).
@@ -25,6 +26,9 @@ def _run(connection) -> None:
         script = context.script
         if context.get_context().get_current_revision() == script.get_current_head():
             create_views(connection)
+            # derived rows that need the views to be computed (stored report parts of older runs)
+            from warehouse.report import backfill_parts
+            backfill_parts(connection)
 
 
 def run_migrations_online() -> None:

@@ -166,3 +166,35 @@ def test_upgrade_rebuilds_rollups_and_check_guards_them(wh, db_url):
     engine.dispose()
     r = wh("check")
     assert r.exit_code == 1 and "run 2:" in r.output and "rollup rows disagree with the ops" in r.output, r.output
+
+
+def test_report_parts_stored_rebuilt_by_upgrade_and_guarded_by_check(wh, db_url, tmp_path):
+    """`report` reads the parts stored at ingest; a warehouse from before them (revision 0006) gets the same
+    parts from `db upgrade`; `warehouse check` fails when they disagree with the ops."""
+    for case in ("clip_replays3", "oft_mismatch"):
+        assert wh("ingest", cases()[case]).exit_code == 0
+    engine = make_engine(resolve_url(db_url))
+    with engine.connect() as c:
+        at_ingest = c.execute(text("SELECT run_id, doc FROM run_report ORDER BY run_id")).all()
+    assert [r[0] for r in at_ingest] == [1, 2]
+    before = wh("report", "2", "--json", tmp_path / "a.json")
+    downgrade(engine, "0006")
+    with engine.connect() as c:
+        assert "run_report" not in inspect(c).get_table_names()
+    engine.dispose()
+    assert wh("db", "upgrade").exit_code == 0
+    engine = make_engine(resolve_url(db_url))
+    with engine.connect() as c:
+        assert c.execute(text("SELECT run_id, doc FROM run_report ORDER BY run_id")).all() == at_ingest
+    assert wh("check").exit_code == 0
+    after = wh("report", "2", "--json", tmp_path / "b.json")
+    assert after.output == before.output and (tmp_path / "a.json").read_text() == (tmp_path / "b.json").read_text()
+    # the report is the stored document: a tampered one shows in `report`, and `check` names it
+    doc = json.loads(at_ingest[1][1])
+    doc["trace"]["kernel_sum_us"] += 1
+    with engine.begin() as c:
+        c.execute(text("UPDATE run_report SET doc = :d WHERE run_id = 2"), {"d": json.dumps(doc)})
+    engine.dispose()
+    assert f"kernel {doc['trace']['kernel_sum_us']:.1f} us" in wh("report", "2").output
+    r = wh("check")
+    assert r.exit_code == 1 and "run 2: the stored report disagrees with its ops (first: trace)" in r.output, r.output

@@ -59,6 +59,7 @@ DUMP = {
     "rollup": "SELECT r.sha256, x.section, x.grouping, x.key, x.device, x.iterations, x.ops, x.kernel_us, "
               "x.op2op_us, x.fw_us, x.span_us FROM rollup x JOIN run r ON r.id = x.run_id "
               "ORDER BY r.id, x.section, x.grouping, x.key, x.device",
+    "report": "SELECT r.sha256, x.doc FROM run_report x JOIN run r ON r.id = x.run_id ORDER BY r.id",
     "shape": "SELECT p.digest, p.label, p.flop_count, p.dram_bytes, t.io, t.idx, t.w, t.x_pad, t.memory "
              "FROM perf_shape p LEFT JOIN perf_tensor t ON t.perf_shape_id = p.id ORDER BY p.digest, t.io, t.idx",
 }
@@ -95,7 +96,7 @@ def test_parallel_stores_what_sequential_stores(two):
     a, b = _dump(par), _dump(seq)
     if backend == "postgresql":  # workers commit straight into PostgreSQL, in the order they finish
         a, b = ({k: sorted(v, key=repr) for k, v in d.items()} for d in (a, b))
-    assert len(a["run"]) == len(FILES) and a["op"] and a["cells"] and a["rollup"]
+    assert len(a["run"]) == len(FILES) and a["op"] and a["cells"] and a["rollup"] and a["report"]
     for table in DUMP:
         if table == "rollup":  # PostgreSQL adds a rollup's floats in any order: equal to the last bits
             assert [r[:7] for r in a[table]] == [r[:7] for r in b[table]]

@@ -31,6 +31,7 @@ from warehouse.files import DEFAULT_GLOB, open_regular, shown
 from warehouse import history
 from warehouse.history import HistoryTracker, own
 from warehouse.perfstore import ShapeCache, column_rows, perf_arch
+from warehouse.report import store_parts
 from warehouse.rollups import build_rollups
 from warehouse.signposts import Attribution, SectionSpan
 
@@ -567,6 +568,7 @@ def _ingest_once(engine: Engine, path: Path, scan: FileScan, sha: str, meta: dic
         history.summarize(conn, run_id)
         with dialect.small_sorts(conn):
             build_rollups(conn, run_id, meta.get("freq_mhz", freq))
+        store_parts(conn, run_id)
         seconds = time.perf_counter() - t0
         final = dict(row_count=reader.rows_read, op_count=job.n_ops, signpost_count=job.n_signposts,
                      final_newline=scan.final_newline, export_exact=exact,

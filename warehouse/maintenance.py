@@ -8,6 +8,7 @@ from sqlalchemy import Engine, delete, func, select, text
 from warehouse import schema as t
 from warehouse.db import write_tx
 from warehouse.errors import NotFound
+from warehouse.report import check_parts
 from warehouse.rollups import check_rollups
 
 
@@ -62,6 +63,7 @@ def check_warehouse(engine: Engine) -> list[str]:
         if missing:
             problems.append(f"{missing} interned strings missing from text_value")
         problems += check_rollups(conn)
+        problems += check_parts(conn)
     return problems
 
 
@@ -74,7 +76,7 @@ def remove_runs(engine: Engine, run_ids: list[int]) -> int:
         if missing:
             raise NotFound(f"no run {', '.join(map(str, missing))}; `warehouse runs` lists them")
         # Children first: no reliance on ON DELETE CASCADE being enabled on the connection.
-        for table in (t.rollup, t.row_cells, t.op, t.signpost, t.section, t.run_tag, t.run_warning):
+        for table in (t.rollup, t.run_report, t.row_cells, t.op, t.signpost, t.section, t.run_tag, t.run_warning):
             conn.execute(delete(table).where(table.c.run_id.in_(run_ids)))
         conn.execute(delete(t.run).where(t.run.c.id.in_(run_ids)))
     return len(run_ids)

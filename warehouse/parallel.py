@@ -45,7 +45,7 @@ AUTO_MIN_BYTES = 64 * 2**20
 # matched by their natural key, and references are rewritten through the mappings built on the way.
 _INTERNED = ("op_code", "perf_shape", "text_value", "cell_tuple")
 _RUN_OWNED = ("run", "run_tag", "run_column", "run_warning", "section", "signpost", "op", "row_cells", "rollup",
-              "perf_tensor")
+              "run_report", "perf_tensor")
 MERGED_TABLES = frozenset(_INTERNED + _RUN_OWNED)
 
 
@@ -213,7 +213,7 @@ def _merge(conn: Connection) -> tuple[int, bool]:
            f"{order}", (run_id,))
 
     new_run = {"run_id": "?"}
-    for table in ("run_tag", "run_column", "rollup"):
+    for table in ("run_tag", "run_column", "rollup", "run_report"):  # run_report names op codes, not ids
         copy(table, new_run)
     for table in ("run_warning", "section", "signpost"):
         copy(table, new_run, order="ORDER BY x.id")

@@ -7,16 +7,21 @@ position): that gives the oracle's exact numbers, and so its order of near-tied 
 whatever the physical order of the rows. It is also one read instead of eight GROUP BY sorts. The summary
 views (``section_summary``, ``by_*``, ``layer_cost_split``) compute the same tables in SQL for users; a test
 holds them equal to this report.
+
+The parts computed from ops are computed once, at ingest, and stored in ``run_report`` (a report then costs a
+few kilobytes of reading, not every op); ``warehouse check`` computes them again and compares.
 """
 from __future__ import annotations
 
+import heapq
 import json
 import statistics
+from array import array
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine, select, text
 
 from warehouse import dialect
 from warehouse import schema as t
@@ -38,132 +43,204 @@ _KEYS = slice(len(_COLS), len(_COLS) + len(REPORT_TABLES))
 _SELECT = ", ".join(list(_COLS) + [f"{t.expr} AS key_{i}" for i, t in enumerate(REPORT_TABLES)])
 
 
-def _groups(ops: Sequence[Any], total: float) -> dict[str, list[dict[str, Any]]]:
-    """The group tables in one pass (the oracle's per-group sums, in position order)."""
-    aggs: tuple[dict[str, list], ...] = tuple({} for _ in GROUPS)
-    for op in ops:
-        keys = op[_KEYS]
-        k, g = op[KERN], op[GAP]
-        for agg, key in zip(aggs, keys):
-            a = agg.get(key)
-            if a is None:
-                agg[key] = [1, k, g]
-            else:
-                a[0] += 1
-                a[1] += k
-                a[2] += g
-    # sorted() is stable: ties keep the order of first appearance, as in the oracle
-    return {name: [{"key": key, "ops": c, "kernel_us": round(s, 1), "share": round(s / total, 4),
-                    "gap_us": round(gs, 1)}
-                   for key, (c, s, gs) in sorted(agg.items(), key=lambda kv: -kv[1][1])]
-            for name, agg in zip(GROUPS, aggs)}
+class _SectionScan:
+    """One pass over a section's ops in file order, keeping only what the report needs: the sums' terms as
+    compact arrays (Python's ``sum`` over them gives the oracle's digits, whatever its summation algorithm), the
+    group sums as the oracle adds them, and per layer the kernel times of its ops. About 40 bytes per op, so that
+    computing a report at the end of a million-op ingest stays within its memory budget."""
+
+    def __init__(self) -> None:
+        self.kern, self.fw, self.gaps, self.cores = array("d"), array("d"), array("d"), array("d")
+        self.start: float | None = None
+        self.end: float | None = None
+        self.fid: dict[str, int] = defaultdict(int)
+        self.groups: tuple[dict[str, list], ...] = tuple({} for _ in GROUPS)
+        self.layers: dict[str, tuple[array, bytearray]] = {}
+
+    def add(self, batch: Sequence[Any], compute: dict[int, bool]) -> None:
+        for op in batch:
+            k, g = op[KERN], op[GAP]
+            self.kern.append(k)
+            self.fw.append(op[FW])
+            self.gaps.append(g)
+            self.cores.append(float(op[CORES]))
+            st, en = op[START], op[END]
+            if st and st > 0 and (self.start is None or st < self.start):
+                self.start = st
+            if en and en > 0 and (self.end is None or en > self.end):
+                self.end = en
+            if op[FID]:
+                self.fid[op[FID]] += 1
+            for agg, key in zip(self.groups, op[_KEYS]):
+                a = agg.get(key)
+                if a is None:
+                    agg[key] = [1, k, g]
+                else:
+                    a[0] += 1
+                    a[1] += k
+                    a[2] += g
+            lay = op[LAYER]
+            if lay and not lay.endswith("|post"):
+                ks = self.layers.get(lay)
+                if ks is None:
+                    ks = self.layers[lay] = (array("d"), bytearray())
+                ks[0].append(k)
+                ks[1].append(compute[op[CODE]])
+
+    def group_tables(self, total: float) -> dict[str, list[dict[str, Any]]]:
+        """The group tables (sorted() is stable: ties keep the order of first appearance, as in the oracle)."""
+        return {name: [{"key": key, "ops": c, "kernel_us": round(s, 1), "share": round(s / total, 4),
+                        "gap_us": round(gs, 1)}
+                       for key, (c, s, gs) in sorted(agg.items(), key=lambda kv: -kv[1][1])]
+                for name, agg in zip(GROUPS, self.groups)}
+
+    def precision_split(self) -> dict[str, Any]:
+        """The layer cost split (``|post`` glue excluded): compute, movement between the first and last compute
+        op, split before, finish after."""
+        tot: dict[str, Any] = {"layers": 0, "compute_us": 0.0, "movement_us": 0.0, "split_us": 0.0,
+                               "finish_us": 0.0, "compute_ops": 0, "ops": 0}
+        per = []
+        for lay, (kern, flags) in self.layers.items():
+            comp = [k for k, f in enumerate(flags) if f]
+            if not comp:
+                continue
+            a, z = comp[0], comp[-1]
+            cset = set(comp)
+            d = {"layer": lay, "ops": len(kern), "compute_ops": len(comp),
+                 "compute_us": sum(kern[k] for k in comp),
+                 "movement_us": sum(kern[k] for k in range(a, z + 1) if k not in cset),
+                 "split_us": sum(kern[k] for k in range(a)),
+                 "finish_us": sum(kern[k] for k in range(z + 1, len(kern)))}
+            per.append({k: (round(v, 1) if isinstance(v, float) else v) for k, v in d.items()})
+            tot["layers"] += 1
+            for k in ("compute_us", "movement_us", "split_us", "finish_us", "compute_ops", "ops"):
+                tot[k] += d[k]
+        out: dict[str, Any] = {k: (round(v, 1) if isinstance(v, float) else v) for k, v in tot.items()}
+        out["per_layer"] = sorted(per, key=lambda x: -(x["compute_us"] + x["movement_us"] + x["split_us"]
+                                                       + x["finish_us"]))
+        return out
 
 
-def _precision_split(ops: Sequence[Any], codes: dict[int, tuple[str, str, bool]]) -> dict[str, Any]:
-    """The layer cost split (``|post`` glue excluded): compute, movement between the first and last compute
-    op, split before, finish after."""
-    layers: dict[str, list[int]] = {}
-    for i, op in enumerate(ops):
-        lay = op[LAYER]
-        if lay and not lay.endswith("|post"):
-            layers.setdefault(lay, []).append(i)
-    tot: dict[str, Any] = {"layers": 0, "compute_us": 0.0, "movement_us": 0.0, "split_us": 0.0, "finish_us": 0.0,
-                           "compute_ops": 0, "ops": 0}
-    per = []
-    for lay, idx in layers.items():
-        comp = [k for k, i in enumerate(idx) if codes[ops[i][CODE]][2]]
-        if not comp:
-            continue
-        a, z = comp[0], comp[-1]
-        kern = [ops[i][KERN] for i in idx]
-        cset = set(comp)
-        d = {"layer": lay, "ops": len(idx), "compute_ops": len(comp),
-             "compute_us": sum(kern[k] for k in comp),
-             "movement_us": sum(kern[k] for k in range(a, z + 1) if k not in cset),
-             "split_us": sum(kern[k] for k in range(a)),
-             "finish_us": sum(kern[k] for k in range(z + 1, len(idx)))}
-        per.append({k: (round(v, 1) if isinstance(v, float) else v) for k, v in d.items()})
-        tot["layers"] += 1
-        for k in ("compute_us", "movement_us", "split_us", "finish_us", "compute_ops", "ops"):
-            tot[k] += d[k]
-    out: dict[str, Any] = {k: (round(v, 1) if isinstance(v, float) else v) for k, v in tot.items()}
-    out["per_layer"] = sorted(per, key=lambda x: -(x["compute_us"] + x["movement_us"] + x["split_us"]
-                                                   + x["finish_us"]))
-    return out
-
-
-def _read_ops(conn: Connection, run_id: int, section: str) -> list[tuple]:
-    """The ops of one section, in file order, as plain tuples from the driver's own cursor (the report touches
+def _scan(conn: Connection, run_id: int, section: str, compute: dict[int, bool]) -> _SectionScan:
+    """The ops of one section, in file order, read in batches from the driver's own cursor (the report touches
     every op of a run; SQLAlchemy's row objects would cost a tenth of its time). Position order is file order
-    within a section name, and (run_id, row_no) is indexed: no sort is needed. One section at a time keeps the
-    peak memory to half the run's ops."""
+    within a section name, and (run_id, row_no) is indexed: no sort is needed."""
     mark = dialect.paramstyle_mark(conn)
+    scan = _SectionScan()
     cur = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
     try:
         cur.execute(f"SELECT {_SELECT} FROM op_detail WHERE run_id = {mark} AND section = {mark} ORDER BY row_no",
                     (run_id, section))
-        return list(cur.fetchall())
+        while batch := cur.fetchmany(10_000):
+            scan.add(batch, compute)
     finally:
         cur.close()
+    return scan
+
+
+def _ops_at(conn: Connection, run_id: int, section: str, positions: set[int]) -> dict[int, Any]:
+    """The few ops the top tables print, by position, with their shapes and memory configs."""
+    if not positions:
+        return {}
+    return {r[0]: r for r in conn.execute(text(
+        "SELECT pos, op_code_id, block, layer, fw_us, cores, fidelity, input0_shape, input0_memory, "
+        f"output0_memory FROM op_detail WHERE run_id = :r AND section = :s AND pos IN "
+        f"({', '.join(str(i) for i in sorted(positions))})"), {"r": run_id, "s": section})}
 
 
 def _section(conn: Connection, run_id: int, section: str, codes: dict[int, tuple[str, str, bool]],
              freq: float) -> dict[str, Any]:
-    ops = _read_ops(conn, run_id, section)
-    kern = [op[KERN] for op in ops]
-    gaps = [op[GAP] for op in ops]
-    starts = [op[START] for op in ops if op[START] and op[START] > 0]
-    ends = [op[END] for op in ops if op[END] and op[END] > 0]
-    span = (max(ends) - min(starts)) / freq if starts and ends else None
+    x = _scan(conn, run_id, section, {i: c[2] for i, c in codes.items()})
+    kern, gaps, n = x.kern, x.gaps, len(x.kern)
+    span = (x.end - x.start) / freq if x.start is not None and x.end is not None else None
     total = sum(kern) or 1.0
-    fid: dict[str, int] = defaultdict(int)
-    for op in ops:
-        if op[FID]:
-            fid[op[FID]] += 1
-    cores = [float(op[CORES]) for op in ops]
-    order = sorted(range(len(ops)), key=lambda i: -kern[i])[:TOP]
-    shapes = {}
-    if order:  # the shapes and memory configs of the top ops only
-        shapes = {r[0]: r[1:] for r in conn.execute(text(
-            "SELECT pos, input0_shape, input0_memory, output0_memory FROM op_detail WHERE run_id = :r AND "
-            f"section = :s AND pos IN ({', '.join(str(i) for i in order)})"), {"r": run_id, "s": section})}
-    top_ops = [{"index": i, "op": codes[ops[i][CODE]][0], "block": ops[i][BLOCK], "layer": ops[i][LAYER],
-                "kernel_us": round(kern[i], 1), "fw_us": round(ops[i][FW], 1), "cores": int(ops[i][CORES]),
-                "fidelity": ops[i][FID], "input0": shapes[i][0], "in0_mem": shapes[i][1], "out0_mem": shapes[i][2]}
+    # heapq.nsmallest is sorted(...)[:TOP], ties included, without sorting every op
+    order = heapq.nsmallest(TOP, range(n), key=lambda i: -kern[i])
+    gap_order = heapq.nsmallest(TOP, range(1, n), key=lambda i: -gaps[i])
+    at = _ops_at(conn, run_id, section, set(order) | set(gap_order) | {i - 1 for i in gap_order})
+    top_ops = [{"index": i, "op": codes[at[i][1]][0], "block": at[i][2], "layer": at[i][3],
+                "kernel_us": round(kern[i], 1), "fw_us": round(at[i][4], 1), "cores": int(at[i][5]),
+                "fidelity": at[i][6], "input0": at[i][7], "in0_mem": at[i][8], "out0_mem": at[i][9]}
                for i in order]
-    gap_order = sorted(range(1, len(ops)), key=lambda i: -gaps[i])[:TOP]
-    top_gaps = [{"index": i, "op": codes[ops[i][CODE]][0], "after": codes[ops[i - 1][CODE]][0],
-                 "gap_us": round(gaps[i], 1), "block": ops[i][BLOCK], "layer": ops[i][LAYER]} for i in gap_order]
+    top_gaps = [{"index": i, "op": codes[at[i][1]][0], "after": codes[at[i - 1][1]][0],
+                 "gap_us": round(gaps[i], 1), "block": at[i][2], "layer": at[i][3]} for i in gap_order]
     nz = [g for g in gaps[1:] if g > 0]
-    out = {"ops": len(ops), "kernel_sum_us": round(sum(kern), 1), "fw_sum_us": round(sum(op[FW] for op in ops), 1),
+    out: dict[str, Any] = {"ops": n, "kernel_sum_us": round(sum(kern), 1), "fw_sum_us": round(sum(x.fw), 1),
            "op2op_sum_us": round(sum(gaps), 1),
            "op2op_median_us": round(statistics.median(nz), 2) if nz else None,
            "span_us": round(span, 1) if span else None, "freq_mhz": freq,
-           "cores_median": statistics.median(cores) if cores else None,
-           "ops_below_120_cores": sum(1 for c in cores if 0 < c < 120), "fidelity": dict(fid)}
-    out.update(_groups(ops, total))
-    out.update(top_ops=top_ops, top_gaps=top_gaps, precision_split=_precision_split(ops, codes))
+           "cores_median": statistics.median(x.cores) if n else None,
+           "ops_below_120_cores": sum(1 for c in x.cores if 0 < c < 120), "fidelity": dict(x.fid)}
+    out.update(x.group_tables(total))
+    out.update(top_ops=top_ops, top_gaps=top_gaps, precision_split=x.precision_split())
     return out
 
 
+def compute_parts(conn: Connection, run_id: int, freq: float) -> dict[str, Any]:
+    """The part of the report that comes from a run's ops (trace ids, replay sessions, the eager and trace
+    sections), computed from the database in file order."""
+    ids = conn.execute(text("SELECT DISTINCT trace_id, replay_session FROM op_detail WHERE run_id = :r "
+                            "AND section = 'trace'"), {"r": run_id}).all()
+    codes = {i: (n, c, bool(x)) for i, n, c, x in conn.execute(
+        text("SELECT id, name, category, is_compute FROM op_code"))}
+    parts: dict[str, Any] = {"trace_ids": sorted({r[0] for r in ids}),
+                             "replay_sessions": sorted({r[1] for r in ids})}
+    for s in SECTIONS:
+        parts[s] = _section(conn, run_id, s, codes, freq)
+    return parts
+
+
+def store_parts(conn: Connection, run_id: int) -> None:
+    """Compute and store a run's report parts (at ingest, in the file's transaction, and by migration 0007):
+    `report` then reads a few kilobytes instead of every op. JSON keeps floats to the last bit and keys in
+    order, so the stored document is the computed one."""
+    freq = float(conn.execute(select(t.run.c.freq_mhz).where(t.run.c.id == run_id)).scalar_one())
+    conn.execute(t.run_report.delete().where(t.run_report.c.run_id == run_id))
+    doc = json.dumps(compute_parts(conn, run_id, freq), ensure_ascii=False)
+    conn.execute(t.run_report.insert().values(run_id=run_id, doc=doc))
+
+
+def backfill_parts(conn: Connection) -> int:
+    """Store the report parts of every run that has none (runs stored before migration 0007); returns how many."""
+    missing = list(conn.execute(text("SELECT id FROM run WHERE id NOT IN (SELECT run_id FROM run_report) "
+                                     "ORDER BY id")).scalars())
+    for run_id in missing:
+        store_parts(conn, run_id)
+    return len(missing)
+
+
+def check_parts(conn: Connection) -> list[str]:
+    """Problems: runs whose stored report parts are missing or differ from parts computed again from their ops."""
+    problems = []
+    stored = dict(conn.execute(select(t.run_report.c.run_id, t.run_report.c.doc)).all())
+    for run_id, freq in conn.execute(select(t.run.c.id, t.run.c.freq_mhz).order_by(t.run.c.id)).all():
+        if run_id not in stored:
+            problems.append(f"run {run_id}: no stored report parts (`warehouse db upgrade` builds them)")
+            continue
+        # compared as JSON text: the same keys, order and digits (and NaN equals NaN)
+        doc = {k: json.dumps(v) for k, v in json.loads(stored[run_id]).items()}
+        fresh = {k: json.dumps(v) for k, v in compute_parts(conn, run_id, float(freq)).items()}
+        if doc != fresh:
+            where = next((k for k in fresh if doc.get(k) != fresh[k]), "keys")
+            problems.append(f"run {run_id}: the stored report disagrees with its ops (first: {where})")
+    return problems
+
+
 def build_report(engine: Engine, run_id: int) -> dict[str, Any]:
-    """The oracle's JSON document for a stored run."""
+    """The oracle's JSON document for a stored run: the run's own facts and its stored report parts."""
     with engine.connect() as conn:
         run = conn.execute(t.run.select().where(t.run.c.id == run_id)).mappings().first()
         if run is None:
             raise NotFound(f"no run {run_id}; `warehouse runs` lists them")
         freq = float(run["freq_mhz"])
-        ids = conn.execute(text("SELECT DISTINCT trace_id, replay_session FROM op_detail WHERE run_id = :r "
-                                "AND section = 'trace'"), {"r": run_id}).all()
-        codes = {i: (n, c, bool(x)) for i, n, c, x in conn.execute(
-            text("SELECT id, name, category, is_compute FROM op_code"))}
-        res: dict[str, Any] = {
-            "csv": run["source_path"], "columns": json.loads(run["columns"]), "freq_mhz": freq,
-            "trace_matches_eager_op_sequence": bool(run["trace_matches_eager"]),
-            "trace_ids": sorted({r[0] for r in ids}), "replay_sessions": sorted({r[1] for r in ids}),
-        }
-        for s in SECTIONS:
-            res[s] = _section(conn, run_id, s, codes, freq)
+        doc = conn.execute(select(t.run_report.c.doc).where(t.run_report.c.run_id == run_id)).scalar()
+        # A warehouse written before migration 0007 and not yet upgraded has none: compute them.
+        parts = json.loads(doc) if doc is not None else compute_parts(conn, run_id, freq)
+    res: dict[str, Any] = {
+        "csv": run["source_path"], "columns": json.loads(run["columns"]), "freq_mhz": freq,
+        "trace_matches_eager_op_sequence": bool(run["trace_matches_eager"]),
+    }
+    res.update(parts)
     return res
 
 

@@ -254,6 +254,14 @@ rollup = Table(
     Column("span_spread_us", Double, nullable=True),
 )
 
+# The report's parts computed from ops, stored at ingest (warehouse.report.store_parts).
+run_report = Table(
+    "run_report", metadata,
+    Column("run_id", Id, ForeignKey("run.id", ondelete="CASCADE"), primary_key=True),
+    Column("doc", Text, nullable=False,
+           comment="JSON: trace_ids, replay_sessions and the eager / trace sections of the OPT_BASELINE report"),
+)
+
 # One line per table: `warehouse schema`, PostgreSQL's table comments and the README (scripts/gen_docs.py) read it.
 TABLE_DOCS = {
     "run": "one ingested CSV: sha256 (unique: re-ingest is idempotent), path, header, frequency and its source, "
@@ -270,6 +278,8 @@ TABLE_DOCS = {
     "op_code": "op codes with their report category and whether they are compute (conv / matmul)",
     "rollup": "per run, section, grouping, key and device: per-iteration kernel / op-to-op / FW / span us and "
               "their spread over replays (what history reads)",
+    "run_report": "per run, the OPT_BASELINE report's parts computed from its ops (trace ids, sections, group "
+                  "tables, top ops), stored at ingest so that `report` reads kilobytes, not ops",
     "perf_shape": "the static facts of ops, stored once, shared by ops and runs: the report's (op type, fidelity, "
                   "input 0 shape and memory, output 0 memory) and the per-op analysis's (category, problem size, "
                   "FLOPs and DRAM bytes of one call, datatypes)",
