@@ -86,7 +86,7 @@ def _counts(url):
     eng = open_db(url)
     with eng.connect() as c:
         out = {t: c.execute(text(f"SELECT COUNT(*) FROM {t}")).scalar()
-               for t in ("run", "op", "signpost", "section", "row_cells", "run_warning")}
+               for t in ("run", "op", "signpost", "section", "cell_chunk", "run_warning")}
     eng.dispose()
     return out
 

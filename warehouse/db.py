@@ -20,6 +20,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 
 from warehouse import dialect
+from warehouse.cellstore import register_sqlite_functions
 from warehouse.errors import SchemaOutdated, UsageError, WarehouseError
 
 DEFAULT_DB = "warehouse.db"
@@ -120,6 +121,7 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur.execute("PRAGMA synchronous = NORMAL")
     cur.execute("PRAGMA cache_size = -32768")  # 32 MiB: the index pages of a large ingest stay in memory
     cur.close()
+    register_sqlite_functions(dbapi_conn)
 
 
 def _sqlite_begin(conn: Connection) -> None:

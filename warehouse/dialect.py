@@ -19,6 +19,18 @@ SUPPORTED = ("sqlite", "postgresql")
 
 
 # The views' SQL fragments, per back end (views.view_sql picks one when the views are created).
+# The rows of the chunks of cell_chunk ch: row_no, static_id and the row's volatile cells (a JSON array), as rc
+CHUNK_ROWS = {
+    "sqlite": """SELECT ch.run_id,
+         COALESCE(json_extract(ch.row_nos, '$[' || e.key || ']'), ch.first_row + e.key) AS row_no,
+         json_extract(ch.static_ids, '$[' || e.key || ']') AS static_id, e.value AS cells
+  FROM cell_chunk ch, json_each(CAST(sqlar_uncompress(ch.cells, ch.raw_size) AS TEXT)) e""",
+    "postgresql": """SELECT ch.run_id,
+         COALESCE((ch.row_nos::json ->> (e.ord - 1)::int)::int, ch.first_row + (e.ord - 1)::int) AS row_no,
+         (ch.static_ids::json ->> (e.ord - 1)::int)::bigint AS static_id, e.value AS cells
+  FROM cell_chunk ch CROSS JOIN LATERAL json_array_elements(convert_from(ch.cells, 'UTF8')::json)
+       WITH ORDINALITY AS e(value, ord)""",
+}
 JSON_CELL = {  # value of slot k.slot of the JSON arrays rc.cells (volatile) and t.cells (static, ints: text_value)
     "sqlite": """CASE WHEN k.kind = 'volatile' THEN json_extract(rc.cells, '$[' || k.slot || ']')
               WHEN json_type(t.cells, '$[' || k.slot || ']') = 'integer'

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import io
 import json
-from typing import IO
+from itertools import islice
+from typing import IO, Any
 from collections.abc import Iterator
 
 from sqlalchemy import Connection, Engine, bindparam, select
 
 from warehouse import schema as t
+from warehouse.cellstore import ROW_CELLS_V7, iter_chunk_rows, iter_legacy_rows
 from warehouse.csvfile import decode_volatile, write_rows
 from warehouse.errors import NotFound
 
@@ -43,18 +45,18 @@ def iter_rows(conn: Connection, run_id: int, width: int, static_idx: list[int], 
         yield row
 
 
-def iter_numbered_rows(conn: Connection, run_id: int, width: int, static_idx: list[int], chunk: int = 20000
-                       ) -> Iterator[tuple[int, list[str]]]:
-    """:func:`iter_rows` with each row's ``row_no``."""
+def iter_numbered_rows(conn: Connection, run_id: int, width: int, static_idx: list[int], chunk: int = 20000,
+                       legacy: bool = False) -> Iterator[tuple[int, list[str]]]:
+    """:func:`iter_rows` with each row's ``row_no``. ``legacy`` reads the per-row table of revisions 0003 to
+    0007 (for the migrations that run before 0008)."""
     static = set(static_idx)
     volatile_idx = [i for i in range(width) if i not in static]
     nv = len(volatile_idx)
     tuples = _Tuples(conn)
-    last = 0
-    c = t.row_cells.c
+    source: Iterator[tuple[int, int, Any]] = (iter_legacy_rows(conn, run_id, chunk) if legacy
+                                              else iter_chunk_rows(conn, run_id))
     while True:
-        rows = conn.execute(select(c.row_no, c.static_id, c.cells).where(c.run_id == run_id, c.row_no > last)
-                            .order_by(c.row_no).limit(chunk)).all()
+        rows = list(islice(source, chunk))
         if not rows:
             return
         tuples.load({r[1] for r in rows})
@@ -62,10 +64,11 @@ def iter_numbered_rows(conn: Connection, run_id: int, width: int, static_idx: li
             row = [""] * width
             for i, v in zip(static_idx, tuples.cache[static_id]):
                 row[i] = v
-            for i, v in zip(volatile_idx, decode_volatile(cells, nv)):
+            if isinstance(cells, str):
+                cells = decode_volatile(cells, nv)
+            for i, v in zip(volatile_idx, cells):
                 row[i] = v
             yield row_no, row
-        last = rows[-1][0]
 
 
 def reencode_cells(conn: Connection, to_json: bool) -> None:
@@ -73,7 +76,7 @@ def reencode_cells(conn: Connection, to_json: bool) -> None:
     before it (migration 0006, both ways)."""
     from warehouse.csvfile import decode_inline, encode_inline, encode_volatile
 
-    c = t.row_cells.c
+    c = ROW_CELLS_V7.c
     for run_id, static_columns, columns in conn.execute(select(t.run.c.id, t.run.c.static_columns,
                                                                t.run.c.columns)).all():
         nv = len(json.loads(columns)) - len(json.loads(static_columns))
@@ -87,7 +90,7 @@ def reencode_cells(conn: Connection, to_json: bool) -> None:
                 new = encode_volatile([decode_inline(cells, nv) for _, cells in rows])
             else:
                 new = [encode_inline(decode_volatile(cells, nv)) for _, cells in rows]
-            conn.execute(t.row_cells.update().where(c.run_id == bindparam("r"), c.row_no == bindparam("n"))
+            conn.execute(ROW_CELLS_V7.update().where(c.run_id == bindparam("r"), c.row_no == bindparam("n"))
                          .values(cells=bindparam("v")),
                          [{"r": run_id, "n": n, "v": v} for (n, _), v in zip(rows, new)])
             last = rows[-1][0]

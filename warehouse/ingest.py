@@ -31,6 +31,7 @@ from warehouse.files import DEFAULT_GLOB, open_regular, shown
 from warehouse import history
 from warehouse.history import HistoryTracker, own
 from warehouse.perfstore import ShapeCache, column_rows, perf_arch
+from warehouse.cellstore import ChunkWriter
 from warehouse.report import store_parts
 from warehouse.rollups import build_rollups
 from warehouse.signposts import Attribution, SectionSpan
@@ -166,7 +167,6 @@ OP_COLUMNS = (["run_id", "row_no", "section_id", "pos", "block", "layer", "attri
               + ["hist_block", "hist_layer", "hist_how", "iteration", "iter_pos", "perf_shape_id"])
 _REPLAY = [c for c, _, _ in _TYPED].index("replay_session")
 SIGNPOST_COLUMNS = ["run_id", "row_no", "name", "message", "host_ts", "kind"]
-CELL_COLUMNS = ["run_id", "row_no", "static_id", "cells"]
 
 
 class _Cells:
@@ -343,7 +343,7 @@ class _FileIngest:
         self.cells_rows: list[tuple] = []
         self._op_sql = _insert_sql(conn, "op", OP_COLUMNS)
         self._sp_sql = _insert_sql(conn, "signpost", SIGNPOST_COLUMNS)
-        self._cells_sql = _insert_sql(conn, "row_cells", CELL_COLUMNS)
+        self.chunks = ChunkWriter(conn, run_id)
         self.pos: dict[str, int] = {}
         self.seen: dict[tuple, int] = {}  # (section, block, layer, op code) -> ops so far: the occurrence
         self.codes: dict[str, array] = {"eager": array("q"), "trace": array("q")}
@@ -434,8 +434,7 @@ class _FileIngest:
             self.intern.resolve_pending()
             ids = self.intern.ids
             encoded = encode_volatile([c for _, _, _, c in self.cells_rows])
-            self.conn.exec_driver_sql(self._cells_sql, [(r, n, ids[k], e) for (r, n, k, _), e
-                                                        in zip(self.cells_rows, encoded)])
+            self.chunks.add([(n, ids[k], e) for (_, n, k, _), e in zip(self.cells_rows, encoded)])
             self.cells_rows = []
             if self.intern.trim():
                 self.shapes.forget_tokens()
@@ -453,6 +452,7 @@ class _FileIngest:
                 if progress:
                     progress(self.reader.bytes_read)
         self._flush()
+        self.chunks.add([], final=True)
         spans, warnings = self.attr.finish()
         for span in spans:
             self._store_section(span)

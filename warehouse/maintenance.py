@@ -6,6 +6,7 @@ import json
 from sqlalchemy import Engine, delete, func, select, text
 
 from warehouse import schema as t
+from warehouse.cellstore import row_counts, static_ids_used
 from warehouse.db import write_tx
 from warehouse.errors import NotFound
 from warehouse.report import check_parts
@@ -26,14 +27,13 @@ def check_warehouse(engine: Engine) -> list[str]:
             "op": dict(conn.execute(select(t.op.c.run_id, func.count()).group_by(t.op.c.run_id)).all()),
             "signpost": dict(conn.execute(select(t.signpost.c.run_id, func.count())
                                           .group_by(t.signpost.c.run_id)).all()),
-            "row_cells": dict(conn.execute(select(t.row_cells.c.run_id, func.count())
-                                           .group_by(t.row_cells.c.run_id)).all()),
+            "cell": row_counts(conn),
         }
         runs = conn.execute(select(t.run.c.id, t.run.c.op_count, t.run.c.signpost_count, t.run.c.row_count)).all()
         known = set()
         for rid, ops, sps, rows in runs:
             known.add(rid)
-            for table, want in (("op", ops), ("signpost", sps), ("row_cells", rows)):
+            for table, want in (("op", ops), ("signpost", sps), ("cell", rows)):
                 got = counts[table].get(rid, 0)
                 if got != want:
                     problems.append(f"run {rid}: {got} {table} rows stored, the run says {want}")
@@ -45,8 +45,6 @@ def check_warehouse(engine: Engine) -> list[str]:
                                                 "NOT EXISTS (SELECT 1 FROM section s WHERE s.id = o.section_id)",
             "op rows whose op code is missing": "SELECT COUNT(*) FROM op o WHERE NOT EXISTS "
                                                 "(SELECT 1 FROM op_code c WHERE c.id = o.op_code_id)",
-            "row cells whose cell tuple is missing": "SELECT COUNT(*) FROM row_cells r WHERE NOT EXISTS "
-                                                     "(SELECT 1 FROM cell_tuple c WHERE c.id = r.static_id)",
             "sections of missing runs": "SELECT COUNT(*) FROM section s WHERE NOT EXISTS "
                                         "(SELECT 1 FROM run r WHERE r.id = s.run_id)",
             "tags of missing runs": "SELECT COUNT(*) FROM run_tag g WHERE NOT EXISTS "
@@ -56,6 +54,9 @@ def check_warehouse(engine: Engine) -> list[str]:
             n = conn.execute(text(sql)).scalar()
             if n:
                 problems.append(f"{n} {what}")
+        gone = static_ids_used(conn) - set(conn.execute(select(t.cell_tuple.c.id)).scalars())
+        if gone:
+            problems.append(f"{len(gone)} cell tuples that stored rows name are missing")
         texts = set(conn.execute(select(t.text_value.c.id)).scalars())
         missing = 0
         for (cells,) in conn.execute(select(t.cell_tuple.c.cells)):
@@ -76,7 +77,7 @@ def remove_runs(engine: Engine, run_ids: list[int]) -> int:
         if missing:
             raise NotFound(f"no run {', '.join(map(str, missing))}; `warehouse runs` lists them")
         # Children first: no reliance on ON DELETE CASCADE being enabled on the connection.
-        for table in (t.rollup, t.run_report, t.row_cells, t.op, t.signpost, t.section, t.run_tag, t.run_warning):
+        for table in (t.rollup, t.run_report, t.cell_chunk, t.op, t.signpost, t.section, t.run_tag, t.run_warning):
             conn.execute(delete(table).where(table.c.run_id.in_(run_ids)))
         conn.execute(delete(t.run).where(t.run.c.id.in_(run_ids)))
     return len(run_ids)

@@ -44,7 +44,7 @@ AUTO_MIN_BYTES = 64 * 2**20
 # here (a test checks that every table is): run-owned rows are copied with the new run id, interned rows are
 # matched by their natural key, and references are rewritten through the mappings built on the way.
 _INTERNED = ("op_code", "perf_shape", "text_value", "cell_tuple")
-_RUN_OWNED = ("run", "run_tag", "run_column", "run_warning", "section", "signpost", "op", "row_cells", "rollup",
+_RUN_OWNED = ("run", "run_tag", "run_column", "run_warning", "section", "signpost", "op", "cell_chunk", "rollup",
               "run_report", "perf_tensor")
 MERGED_TABLES = frozenset(_INTERNED + _RUN_OWNED)
 
@@ -222,11 +222,25 @@ def _merge(conn: Connection) -> tuple[int, bool]:
     copy("op", {**new_run, "section_id": "ms.new", "op_code_id": "mc.new", "perf_shape_id": "mp.new"},
          "LEFT JOIN m_section ms ON ms.old = x.section_id JOIN m_code mc ON mc.old = x.op_code_id "
          "LEFT JOIN m_shape mp ON mp.old = x.perf_shape_id", "ORDER BY x.id")
-    copy("row_cells", {**new_run, "static_id": "mt.new"}, "JOIN m_tuple mt ON mt.old = x.static_id",
-         "ORDER BY x.row_no")
+    _merge_chunks(conn, run_id)
     for m in ("m_code", "m_shape", "m_tuple", "m_section"):
         ex(f"DROP TABLE temp.{m}")
     return run_id, False
+
+
+def _merge_chunks(conn: Connection, run_id: int) -> None:
+    """The cell chunks, with the new run id and each row's cell tuple id rewritten (the cells stay as packed)."""
+    ex = conn.exec_driver_sql
+    new: dict[int, int] = dict(ex("SELECT old, new FROM temp.m_tuple").all())
+    cols = _cols("cell_chunk")
+    rows = []
+    for r in ex(f"SELECT {', '.join(cols)} FROM src.cell_chunk ORDER BY first_row").mappings():
+        d = dict(r)
+        d["run_id"] = run_id
+        d["static_ids"] = json.dumps([new[i] for i in json.loads(d["static_ids"])], separators=(",", ":"))
+        rows.append(tuple(d[c] for c in cols))
+    if rows:
+        ex(f"INSERT INTO main.cell_chunk ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", rows)
 
 
 def _merge_cell_tuples(conn: Connection) -> None:

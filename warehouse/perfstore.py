@@ -110,7 +110,7 @@ def backfill(conn: Connection) -> None:
         first_arch = None
         rows_of: dict[bytes, list[int]] = {}
         tokens: dict[tuple, int] = {}
-        for row_no, cells in iter_numbered_rows(conn, run_id, len(header), static_idx):
+        for row_no, cells in iter_numbered_rows(conn, run_id, len(header), static_idx, legacy=True):
             if row_no not in ops:
                 continue
             if first_arch is None and arch_i is not None:

@@ -5,7 +5,7 @@ needs. Every cell of every row is kept for a byte-exact export: the cells of the
 kernel sources, shapes, memory configs: the same for every call of a program) are interned as one
 ``cell_tuple`` shared by all rows and runs that have it, and strings longer than
 :data:`warehouse.csvfile.LONG_TEXT` inside it are interned once more in ``text_value``. The *volatile* cells
-(durations, cycles, timestamps, counters) stay inline in ``row_cells.cells``.
+(durations, cycles, timestamps, counters) are stored in compressed chunks of rows, ``cell_chunk``.
 """
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ run_column = Table(
     Column("run_id", Id, ForeignKey("run.id", ondelete="CASCADE"), primary_key=True),
     Column("position", Integer, primary_key=True, comment="0-based index in the header"),
     Column("name", Text, nullable=False, comment="the CSV column name"),
-    Column("kind", String(8), nullable=False, comment="static (in cell_tuple) | volatile (in row_cells)"),
+    Column("kind", String(8), nullable=False, comment="static (in cell_tuple) | volatile (in cell_chunk)"),
     Column("slot", Integer, nullable=False, comment="index in the cell tuple or in the volatile array"),
 )
 Index("ix_run_column_name", run_column.c.name, run_column.c.run_id)
@@ -222,14 +222,19 @@ op = Table(
 Index("ix_op_run_row", op.c.run_id, op.c.row_no, unique=True)
 
 # The cells of every row (op or signpost) for export, apart from the typed tables so that scans of ``op`` stay
-# narrow (the report reads ``op`` through the views; export reads only this).
-row_cells = Table(
-    "row_cells", metadata,
+# narrow, in compressed chunks of consecutive rows (see warehouse.cellstore; the view csv_cell reads them).
+cell_chunk = Table(
+    "cell_chunk", metadata,
     Column("run_id", Id, ForeignKey("run.id", ondelete="CASCADE"), primary_key=True),
-    Column("row_no", Integer, primary_key=True),
-    Column("static_id", Id, ForeignKey("cell_tuple.id"), nullable=False),
-    Column("cells", Text, nullable=False,
-           comment="the volatile cells, a JSON array of strings (trailing empty cells left out)"),
+    Column("first_row", Integer, primary_key=True, comment="row_no of the chunk's first row"),
+    Column("last_row", Integer, nullable=False, comment="row_no of its last row"),
+    Column("row_nos", Text, nullable=True,
+           comment="JSON list of the rows' row_no, when they are not first_row .. last_row"),
+    Column("static_ids", Text, nullable=False, comment="JSON list: each row's cell_tuple id"),
+    Column("raw_size", Integer, nullable=False, comment="bytes of the cells' JSON text"),
+    Column("cells", LargeBinary, nullable=False,
+           comment="the rows' volatile cells, a JSON array of arrays of strings (trailing empty cells left out); "
+                   "zlib-compressed when its length differs from raw_size: sqlar_uncompress(cells, raw_size)"),
     sqlite_with_rowid=False,
 )
 Index("ix_op_section_pos", op.c.section_id, op.c.pos)
@@ -286,7 +291,8 @@ TABLE_DOCS = {
     "run_column": "per run, each CSV column's name and where its cells are stored (view csv_cell reads them)",
     "perf_tensor": "the input / output tensors of a perf_shape: W, Z, Y, X logical and padded, layout, datatype, "
                    "memory",
-    "row_cells": "every row's cells for export: a `cell_tuple` id and the volatile cells (durations, cycles...)",
+    "cell_chunk": "every row's cells for export, in compressed chunks of consecutive rows: each row's `cell_tuple` "
+                  "id and its volatile cells (durations, cycles...)",
     "cell_tuple": "the static cells of rows (attributes, shapes, memory...), stored once, shared by rows and runs",
     "text_value": "long strings inside cell tuples (ATTRIBUTES, kernel sources), stored once",
 }

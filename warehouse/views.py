@@ -16,17 +16,19 @@ import hashlib
 
 from sqlalchemy import Connection, inspect, text
 
-from warehouse.dialect import AS_NUMBER, IN_FILE_ORDER, JSON_CELL
+from warehouse.dialect import AS_NUMBER, CHUNK_ROWS, IN_FILE_ORDER, JSON_CELL
 from warehouse.measures import REPORT_TABLES
 from warehouse.perf import op_perf_view_sql
 
 def _cell_view(backend: str) -> str:
     return f"""
 CREATE VIEW csv_cell AS
-WITH c AS (
+WITH rc AS (
+  {CHUNK_ROWS[backend]}),
+c AS (
   SELECT rc.run_id, rc.row_no, k.name AS column_name, k.position,
          {JSON_CELL[backend]} AS value
-  FROM row_cells rc JOIN run_column k ON k.run_id = rc.run_id JOIN cell_tuple t ON t.id = rc.static_id)
+  FROM rc JOIN run_column k ON k.run_id = rc.run_id JOIN cell_tuple t ON t.id = rc.static_id)
 SELECT run_id, row_no, column_name, position, COALESCE(value, '') AS value,
        {AS_NUMBER[backend]} AS number
 FROM c"""

@@ -1,0 +1,175 @@
+"""The export cells of rows, stored in compressed chunks of consecutive rows (table ``cell_chunk``).
+
+A row's *volatile* cells (durations, cycles, timestamps: see :mod:`warehouse.schema`) are a JSON array of strings
+(:func:`warehouse.csvfile.encode_volatile`). ``CHUNK_ROWS`` consecutive rows make one chunk: the JSON array of
+those arrays, with each row's ``cell_tuple`` id in ``static_ids`` and its ``row_no`` implied by ``first_row``
+(or listed in ``row_nos`` when the rows are not consecutive).
+
+Compression follows SQLite's ``sqlar`` convention: ``cells`` is zlib-compressed exactly when its length differs
+from ``raw_size``. So SQL reads it with ``sqlar_uncompress(cells, raw_size)``, a function that the stock
+``sqlite3`` shell has built in and that :func:`register_sqlite_functions` gives every connection of the
+warehouse: the view ``csv_cell`` works in both. PostgreSQL stores the chunk's text uncompressed (``raw_size`` ==
+its length) and compresses it itself (TOAST), so its SQL reads it with ``convert_from``.
+"""
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Iterator
+from typing import Any
+
+from sqlalchemy import Column, Connection, Integer, MetaData, Table, Text, select
+
+from warehouse import schema as t
+
+CHUNK_ROWS = 512  # rows per chunk: larger chunks compress little better and make a row's lookup dearer
+LEVEL = 1  # zlib level: level 6 saves another 20 % of the cells but costs four times the time (1 s / 100k rows)
+
+
+def sqlar_uncompress(data: bytes | None, size: int | None) -> bytes | None:
+    """SQLite shell's ``sqlar_uncompress(X, SZ)``: X when its length is SZ, else X inflated (zlib)."""
+    if data is None or size is None:
+        return data
+    data = bytes(data)
+    if size <= 0 or len(data) == size:
+        return data
+    return zlib.decompress(data, bufsize=size)
+
+
+def register_sqlite_functions(dbapi_conn: Any) -> None:
+    """The SQL functions the views need on every SQLite connection (what the sqlite3 shell has built in)."""
+    dbapi_conn.create_function("sqlar_uncompress", 2, sqlar_uncompress, deterministic=True)
+
+
+def pack(rows: list[tuple[int, int, str]], compress: bool) -> dict[str, Any]:
+    """One chunk's column values from ``(row_no, static_id, volatile JSON)`` rows in file order."""
+    raw = ("[" + ",".join(r[2] for r in rows) + "]").encode("utf-8", "surrogatepass")
+    data = raw
+    if compress:
+        packed = zlib.compress(raw, LEVEL)
+        if len(packed) < len(raw):  # (never equal in length: that would read as uncompressed)
+            data = packed
+    first, last = rows[0][0], rows[-1][0]
+    contiguous = last - first + 1 == len(rows)
+    return {"first_row": first, "last_row": last,
+            "row_nos": None if contiguous else json.dumps([r[0] for r in rows]),
+            "static_ids": json.dumps([r[1] for r in rows], separators=(",", ":")),
+            "raw_size": len(raw), "cells": data}
+
+
+def unpack(first_row: int, row_nos: str | None, static_ids: str, raw_size: int, cells: bytes
+           ) -> Iterator[tuple[int, int, list[str]]]:
+    """The ``(row_no, static_id, volatile cells)`` of one stored chunk, in file order."""
+    text = sqlar_uncompress(cells, raw_size)
+    assert text is not None
+    arrays = json.loads(text.decode("utf-8", "surrogatepass"))
+    statics = json.loads(static_ids)
+    nos = json.loads(row_nos) if row_nos else range(first_row, first_row + len(arrays))
+    return zip(nos, statics, arrays)
+
+
+def compresses(conn: Connection) -> bool:
+    """Whether this back end stores chunks compressed by us (SQLite) or compresses them itself (PostgreSQL)."""
+    return conn.dialect.name == "sqlite"
+
+
+class ChunkWriter:
+    """Collects a run's rows and writes them as chunks (inside the ingest's transaction)."""
+
+    def __init__(self, conn: Connection, run_id: int):
+        self.conn, self.run_id = conn, run_id
+        self.compress = compresses(conn)
+        self.rows: list[tuple[int, int, str]] = []
+
+    def add(self, rows: list[tuple[int, int, str]], final: bool = False) -> None:
+        """Add rows in file order; full chunks are written, and the rest too when ``final``."""
+        self.rows += rows
+        n = len(self.rows) if final else len(self.rows) - len(self.rows) % CHUNK_ROWS
+        if n:
+            chunks = [self.rows[i:i + CHUNK_ROWS] for i in range(0, n, CHUNK_ROWS)]
+            self.conn.execute(t.cell_chunk.insert(), [{"run_id": self.run_id, **pack(c, self.compress)}
+                                                      for c in chunks])
+            self.rows = self.rows[n:]
+
+
+def iter_chunk_rows(conn: Connection, run_id: int, batch: int = 16) -> Iterator[tuple[int, int, list[str]]]:
+    """Every stored row of a run in file order: ``(row_no, static_id, volatile cells)`` (trailing empty cells
+    left out). Reads ``batch`` chunks at a time: memory stays flat."""
+    c = t.cell_chunk.c
+    last = -1
+    while True:
+        chunks = conn.execute(select(c.first_row, c.row_nos, c.static_ids, c.raw_size, c.cells)
+                              .where(c.run_id == run_id, c.first_row > last).order_by(c.first_row)
+                              .limit(batch)).all()
+        if not chunks:
+            return
+        for ch in chunks:
+            yield from unpack(*ch)
+        last = chunks[-1][0]
+
+
+def row_counts(conn: Connection) -> dict[int, int]:
+    """Rows stored per run (``warehouse check`` holds them to the run's row count)."""
+    counts: dict[int, int] = {}
+    for run_id, static_ids in conn.execute(select(t.cell_chunk.c.run_id, t.cell_chunk.c.static_ids)):
+        counts[run_id] = counts.get(run_id, 0) + static_ids.count(",") + 1
+    return counts
+
+
+def static_ids_used(conn: Connection) -> set[int]:
+    """Every cell_tuple id that some stored row names."""
+    used: set[int] = set()
+    for (static_ids,) in conn.execute(select(t.cell_chunk.c.static_ids)):
+        used.update(json.loads(static_ids))
+    return used
+
+
+# The per-row table of revisions 0003 to 0007, for the migrations that read or convert it.
+_legacy = MetaData()
+ROW_CELLS_V7 = Table(
+    "row_cells", _legacy,
+    Column("run_id", Integer, primary_key=True),
+    Column("row_no", Integer, primary_key=True),
+    Column("static_id", Integer, nullable=False),
+    Column("cells", Text, nullable=False),
+)
+
+
+def iter_legacy_rows(conn: Connection, run_id: int, batch: int = 20000) -> Iterator[tuple[int, int, str]]:
+    """:func:`iter_chunk_rows` over the per-row table of revisions 0003 to 0007 (cells still as stored)."""
+    c = ROW_CELLS_V7.c
+    last = 0
+    while True:
+        rows = conn.execute(select(c.row_no, c.static_id, c.cells).where(c.run_id == run_id, c.row_no > last)
+                            .order_by(c.row_no).limit(batch)).all()
+        if not rows:
+            return
+        yield from rows
+        last = rows[-1][0]
+
+
+def to_chunks(conn: Connection) -> None:
+    """Migration 0008: every run's per-row cells into chunks."""
+    for run_id in conn.execute(select(t.run.c.id)).scalars().all():
+        w = ChunkWriter(conn, run_id)
+        batch: list[tuple[int, int, str]] = []
+        for r in iter_legacy_rows(conn, run_id):
+            batch.append(tuple(r))  # type: ignore[arg-type]
+            if len(batch) >= 20 * CHUNK_ROWS:
+                w.add(batch)
+                batch = []
+        w.add(batch, final=True)
+
+
+def to_rows(conn: Connection) -> None:
+    """Migration 0008 downgraded: every run's chunks back into per-row cells."""
+    for run_id in conn.execute(select(t.run.c.id)).scalars().all():
+        batch = []
+        for row_no, static_id, cells in iter_chunk_rows(conn, run_id):
+            batch.append({"run_id": run_id, "row_no": row_no, "static_id": static_id,
+                          "cells": json.dumps(cells, ensure_ascii=False, separators=(",", ":"))})
+            if len(batch) >= 5000:
+                conn.execute(ROW_CELLS_V7.insert(), batch)
+                batch = []
+        if batch:
+            conn.execute(ROW_CELLS_V7.insert(), batch)
