@@ -439,6 +439,15 @@ class _FileIngest:
             if self.intern.trim():
                 self.shapes.forget_tokens()
 
+    def release(self) -> None:
+        """Drop the per-op state of the streaming pass (some 30 MB for a million ops) before the rollups and the
+        report parts are computed, so that their memory does not add to it."""
+        self.codes = {}
+        self.history = HistoryTracker()
+        self.seen = {}
+        self.pos = {}
+        self.shapes = ShapeCache(self.layout.header)
+
     def run(self, progress: Callable[[int], None] | None) -> bool:
         """Stream every row into the database; returns whether the trace inherits the eager attribution."""
         type_i = self.cells.op_type
@@ -548,6 +557,7 @@ def _ingest_once(engine: Engine, path: Path, scan: FileScan, sha: str, meta: dic
             same = job.run(progress)
         finally:
             job.intern.close()
+        job.release()
         reader.verify()
         exact = reader.exact_file()
         job.warnings += [(w.row, w.column, w.message) for w in reader.warnings[job.reader_warnings:]]
