@@ -26,9 +26,9 @@ def _run(connection) -> None:
         script = context.script
         if context.get_context().get_current_revision() == script.get_current_head():
             create_views(connection)
-            # derived rows that need the views to be computed (stored report parts of older runs)
-            from warehouse.report import backfill_parts
-            backfill_parts(connection)
+            # derived rows of older runs, computed by the head's code (the rollups, the stored report parts)
+            from warehouse.derived import backfill
+            backfill(connection)
 
 
 def run_migrations_online() -> None:

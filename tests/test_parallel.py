@@ -38,12 +38,13 @@ DUMP = {
     "run": "SELECT sha256, file_name, row_count, op_count, signpost_count, columns, static_columns, name_column, "
            "newline, final_newline, bom, export_exact, captured_at, freq_mhz, freq_source, arch, label, "
            "trace_matches_eager, attribution, perf_arch FROM run ORDER BY id",
-    "op": "SELECT r.sha256, o.row_no, s.name, s.kind, s.ordinal, o.pos, o.block, o.layer, o.attribution, "
+    "op": "SELECT r.sha256, o.row_no, s.name, s.kind, s.ordinal, o.pos, pl.block, pl.layer, o.attribution, "
           "o.occurrence, o.marker_row, c.name, o.device_id, o.global_call_count, o.kernel_ns, o.fw_ns, o.op2op_ns, "
           "o.fw_start_cycle, o.fw_end_cycle, o.host_start_ns, o.host_end_ns, o.cores, o.trace_id, "
-          "o.replay_session, o.hist_block, o.hist_layer, o.hist_how, o.iteration, o.iter_pos, ps.digest "
+          "o.replay_session, hp.block, hp.layer, o.hist_how, o.iteration, o.iter_pos, ps.digest "
           "FROM op o JOIN run r ON r.id = o.run_id JOIN op_code c ON c.id = o.op_code_id "
           "LEFT JOIN section s ON s.id = o.section_id LEFT JOIN perf_shape ps ON ps.id = o.perf_shape_id "
+          "LEFT JOIN place pl ON pl.id = o.place_id LEFT JOIN place hp ON hp.id = o.hist_place_id "
           "ORDER BY r.id, o.row_no",
     "cells": "SELECT r.sha256, x.row_no, x.column_name, x.value FROM csv_cell x JOIN run r ON r.id = x.run_id "
              "ORDER BY r.id, x.row_no, x.position",

@@ -44,4 +44,4 @@ def test_schema_lists_tables_and_views(wh):
         assert name in r.output
     data = json.loads(wh("schema", "--json").output)
     op = next(o for o in data if o["name"] == "op")
-    assert {"kernel_ns", "block", "layer", "occurrence"} <= {c["name"] for c in op["columns"]}
+    assert {"kernel_ns", "place_id", "hist_place_id", "occurrence"} <= {c["name"] for c in op["columns"]}

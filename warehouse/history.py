@@ -20,7 +20,7 @@ iterations that turn out to differ from eager are fixed up at the end.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, text
@@ -172,21 +172,31 @@ class HistoryTracker:
         return out
 
 
-UPDATE_SQL = ("UPDATE op SET hist_block = {m}, hist_layer = {m}, hist_how = {m}, iteration = {m}, iter_pos = {m} "
+UPDATE_SQL = ("UPDATE op SET hist_place_id = {m}, hist_how = {m}, iteration = {m}, iter_pos = {m} "
               "WHERE run_id = {m} AND row_no = {m}")
+# The op table of revisions 0005 to 0008 (block and layer as text): migration 0005 attributes stored runs in it.
+UPDATE_SQL_V8 = ("UPDATE op SET hist_block = {m}, hist_layer = {m}, hist_how = {m}, iteration = {m}, "
+                 "iter_pos = {m} WHERE run_id = {m} AND row_no = {m}")
 
 
-def apply(conn: Connection, run_id: int, fixes: list[tuple[int, Attributed]]) -> None:
-    """Write corrections from :meth:`HistoryTracker.finish`."""
+def apply(conn: Connection, run_id: int, fixes: list[tuple[int, Attributed]],
+          place: Callable[[str | None, str | None], int | None] | None) -> None:
+    """Write corrections from :meth:`HistoryTracker.finish`; ``place`` gives a pair's ``place`` id (None: the
+    text columns of revisions before 0009)."""
     if not fixes:
         return
     from warehouse import dialect
-    sql = UPDATE_SQL.format(m=dialect.paramstyle_mark(conn))
-    conn.exec_driver_sql(sql, [(*a.values(), run_id, row) for row, a in fixes])
+    m = dialect.paramstyle_mark(conn)
+    if place is None:
+        conn.exec_driver_sql(UPDATE_SQL_V8.format(m=m), [(*a.values(), run_id, row) for row, a in fixes])
+        return
+    conn.exec_driver_sql(UPDATE_SQL.format(m=m), [(place(a.block, a.layer), a.how, a.iteration, a.iter_pos,
+                                                   run_id, row) for row, a in fixes])
 
 
-def attribute_run(conn: Connection, run_id: int) -> None:
-    """(Re)compute the history attribution of a stored run from its ops (migrations, repairs)."""
+def attribute_run_v8(conn: Connection, run_id: int) -> None:
+    """(Re)compute the history attribution of a run stored in the op table of revisions 0005 to 0008 (block and
+    layer as text): migration 0005."""
     rows = conn.execute(text(
         "SELECT o.row_no, s.kind, o.pos, o.op_code_id, o.block, o.layer, o.replay_session "
         "FROM op o LEFT JOIN section s ON s.id = o.section_id WHERE o.run_id = :r ORDER BY o.row_no"),
@@ -204,7 +214,7 @@ def attribute_run(conn: Connection, run_id: int) -> None:
             values.append((row_no, own(block, layer, pos)))
     fixed = dict(tracker.finish())
     values = [(row, fixed.get(row, a)) for row, a in values]
-    apply(conn, run_id, values)
+    apply(conn, run_id, values, None)
 
 
 def summarize(conn: Connection, run_id: int) -> None:
@@ -222,11 +232,9 @@ def summarize(conn: Connection, run_id: int) -> None:
                  {"a": json.dumps(dict(sorted(counts.items()))), "r": run_id})
 
 
-def backfill(conn: Connection) -> None:
-    """History attribution and rollups for every stored run (migration 0005)."""
-    from warehouse.rollups import build_rollups
-
-    for run_id, freq in conn.execute(text("SELECT id, freq_mhz FROM run ORDER BY id")).all():
-        attribute_run(conn, run_id)
+def backfill_v8(conn: Connection) -> None:
+    """History attribution for every stored run (migration 0005; the rollups are built at head, see
+    :func:`warehouse.derived.backfill`)."""
+    for (run_id,) in conn.execute(text("SELECT id FROM run ORDER BY id")).all():
+        attribute_run_v8(conn, run_id)
         summarize(conn, run_id)
-        build_rollups(conn, run_id, freq)

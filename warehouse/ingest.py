@@ -30,6 +30,7 @@ from warehouse.errors import InputError, UsageError, WarehouseError
 from warehouse.files import DEFAULT_GLOB, open_regular, shown
 from warehouse import history
 from warehouse.history import HistoryTracker, own
+from warehouse.places import place_digest
 from warehouse.perfstore import ShapeCache, column_rows, perf_arch
 from warehouse.cellstore import ChunkWriter
 from warehouse.report import store_parts
@@ -162,9 +163,9 @@ _TYPED: list[tuple[str, str, Callable[[str], object] | None]] = [
     ("replay_session", "METAL TRACE REPLAY SESSION ID", _STRIP),
 ]
 # The columns of an op row as _FileIngest builds it, in this order.
-OP_COLUMNS = (["run_id", "row_no", "section_id", "pos", "block", "layer", "attribution", "occurrence",
+OP_COLUMNS = (["run_id", "row_no", "section_id", "pos", "place_id", "attribution", "occurrence",
                "marker_row", "op_code_id"] + [c for c, _, _ in _TYPED]
-              + ["hist_block", "hist_layer", "hist_how", "iteration", "iter_pos", "perf_shape_id"])
+              + ["hist_place_id", "hist_how", "iteration", "iter_pos", "perf_shape_id"])
 _REPLAY = [c for c, _, _ in _TYPED].index("replay_session")
 SIGNPOST_COLUMNS = ["run_id", "row_no", "name", "message", "host_ts", "kind"]
 
@@ -241,6 +242,7 @@ class _Interner:
         self.keys: list[tuple] = []
         self.ids: list[int] = []  # token -> cell_tuple id (-1 until resolved)
         self.codes: dict[str, int] = {}
+        self.places: dict[tuple[str, str], int] = {}
         self.pending: list[int] = []
         self._apart = dialect.interns_apart(conn)
         self._conn: Connection | None = None
@@ -278,6 +280,20 @@ class _Interner:
             i = self.codes[name] = self._resolve(
                 t.op_code, "name", {name: {"name": name, "category": category(name),
                                            "is_compute": is_compute(name)}})[name]
+        return i
+
+    def place(self, block: str | None, layer: str | None) -> int | None:
+        """The ``place`` id of a (block, layer) pair; None when the op has neither."""
+        if not block and not layer:
+            return None
+        pair = (block or "", layer or "")
+        i = self.places.get(pair)
+        if i is None:
+            if len(self.places) > self.MAX_CACHED:
+                self.places.clear()
+            d = place_digest(*pair)
+            i = self.places[pair] = self._resolve(
+                t.place, "digest", {d: {"digest": d, "block": pair[0], "layer": pair[1]}})[d]
         return i
 
     def tuple_key(self, cells: list[str]) -> int:
@@ -416,8 +432,10 @@ class _FileIngest:
             if sec is not None and sec.name == "eager":
                 self.history.eager_op(code_id, block, layer)
             hist = own(block, layer, p)
-        self.ops.append((self.run_id, row_no, sec_id, p, block, layer, "signpost" if (block or layer) else None,
-                         occ, a.marker_row, code_id, *typed, *hist.values(), shape))
+        place = self.intern.place
+        self.ops.append((self.run_id, row_no, sec_id, p, place(block, layer),
+                         "signpost" if (block or layer) else None, occ, a.marker_row, code_id, *typed,
+                         place(hist.block, hist.layer), hist.how, hist.iteration, hist.iter_pos, shape))
         self.n_ops += 1
 
     def _flush(self) -> None:
@@ -485,9 +503,9 @@ class _FileIngest:
             self.conn.execute(update(t.op)
                               .where(t.op.c.section_id.in_(self.section_ids["trace"]),
                                      e.c.section_id.in_(self.section_ids["eager"]), e.c.pos == t.op.c.pos)
-                              .values(block=e.c.block, layer=e.c.layer, occurrence=e.c.occurrence,
+                              .values(place_id=e.c.place_id, occurrence=e.c.occurrence,
                                       attribution="eager_position"))
-        history.apply(self.conn, self.run_id, self.history.finish())
+        history.apply(self.conn, self.run_id, self.history.finish(), self.intern.place)
         return same
 
 

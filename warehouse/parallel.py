@@ -43,7 +43,7 @@ AUTO_MIN_BYTES = 64 * 2**20
 # How each table of the schema moves from a scratch warehouse into the warehouse. A new table must be added
 # here (a test checks that every table is): run-owned rows are copied with the new run id, interned rows are
 # matched by their natural key, and references are rewritten through the mappings built on the way.
-_INTERNED = ("op_code", "perf_shape", "text_value", "cell_tuple")
+_INTERNED = ("op_code", "perf_shape", "place", "text_value", "cell_tuple")
 _RUN_OWNED = ("run", "run_tag", "run_column", "run_warning", "section", "signpost", "op", "cell_chunk", "rollup",
               "run_report", "perf_tensor")
 MERGED_TABLES = frozenset(_INTERNED + _RUN_OWNED)
@@ -194,11 +194,12 @@ def _merge(conn: Connection) -> tuple[int, bool]:
         ex(f"INSERT INTO {name} SELECT s.id, m.id FROM src.{table} s JOIN main.{table} m ON {on}", params)
 
     # interned rows: matched by their natural key, inserted when new
-    for table in ("op_code", "perf_shape"):
+    for table in ("op_code", "perf_shape", "place"):
         cols = _cols(table)
         ex(f"INSERT OR IGNORE INTO main.{table} ({', '.join(cols)}) SELECT {', '.join(cols)} FROM src.{table}")
     mapping("m_code", "op_code", "m.name = s.name")
     mapping("m_shape", "perf_shape", "m.digest = s.digest")
+    mapping("m_place", "place", "m.digest = s.digest")
     tensor_cols = _cols("perf_tensor", ("perf_shape_id",))
     ex(f"INSERT OR IGNORE INTO main.perf_tensor (perf_shape_id, {', '.join(tensor_cols)}) "
        f"SELECT m.new, {', '.join('p.' + c for c in tensor_cols)} FROM src.perf_tensor p "
@@ -219,11 +220,13 @@ def _merge(conn: Connection) -> tuple[int, bool]:
         copy(table, new_run, order="ORDER BY x.id")
     mapping("m_section", "section", "m.run_id = ? AND m.kind = s.kind AND m.name = s.name AND m.ordinal = s.ordinal "
             "AND m.start_row = s.start_row", (run_id,))
-    copy("op", {**new_run, "section_id": "ms.new", "op_code_id": "mc.new", "perf_shape_id": "mp.new"},
+    copy("op", {**new_run, "section_id": "ms.new", "op_code_id": "mc.new", "perf_shape_id": "mp.new",
+                "place_id": "mpl.new", "hist_place_id": "mph.new"},
          "LEFT JOIN m_section ms ON ms.old = x.section_id JOIN m_code mc ON mc.old = x.op_code_id "
-         "LEFT JOIN m_shape mp ON mp.old = x.perf_shape_id", "ORDER BY x.id")
+         "LEFT JOIN m_shape mp ON mp.old = x.perf_shape_id LEFT JOIN m_place mpl ON mpl.old = x.place_id "
+         "LEFT JOIN m_place mph ON mph.old = x.hist_place_id", "ORDER BY x.id")
     _merge_chunks(conn, run_id)
-    for m in ("m_code", "m_shape", "m_tuple", "m_section"):
+    for m in ("m_code", "m_shape", "m_place", "m_tuple", "m_section"):
         ex(f"DROP TABLE temp.{m}")
     return run_id, False
 

@@ -118,13 +118,13 @@ def op_perf_view_sql() -> str:
 CREATE VIEW op_perf AS
 WITH d AS (
   SELECT o.run_id, o.row_no, o.device_id, o.op_code_id, o.kernel_ns, o.op2op_ns, o.host_start_ns, o.host_end_ns,
-         o.perf_shape_id, o.section_id, o.block, o.layer, o.occurrence,
+         o.perf_shape_id, o.section_id, pl.block, pl.layer, o.occurrence,
          CASE WHEN o.kernel_ns IS NULL OR o.kernel_ns < 0
                    OR (o.op2op_ns < -{INVALID_GAP_NS}.0 AND ABS(o.op2op_ns) >
                        CASE WHEN o.kernel_ns * 0.5 > {INVALID_GAP_NS}.0 THEN o.kernel_ns * 0.5
                             ELSE {INVALID_GAP_NS}.0 END)
               THEN 1 ELSE 0 END AS invalid
-  FROM op o),
+  FROM op o LEFT JOIN place pl ON pl.id = o.place_id),
 e AS (
   SELECT d.*, CASE WHEN d.invalid = 0 THEN d.kernel_ns END AS dur_ns,
          CASE WHEN d.invalid = 0 AND d.kernel_ns > 0 THEN d.kernel_ns * 1e-9 END AS dur_s,

@@ -4,7 +4,7 @@ One ``rollup`` row per run x section x grouping x key x device: the per-iteratio
 :mod:`warehouse.measures`, and its spread (max - min) over the iterations (trace replays). Sections are the
 oracle's ``eager`` and ``trace`` (all sections of a name together), each custom pair by name, and ``''`` for
 the whole run. Device ``-1`` is all devices together; runs with several devices also get a row per device.
-Blocks and layers are the *history* attribution (``op.hist_block`` / ``op.hist_layer``).
+Blocks and layers are the *history* attribution (``op.hist_place_id``).
 
 Everything is generated from the registry, so a new grouping or metric is a new rollup column or row kind
 without touching this module (a new metric needs a migration for its column).
@@ -18,11 +18,12 @@ from warehouse.measures import GROUPINGS, METRICS, Grouping
 # The ops of one run with their scopes: the eager / trace section, each custom section around it, the whole run.
 _SCOPED = """
 ops AS (
-  SELECT o.row_no, o.device_id AS device, COALESCE(o.hist_block, '') AS block, COALESCE(o.hist_layer, '') AS layer,
+  SELECT o.row_no, o.device_id AS device, COALESCE(hp.block, '') AS block, COALESCE(hp.layer, '') AS layer,
          c.name AS op_code, c.category, COALESCE(o.kernel_ns, 0) / 1000.0 AS kernel_us,
          COALESCE(o.fw_ns, 0) / 1000.0 AS fw_us, COALESCE(o.op2op_ns, 0) / 1000.0 AS op2op_raw,
          o.iteration, o.iter_pos, s.name AS sec, o.fw_start_cycle, o.fw_end_cycle
   FROM op o JOIN op_code c ON c.id = o.op_code_id LEFT JOIN section s ON s.id = o.section_id
+       LEFT JOIN place hp ON hp.id = o.hist_place_id
   WHERE o.run_id = :run),
 scoped AS (
   SELECT 0 AS custom, COALESCE(sec, '') AS section, COALESCE(iteration, 0) AS iteration, device, block, layer,

@@ -106,6 +106,16 @@ cell_tuple = Table(
     Column("cells", Text, nullable=False, comment="JSON list: a string is a cell, an integer a text_value id"),
 )
 
+# The (block, layer) pairs that ops are attributed to, stored once: an op names its pair by id (a run repeats a
+# few hundred pairs over its ops; as text they were half of the op table's bytes).
+place = Table(
+    "place", metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("digest", LargeBinary(16), nullable=False, unique=True),
+    Column("block", Text, nullable=False, comment="the model block ('' when none)"),
+    Column("layer", Text, nullable=False, comment="the layer ('' when none)"),
+)
+
 op_code = Table(
     "op_code", metadata,
     Column("id", Id, primary_key=True, autoincrement=True),
@@ -191,8 +201,8 @@ op = Table(
     Column("section_id", Id, ForeignKey("section.id", ondelete="CASCADE"), nullable=True,
            comment="the eager / trace section (the oracle's); custom sections: view op_custom_section"),
     Column("pos", Integer, nullable=True, comment="index among the run's ops of the same section name"),
-    Column("block", Text, nullable=True),
-    Column("layer", Text, nullable=True),
+    Column("place_id", Id, ForeignKey("place.id"), nullable=True,
+           comment="the report's block and layer (NULL: neither); the views give them as text"),
     Column("attribution", String(16), nullable=True, comment="signpost | eager_position"),
     Column("occurrence", Integer, nullable=True,
            comment="index among the run's ops of the same section, block, layer, op code"),
@@ -210,8 +220,8 @@ op = Table(
     Column("cores", Integer, nullable=True),
     Column("trace_id", Text, nullable=True, comment="METAL TRACE ID, stripped"),
     Column("replay_session", Text, nullable=True, comment="METAL TRACE REPLAY SESSION ID, stripped"),
-    Column("hist_block", Text, nullable=True, comment="history attribution: the block (see hist_how)"),
-    Column("hist_layer", Text, nullable=True, comment="history attribution: the layer"),
+    Column("hist_place_id", Id, ForeignKey("place.id"), nullable=True,
+           comment="history attribution: the block and layer (see hist_how; NULL: neither)"),
     Column("hist_how", String(16), nullable=True,
            comment="how history attributed it: signpost | position | aligned | unmatched (NULL: no signpost)"),
     Column("iteration", Integer, nullable=True, comment="trace: the replay (0, 1, ...) the op belongs to"),
@@ -276,10 +286,12 @@ TABLE_DOCS = {
     "section": "`eager` / `trace` sections (the oracle's) and custom `S` .. `S_end` pairs, with start and end rows",
     "signpost": "every signpost row: name, message (`ATTRIBUTES`), host time, kind (`section_start`, "
                 "`section_end`, `block`, `layer`, `marker`)",
-    "op": "one row per device op: section, position, the report's block / layer / `attribution`, history's "
-          "`hist_block` / `hist_layer` / `hist_how`, replay `iteration` and `iter_pos`, `occurrence`, "
+    "op": "one row per device op: section, position, the report's block / layer (`place_id`) and "
+          "`attribution`, history's (`hist_place_id`, `hist_how`), replay `iteration` and `iter_pos`, `occurrence`, "
           "`marker_row`, op code, device, durations, cycles, host times, cores, trace ids, its static facts "
           "(`perf_shape_id`: op type, fidelity, shapes, memory)",
+    "place": "the (block, layer) pairs ops are attributed to, stored once ('' for none); `op.place_id` and "
+             "`op.hist_place_id` name them, the views give them as text",
     "op_code": "op codes with their report category and whether they are compute (conv / matmul)",
     "rollup": "per run, section, grouping, key and device: per-iteration kernel / op-to-op / FW / span us and "
               "their spread over replays (what history reads)",

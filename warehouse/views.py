@@ -114,7 +114,7 @@ VIEWS: list[tuple[str, str, str | dict[str, str]]] = [
                   "section's first op)", """
 CREATE VIEW op_detail AS
 SELECT o.id AS op_id, o.run_id, o.row_no, s.name AS section, s.kind AS section_kind, o.pos,
-       COALESCE(o.block, '') AS block, COALESCE(o.layer, '') AS layer, o.attribution, o.occurrence, o.marker_row,
+       COALESCE(pl.block, '') AS block, COALESCE(pl.layer, '') AS layer, o.attribution, o.occurrence, o.marker_row,
        o.op_code_id, c.name AS op_code, c.category, CASE WHEN c.is_compute THEN 1 ELSE 0 END AS is_compute,
        ps.op_type, o.device_id, o.global_call_count,
        COALESCE(o.kernel_ns, 0) / 1000.0 AS kernel_us, COALESCE(o.fw_ns, 0) / 1000.0 AS fw_us,
@@ -126,6 +126,7 @@ SELECT o.id AS op_id, o.run_id, o.row_no, s.name AS section, s.kind AS section_k
 FROM op o
 JOIN op_code c ON c.id = o.op_code_id
 LEFT JOIN section s ON s.id = o.section_id
+LEFT JOIN place pl ON pl.id = o.place_id
 LEFT JOIN perf_shape ps ON ps.id = o.perf_shape_id"""),
     ("section_totals_raw", "per run and section: ops and unrounded kernel / FW / op-to-op sums, span in cycles",
      _in_file_order("""
@@ -198,10 +199,11 @@ FROM run r"""),
                    "hist_layer, hist_how) and its replay iteration", """
 CREATE VIEW op_history AS
 SELECT o.id AS op_id, o.run_id, o.row_no, s.name AS section, o.pos, o.iteration, o.iter_pos,
-       COALESCE(o.block, '') AS block, COALESCE(o.layer, '') AS layer, COALESCE(o.hist_block, '') AS hist_block,
-       COALESCE(o.hist_layer, '') AS hist_layer, o.hist_how, c.name AS op_code, o.device_id,
+       COALESCE(pl.block, '') AS block, COALESCE(pl.layer, '') AS layer, COALESCE(hp.block, '') AS hist_block,
+       COALESCE(hp.layer, '') AS hist_layer, o.hist_how, c.name AS op_code, o.device_id,
        COALESCE(o.kernel_ns, 0) / 1000.0 AS kernel_us
-FROM op o JOIN op_code c ON c.id = o.op_code_id LEFT JOIN section s ON s.id = o.section_id"""),
+FROM op o JOIN op_code c ON c.id = o.op_code_id LEFT JOIN section s ON s.id = o.section_id
+     LEFT JOIN place pl ON pl.id = o.place_id LEFT JOIN place hp ON hp.id = o.hist_place_id"""),
     ("op_perf", "every op with tt-perf-report's per-op analysis (unmerged, one row per device): device time, "
                 "op-to-op, cores, achieved DRAM GB/s and TFLOPs, % of peak, Bound, category, math fidelity, host "
                 "duration, and the op's identity across runs (section / block / layer / op code #occurrence)",
