@@ -77,3 +77,20 @@ def test_the_stock_sqlite3_shell_reads_csv_cell(tmp_path):
         ours = [tuple(r) for r in c.execute(text(sql))]
     eng.dispose()
     assert theirs == ours and len(ours) == 93
+
+
+def test_a_damaged_chunk_is_named_by_check_and_export(tmp_path):
+    """Storage damaged behind the warehouse's back: `check` names the chunk, `export` is one Error: line."""
+    from click.testing import CliRunner
+    from warehouse.cli import cli
+
+    db = _ingested(tmp_path)
+    eng = open_db(db, create=False)
+    with eng.begin() as c:
+        c.execute(text("UPDATE cell_chunk SET cells = X'789c0001' WHERE first_row = 513"))
+    eng.dispose()
+    r = CliRunner().invoke(cli, ["--db", db, "check"])
+    assert r.exit_code == 1 and "run 1: the stored cells of the chunk starting at row 513 cannot be read" in r.output
+    r = CliRunner().invoke(cli, ["--db", db, "export", "1", "-o", str(tmp_path / "x.csv")])
+    assert r.exit_code == 1 and r.output.startswith("Error: run 1: the stored cells of the chunk starting at row 513")
+    assert len(r.output.strip().splitlines()) == 1 and "Traceback" not in r.output

@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy import Column, Connection, Integer, MetaData, Table, Text, select
 
 from warehouse import schema as t
+from warehouse.errors import WarehouseError
 
 CHUNK_ROWS = 512  # rows per chunk: larger chunks compress little better and make a row's lookup dearer
 LEVEL = 1  # zlib level: level 6 saves another 20 % of the cells but costs four times the time (1 s / 100k rows)
@@ -58,14 +59,21 @@ def pack(rows: list[tuple[int, int, str]], compress: bool) -> dict[str, Any]:
 
 
 def unpack(first_row: int, row_nos: str | None, static_ids: str, raw_size: int, cells: bytes
-           ) -> Iterator[tuple[int, int, list[str]]]:
-    """The ``(row_no, static_id, volatile cells)`` of one stored chunk, in file order."""
-    text = sqlar_uncompress(cells, raw_size)
-    assert text is not None
-    arrays = json.loads(text.decode("utf-8", "surrogatepass"))
-    statics = json.loads(static_ids)
-    nos = json.loads(row_nos) if row_nos else range(first_row, first_row + len(arrays))
-    return zip(nos, statics, arrays)
+           ) -> list[tuple[int, int, list[str]]]:
+    """The ``(row_no, static_id, volatile cells)`` of one stored chunk, in file order. A chunk that cannot be
+    read (damaged storage) raises :class:`WarehouseError` naming it."""
+    try:
+        text = sqlar_uncompress(cells, raw_size)
+        arrays = json.loads((text or b"").decode("utf-8", "surrogatepass"))
+        statics = json.loads(static_ids)
+        nos = json.loads(row_nos) if row_nos else list(range(first_row, first_row + len(arrays)))
+        if not (isinstance(arrays, list) and len(arrays) == len(statics) == len(nos)
+                and all(isinstance(a, list) for a in arrays)):
+            raise ValueError("its rows, cell tuples and row numbers do not match")
+    except (zlib.error, ValueError, TypeError) as e:
+        raise WarehouseError(f"the stored cells of the chunk starting at row {first_row} cannot be read ({e}); "
+                             "`warehouse check` lists the damage") from None
+    return list(zip(nos, statics, arrays))
 
 
 def compresses(conn: Connection) -> bool:
@@ -104,7 +112,11 @@ def iter_chunk_rows(conn: Connection, run_id: int, batch: int = 16) -> Iterator[
         if not chunks:
             return
         for ch in chunks:
-            yield from unpack(*ch)
+            try:
+                rows = unpack(*ch)
+            except WarehouseError as e:
+                raise WarehouseError(f"run {run_id}: {e}") from None
+            yield from rows
         last = chunks[-1][0]
 
 
@@ -114,6 +126,20 @@ def row_counts(conn: Connection) -> dict[int, int]:
     for run_id, static_ids in conn.execute(select(t.cell_chunk.c.run_id, t.cell_chunk.c.static_ids)):
         counts[run_id] = counts.get(run_id, 0) + static_ids.count(",") + 1
     return counts
+
+
+def check_chunks(conn: Connection) -> list[str]:
+    """Problems: chunks that cannot be read back (every chunk is inflated and parsed)."""
+    problems = []
+    c = t.cell_chunk.c
+    for run_id, first, row_nos, static_ids, raw_size, cells in conn.execute(
+            select(c.run_id, c.first_row, c.row_nos, c.static_ids, c.raw_size, c.cells)
+            .order_by(c.run_id, c.first_row)):
+        try:
+            unpack(first, row_nos, static_ids, raw_size, cells)
+        except WarehouseError as e:
+            problems.append(f"run {run_id}: {e}".replace("; `warehouse check` lists the damage", ""))
+    return problems
 
 
 def static_ids_used(conn: Connection) -> set[int]:

@@ -6,7 +6,7 @@ import json
 from sqlalchemy import Engine, delete, func, select, text
 
 from warehouse import schema as t
-from warehouse.cellstore import row_counts, static_ids_used
+from warehouse.cellstore import check_chunks, row_counts, static_ids_used
 from warehouse.db import write_tx
 from warehouse.errors import NotFound
 from warehouse.report import check_parts
@@ -63,6 +63,7 @@ def check_warehouse(engine: Engine) -> list[str]:
             missing += sum(1 for v in json.loads(cells) if isinstance(v, int) and v not in texts)
         if missing:
             problems.append(f"{missing} interned strings missing from text_value")
+        problems += check_chunks(conn)
         problems += check_rollups(conn)
         problems += check_parts(conn)
     return problems
