@@ -20,10 +20,14 @@ FILES = [DATA / "real" / n for n in ("ttperfreport__bh20_oft.csv",
                                       "ttperfreport__ops_perf_results_2025_09_18_11_39_20.csv",
                                       "ttnnvis__ops_perf_results_SEG_ENCODER_2024_10_04_01_36_08.csv")]
 FILES += sorted((DATA / "ttperf_extra").glob("*.csv"))  # 8 devices, an older era on 2, a decode window
+# blocks and layers: two captures with different (block, layer) pairs, so that a scratch warehouse's place ids
+# differ from the warehouse's and the merge must map them
+FILES += [next((DATA / "seedfmt" / c).glob("*.csv")) for c in ("dlv3_same", "segenc_notrace")]
 
 
 def _folder(tmp: Path) -> Path:
-    """Real captures (sections, custom pairs, 8 devices, a decode window), one of them twice, and a bad file."""
+    """Real captures (sections, custom pairs, 8 devices, a decode window, blocks and layers), one of them twice,
+    and a bad file."""
     d = tmp / "nightly"
     d.mkdir()
     for i, src in enumerate(FILES):

@@ -175,3 +175,18 @@ def test_parity_fails_on_any_number_off_by_its_last_digit(corpus_wh, case, tmp_p
         out = []
         parity.diff(g, mutated, ".".join(map(str, top)), out)
         assert out, f"a change of {path} by its last digit passed"
+
+
+def test_the_cores_median_from_a_tally_is_statistics_median():
+    """The report takes the cores median from a tally of the counts (a million ops, a few distinct values): the
+    same value as statistics.median over the list, odd and even lengths, ties and all (fixed seed)."""
+    import random
+    import statistics
+    from collections import Counter
+
+    from warehouse.report import _tally_median
+
+    rng = random.Random(7)
+    for _ in range(3000):
+        data = [float(rng.choice([0, 1, 8, 56, 64, 110, 120, 130])) for _ in range(rng.randint(1, 30))]
+        assert _tally_median(Counter(data)) == statistics.median(data), data

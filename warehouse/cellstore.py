@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Column, Connection, Integer, MetaData, Table, Text, select
@@ -71,8 +72,8 @@ def unpack(first_row: int, row_nos: str | None, static_ids: str, raw_size: int, 
                 and all(isinstance(a, list) for a in arrays)):
             raise ValueError("its rows, cell tuples and row numbers do not match")
     except (zlib.error, ValueError, TypeError) as e:
-        raise WarehouseError(f"the stored cells of the chunk starting at row {first_row} cannot be read ({e}); "
-                             "`warehouse check` lists the damage") from None
+        raise WarehouseError(f"the stored cells of the chunk starting at row {first_row} cannot be read ({e})"
+                             ) from None
     return list(zip(nos, statics, arrays))
 
 
@@ -115,39 +116,35 @@ def iter_chunk_rows(conn: Connection, run_id: int, batch: int = 16) -> Iterator[
             try:
                 rows = unpack(*ch)
             except WarehouseError as e:
-                raise WarehouseError(f"run {run_id}: {e}") from None
+                raise WarehouseError(f"run {run_id}: {e}; `warehouse check` lists the damage") from None
             yield from rows
         last = chunks[-1][0]
 
 
-def row_counts(conn: Connection) -> dict[int, int]:
-    """Rows stored per run (``warehouse check`` holds them to the run's row count)."""
-    counts: dict[int, int] = {}
-    for run_id, static_ids in conn.execute(select(t.cell_chunk.c.run_id, t.cell_chunk.c.static_ids)):
-        counts[run_id] = counts.get(run_id, 0) + static_ids.count(",") + 1
-    return counts
+@dataclass
+class ChunkSurvey:
+    """What ``warehouse check`` learns from one read of every chunk."""
+
+    rows: dict[int, int] = field(default_factory=dict)  # rows stored per run
+    static_ids: set[int] = field(default_factory=set)  # every cell_tuple id that a stored row names
+    problems: list[str] = field(default_factory=list)  # chunks that cannot be read back
 
 
-def check_chunks(conn: Connection) -> list[str]:
-    """Problems: chunks that cannot be read back (every chunk is inflated and parsed)."""
-    problems = []
+def survey_chunks(conn: Connection) -> ChunkSurvey:
+    """Inflate and parse every chunk once: rows per run, the cell tuples they name, the damaged chunks."""
+    out = ChunkSurvey()
     c = t.cell_chunk.c
     for run_id, first, row_nos, static_ids, raw_size, cells in conn.execute(
             select(c.run_id, c.first_row, c.row_nos, c.static_ids, c.raw_size, c.cells)
             .order_by(c.run_id, c.first_row)):
         try:
-            unpack(first, row_nos, static_ids, raw_size, cells)
+            rows = unpack(first, row_nos, static_ids, raw_size, cells)
         except WarehouseError as e:
-            problems.append(f"run {run_id}: {e}".replace("; `warehouse check` lists the damage", ""))
-    return problems
-
-
-def static_ids_used(conn: Connection) -> set[int]:
-    """Every cell_tuple id that some stored row names."""
-    used: set[int] = set()
-    for (static_ids,) in conn.execute(select(t.cell_chunk.c.static_ids)):
-        used.update(json.loads(static_ids))
-    return used
+            out.problems.append(f"run {run_id}: {e}")
+            continue
+        out.rows[run_id] = out.rows.get(run_id, 0) + len(rows)
+        out.static_ids.update(r[1] for r in rows)
+    return out
 
 
 # The per-row table of revisions 0003 to 0007, for the migrations that read or convert it.

@@ -6,7 +6,7 @@ import json
 from sqlalchemy import Engine, delete, func, select, text
 
 from warehouse import schema as t
-from warehouse.cellstore import check_chunks, row_counts, static_ids_used
+from warehouse.cellstore import survey_chunks
 from warehouse.db import write_tx
 from warehouse.errors import NotFound
 from warehouse.report import check_parts
@@ -23,11 +23,12 @@ def check_warehouse(engine: Engine) -> list[str]:
                 problems += [f"integrity: {r}" for r in res]
             problems += [f"foreign key: {r[0]} row {r[1]} -> {r[2]}"
                          for r in conn.execute(text("PRAGMA foreign_key_check"))]
+        chunks = survey_chunks(conn)  # one read of every chunk: counts, cell tuples named, damage
         counts: dict[str, dict[int, int]] = {
             "op": dict(conn.execute(select(t.op.c.run_id, func.count()).group_by(t.op.c.run_id)).all()),
             "signpost": dict(conn.execute(select(t.signpost.c.run_id, func.count())
                                           .group_by(t.signpost.c.run_id)).all()),
-            "cell": row_counts(conn),
+            "cell": chunks.rows,
         }
         runs = conn.execute(select(t.run.c.id, t.run.c.op_count, t.run.c.signpost_count, t.run.c.row_count)).all()
         known = set()
@@ -54,7 +55,7 @@ def check_warehouse(engine: Engine) -> list[str]:
             n = conn.execute(text(sql)).scalar()
             if n:
                 problems.append(f"{n} {what}")
-        gone = static_ids_used(conn) - set(conn.execute(select(t.cell_tuple.c.id)).scalars())
+        gone = chunks.static_ids - set(conn.execute(select(t.cell_tuple.c.id)).scalars())
         if gone:
             problems.append(f"{len(gone)} cell tuples that stored rows name are missing")
         texts = set(conn.execute(select(t.text_value.c.id)).scalars())
@@ -63,7 +64,7 @@ def check_warehouse(engine: Engine) -> list[str]:
             missing += sum(1 for v in json.loads(cells) if isinstance(v, int) and v not in texts)
         if missing:
             problems.append(f"{missing} interned strings missing from text_value")
-        problems += check_chunks(conn)
+        problems += chunks.problems
         problems += check_rollups(conn)
         problems += check_parts(conn)
     return problems
