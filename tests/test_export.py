@@ -70,3 +70,34 @@ def test_export_unknown_run(wh, corpus_copy):
     wh("ingest", corpus_copy("dlv3_same"))
     r = wh("export", "7")
     assert r.exit_code == 2 and r.output.startswith("Error: no run 7")
+
+
+def test_quote_free_records_are_split_lines():
+    """Files without a quote are split at commas, line by line: the records are those of the csv module, for
+    every mix of line ends (CR alone, CRLF, LF), blank lines, empty cells, NULs and non-ASCII text."""
+    import io
+    import random
+    from warehouse.csvfile import _split_lines
+    rng = random.Random(5)
+    alphabet = ["a", "7", ",", ",", "\r", "\n", "\r\n", " ", "\0", "é", "\x1f", ""]
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        lines = list(io.StringIO(text, newline=""))
+        assert list(_split_lines(iter(lines))) == list(csv.reader(iter(lines), strict=False)), repr(text)
+
+
+def test_quote_free_file_round_trip(wh, tmp_path):
+    """A quote-free file with CR-alone and mixed line ends and blank lines: same cells back, and the exact flag
+    says whether the bytes come back."""
+    import json
+    src = tmp_path / "ops_perf_results_noquote.csv"
+    content = b"OP CODE,OP TYPE,X\r\nMatmul,tt_dnn_device,1\r\n\r\nAdd,tt_dnn_device,\r2\r\nAdd,tt_dnn_device,3"
+    src.write_bytes(content)
+    assert wh("ingest", src).exit_code == 0
+    out = tmp_path / "o.csv"
+    assert wh("export", "1", "-o", out).exit_code == 0
+    with open(src, newline="", encoding="utf-8") as f:
+        want = [r + [""] * (3 - len(r)) for r in csv.reader(f) if r]
+    with open(out, newline="", encoding="utf-8") as f:
+        assert list(csv.reader(f)) == want
+    assert json.loads(wh("runs", "--json").output)[0]["export_exact"] is False
