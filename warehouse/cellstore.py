@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Column, Connection, Integer, MetaData, Table, Text, select
+from sqlalchemy import Column, Connection, Engine, Integer, MetaData, Table, Text, select
 
 from warehouse import schema as t
 from warehouse.errors import WarehouseError
@@ -43,20 +43,30 @@ def register_sqlite_functions(dbapi_conn: Any) -> None:
     dbapi_conn.create_function("sqlar_uncompress", 2, sqlar_uncompress, deterministic=True)
 
 
-def pack(rows: list[tuple[int, int, str]], compress: bool) -> dict[str, Any]:
-    """One chunk's column values from ``(row_no, static_id, volatile JSON)`` rows in file order."""
-    raw = ("[" + ",".join(r[2] for r in rows) + "]").encode("utf-8", "surrogatepass")
+def pack_cells(row_nos: list[int], texts: list[str], compress: bool) -> dict[str, Any]:
+    """One chunk's column values but ``static_ids``, from its rows' numbers and volatile JSON, in file order
+    (what a file alone decides: ingest computes it away from the database, see :mod:`warehouse.rowprep`)."""
+    raw = ("[" + ",".join(texts) + "]").encode("utf-8", "surrogatepass")
     data = raw
     if compress:
         packed = zlib.compress(raw, LEVEL)
         if len(packed) < len(raw):  # (never equal in length: that would read as uncompressed)
             data = packed
-    first, last = rows[0][0], rows[-1][0]
-    contiguous = last - first + 1 == len(rows)
-    return {"first_row": first, "last_row": last,
-            "row_nos": None if contiguous else json.dumps([r[0] for r in rows]),
-            "static_ids": json.dumps([r[1] for r in rows], separators=(",", ":")),
+    first, last = row_nos[0], row_nos[-1]
+    contiguous = last - first + 1 == len(row_nos)
+    return {"first_row": first, "last_row": last, "row_nos": None if contiguous else json.dumps(row_nos),
             "raw_size": len(raw), "cells": data}
+
+
+def static_ids_json(ids: list[int]) -> str:
+    """A chunk's ``static_ids``: its rows' ``cell_tuple`` ids."""
+    return json.dumps(ids, separators=(",", ":"))
+
+
+def pack(rows: list[tuple[int, int, str]], compress: bool) -> dict[str, Any]:
+    """One chunk's column values from ``(row_no, static_id, volatile JSON)`` rows in file order."""
+    return {**pack_cells([r[0] for r in rows], [r[2] for r in rows], compress),
+            "static_ids": static_ids_json([r[1] for r in rows])}
 
 
 def unpack(first_row: int, row_nos: str | None, static_ids: str, raw_size: int, cells: bytes
@@ -77,7 +87,7 @@ def unpack(first_row: int, row_nos: str | None, static_ids: str, raw_size: int, 
     return list(zip(nos, statics, arrays))
 
 
-def compresses(conn: Connection) -> bool:
+def compresses(conn: Connection | Engine) -> bool:
     """Whether this back end stores chunks compressed by us (SQLite) or compresses them itself (PostgreSQL)."""
     return conn.dialect.name == "sqlite"
 

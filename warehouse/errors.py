@@ -20,6 +20,10 @@ class InputError(WarehouseError):
             where += f": column {column!r}"
         super().__init__(f"{where}: {message}")
 
+    def __reduce__(self) -> tuple:
+        # (raised in the process that reads the file, re-raised by the one that writes: it must pickle)
+        return (InputError, (self.path, self.reason, self.row, self.column))
+
 
 class SchemaOutdated(WarehouseError):
     """The database is behind the code's head revision."""

@@ -11,8 +11,6 @@ import time
 from array import array
 from dataclasses import dataclass, field
 from datetime import datetime, UTC
-from math import isfinite
-from operator import itemgetter
 from pathlib import Path
 from collections.abc import Callable, Iterable, Iterator
 
@@ -22,17 +20,17 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from warehouse import dialect
 from warehouse import schema as t
 from warehouse.categories import category, is_compute
-from warehouse.csvfile import (LONG_TEXT, CsvReader, FileScan, Layout, cells_getter, digest, encode_volatile,
-                               scan_file)
+from warehouse.csvfile import LONG_TEXT, FileScan, digest
 from warehouse.db import write_tx
 from warehouse.devicelog import resolve_freq
 from warehouse.errors import InputError, UsageError, WarehouseError
-from warehouse.files import DEFAULT_GLOB, open_regular, shown
+from warehouse.files import DEFAULT_GLOB, shown
 from warehouse import history
 from warehouse.history import HistoryTracker, own
 from warehouse.places import place_digest
 from warehouse.perfstore import ShapeCache, column_rows, perf_arch
-from warehouse.cellstore import ChunkWriter
+from warehouse.cellstore import compresses, static_ids_json
+from warehouse.rowprep import REPLAY, TYPED, Batch, Chunk, RowSource
 from warehouse.report import store_parts
 from warehouse.rollups import build_rollups
 from warehouse.signposts import Attribution, SectionSpan
@@ -40,8 +38,6 @@ from warehouse.signposts import Attribution, SectionSpan
 CHUNK = 5000
 MAX_WARNINGS = 1000  # stored per run
 _CAPTURED = re.compile(r"_(\d{4})_(\d{2})_(\d{2})_(\d{2})_(\d{2})_(\d{2})")
-_INT64 = 2 ** 63
-_INT32 = 2 ** 31
 
 
 @dataclass
@@ -113,137 +109,31 @@ def captured_at(file_name: str) -> datetime | None:
         return None
 
 
-def _float(s: str) -> float | None:
-    """A duration or cycle cell; None when empty or not a finite number (the report counts it as 0)."""
-    if not s:
-        return None
-    try:
-        v = float(s)  # float() ignores surrounding blanks, as the oracle's strip() does
-    except ValueError:
-        return None
-    return v if isfinite(v) else None
-
-
-def _int(s: str) -> int | None:
-    if not s:
-        return None
-    try:
-        v = int(s)
-    except ValueError:
-        f = _float(s)
-        if f is None or not f.is_integer():
-            return None
-        v = int(f)
-    return v if -_INT64 <= v < _INT64 else None
-
-
-def _int32(s: str) -> int | None:
-    """A device id or core count: 32-bit columns on every back end (a larger value is not a number here)."""
-    v = _int(s)
-    return v if v is not None and -_INT32 <= v < _INT32 else None
-
-
-# Typed op columns taken from the CSV, in insert order: (column, CSV header, parser).
-_STRIP = str.strip
-_TYPED: list[tuple[str, str, Callable[[str], object] | None]] = [
-    # floats (positions 0-4), ints (5-9), stripped texts (10-11): _Cells.typed parses them by slices. The static
-    # cells the report prints (op type, fidelity, input 0 shape and memory, output 0 memory) are facts of the
-    # row's perf_shape, stored once per distinct static tuple, not per op.
-    ("kernel_ns", "DEVICE KERNEL DURATION [ns]", _float),
-    ("fw_ns", "DEVICE FW DURATION [ns]", _float),
-    ("op2op_ns", "OP TO OP LATENCY [ns]", _float),
-    ("fw_start_cycle", "DEVICE FW START CYCLE", _float),
-    ("fw_end_cycle", "DEVICE FW END CYCLE", _float),
-    ("device_id", "DEVICE ID", _int32),
-    ("global_call_count", "GLOBAL CALL COUNT", _int),
-    ("host_start_ns", "HOST START TS", _int),
-    ("host_end_ns", "HOST END TS", _int),
-    ("cores", "CORE COUNT", _int32),
-    ("trace_id", "METAL TRACE ID", _STRIP),
-    ("replay_session", "METAL TRACE REPLAY SESSION ID", _STRIP),
-]
 # The columns of an op row as _FileIngest builds it, in this order.
 OP_COLUMNS = (["run_id", "row_no", "section_id", "pos", "place_id", "attribution", "occurrence",
-               "marker_row", "op_code_id"] + [c for c, _, _ in _TYPED]
+               "marker_row", "op_code_id"] + [c for c, _, _ in TYPED]
               + ["hist_place_id", "hist_how", "iteration", "iter_pos", "perf_shape_id"])
-_REPLAY = [c for c, _, _ in _TYPED].index("replay_session")
 SIGNPOST_COLUMNS = ["run_id", "row_no", "name", "message", "host_ts", "kind"]
 
 
-class _Cells:
-    """Typed values of one row, found by header name once per file. ``row`` must end with one extra empty
-    cell: a column the file lacks reads that cell."""
-
-    def __init__(self, layout: Layout):
-        c = layout.col
-        none = len(layout.header)  # the extra empty cell
-
-        def at(name: str) -> int:
-            i = c(name)
-            return none if i is None else i
-        self.name: int = layout.index[layout.name_column]  # the header was checked to have it
-        self.op_type = c("OP TYPE")
-        self.attributes = c("ATTRIBUTES")
-        self.host_start = c("HOST START TS")
-        self.arch = c("DEVICE ARCH")
-        self._get = itemgetter(*[at(h) for _, h, _ in _TYPED])
-        self._parse = [p for _, _, p in _TYPED]
-        self._headers = [h for _, h, _ in _TYPED]
-        self.unparsable: dict[str, int] = {}  # header -> cells that were not numbers (stored as NULL)
-
-    def typed(self, row: list[str]) -> list:
-        """The _TYPED values of a row, parsed (None for empty or unparsable cells)."""
-        raw = self._get(row)
-        # The fast path, for well-formed rows: list comprehensions, no per-cell function calls.
-        try:
-            fl = [float(v) if v else None for v in raw[0:5]]
-            it = [int(v) if v else None for v in raw[5:10]]
-        except ValueError:
-            return self._typed_slow(raw)
-        if not isfinite(sum(filter(None, fl))) or max(map(len, raw[5:10])) > 18 or len(raw[5]) > 9 \
-                or len(raw[9]) > 9:
-            return self._typed_slow(raw)  # NaN, infinities, integers that may overflow 64 (or 32) bits
-        return [*fl, *it, *[v.strip() or None for v in raw[10:12]]]
-
-    def _typed_slow(self, raw: tuple) -> list:
-        """Cell by cell, counting the cells that are not numbers for a warning."""
-        out: list = []
-        for p, cell in zip(self._parse, raw):
-            if p is None:
-                out.append(cell)
-                continue
-            v = p(cell)
-            if v is None or v == "":
-                out.append(None)
-                if v is None and cell and cell.strip():  # not empty, yet not a (finite) number
-                    h = self._headers[len(out) - 1]
-                    self.unparsable[h] = self.unparsable.get(h, 0) + 1
-            else:
-                out.append(v)
-        return out
-
-
 class _Interner:
-    """Ids of interned op codes, long strings and static cell tuples, resolved in bulk per chunk of rows.
+    """Ids of interned op codes, places, long strings and static cell tuples, resolved in bulk per batch of rows.
 
-    Caches are bounded (a file whose every row has new static cells must not grow memory with its length), and
-    on back ends where :func:`warehouse.dialect.interns_apart` says so, interning commits on a connection of its
-    own, in digest order, so that concurrent ingests never wait on each other's uncommitted keys."""
+    Static cell tuples arrive as tokens (see :mod:`warehouse.rowprep`): ``ids[token]`` is the tuple's
+    ``cell_tuple`` id once :meth:`resolve_pending` has run. Caches are bounded (a file whose every row has new
+    static cells must not grow memory with its length), and on back ends where
+    :func:`warehouse.dialect.interns_apart` says so, interning commits on a connection of its own, in digest
+    order, so that concurrent ingests never wait on each other's uncommitted keys."""
 
     MAX_CACHED = 20_000  # entries of each cache; cleared whole when passed (cheap, and rare in real files)
 
-    def __init__(self, conn: Connection, layout: Layout):
+    def __init__(self, conn: Connection):
         self.main = conn
-        self._static = cells_getter(layout.static_idx)
         self.texts: dict[str, int] = {}
-        # Static tuples get a small int token on first sight (hashed once per row); the token indexes their
-        # cell_tuple ids, so that later steps look up an int, not a tuple of ~70 strings.
-        self.tokens: dict[tuple, int] = {}
-        self.keys: list[tuple] = []
-        self.ids: list[int] = []  # token -> cell_tuple id (-1 until resolved)
+        self.ids = array("q")  # token -> cell_tuple id (-1 until resolved): 8 bytes a token, never cleared
         self.codes: dict[str, int] = {}
         self.places: dict[tuple[str, str], int] = {}
-        self.pending: list[int] = []
+        self.pending: list[tuple[int, tuple[str, ...]]] = []  # (token, static cells) not yet resolved
         self._apart = dialect.interns_apart(conn)
         self._conn: Connection | None = None
 
@@ -296,23 +186,24 @@ class _Interner:
                 t.place, "digest", {d: {"digest": d, "block": pair[0], "layer": pair[1]}})[d]
         return i
 
-    def tuple_key(self, cells: list[str]) -> int:
-        """The token of the row's static cells (``ids[token]`` is its ``cell_tuple`` id once
-        :meth:`resolve_pending` has run)."""
-        key = self._static(cells)
-        tok = self.tokens.get(key)
-        if tok is None:
-            tok = self.tokens[key] = len(self.keys)
-            self.keys.append(key)
-            self.ids.append(-1)
-            self.pending.append(tok)
+    def learn(self, first_token: int, keys: list[tuple[str, ...]]) -> None:
+        """Static tuples met for the first time, tokens ``first_token`` onwards (consecutive)."""
+        missing = first_token + len(keys) - len(self.ids)
+        if missing > 0:
+            self.ids.extend([-1] * missing)
+        self.pending += zip(range(first_token, first_token + len(keys)), keys)
+
+    def add_key(self, key: tuple[str, ...]) -> int:
+        """A token of its own for one static tuple (the parallel merge re-interns stored tuples)."""
+        tok = len(self.ids)
+        self.learn(tok, [key])
         return tok
 
     def resolve_pending(self) -> None:
         """Intern the static tuples met since the last call (and their long strings), in bulk."""
         if not self.pending:
             return
-        pending = [self.keys[tok] for tok in self.pending]
+        pending = [key for _, key in self.pending]
         longs = {c for key in pending for c in key if len(c) > LONG_TEXT and c not in self.texts}
         if longs:
             by_digest = {digest(c): c for c in longs}
@@ -322,20 +213,14 @@ class _Interner:
                for key in pending]
         digests = [digest(e) for e in enc]
         ids = self._resolve(t.cell_tuple, "digest", {d: {"digest": d, "cells": e} for d, e in zip(digests, enc)})
-        for tok, d in zip(self.pending, digests):
+        for (tok, _), d in zip(self.pending, digests):
             self.ids[tok] = ids[d]
         self.pending.clear()
 
-    def trim(self) -> bool:
-        """Bound the caches (after a chunk's rows have taken their ids); whether the tokens were reset."""
+    def trim(self) -> None:
+        """Bound the long-string cache (after a batch's rows have taken their ids)."""
         if len(self.texts) > self.MAX_CACHED:
             self.texts.clear()
-        if len(self.keys) > self.MAX_CACHED:
-            self.tokens.clear()
-            self.keys.clear()
-            self.ids.clear()
-            return True
-        return False
 
 
 def _insert_sql(conn: Connection, table: str, columns: list[str]) -> str:
@@ -345,30 +230,30 @@ def _insert_sql(conn: Connection, table: str, columns: list[str]) -> str:
 
 
 class _FileIngest:
-    """The state of one file's ingest inside its transaction."""
+    """The state of one file's ingest inside its transaction: the second half of the pipeline (the first,
+    :mod:`warehouse.rowprep`, hands over the rows parsed and typed)."""
 
-    def __init__(self, conn: Connection, reader: CsvReader, run_id: int):
-        self.conn, self.reader, self.run_id = conn, reader, run_id
-        self.layout = reader.layout
-        self.cells = _Cells(self.layout)
-        self.intern = _Interner(conn, self.layout)
+    def __init__(self, conn: Connection, source: RowSource, run_id: int):
+        self.conn, self.source, self.run_id = conn, source, run_id
+        self.intern = _Interner(conn)
         self.attr = Attribution()
-        self._volatile = cells_getter(self.layout.volatile_idx)
         self.ops: list[tuple] = []
         self.signposts: list[tuple] = []
-        self.cells_rows: list[tuple] = []
+        self.chunks: list[Chunk] = []
         self._op_sql = _insert_sql(conn, "op", OP_COLUMNS)
         self._sp_sql = _insert_sql(conn, "signpost", SIGNPOST_COLUMNS)
-        self.chunks = ChunkWriter(conn, run_id)
         self.pos: dict[str, int] = {}
         self.seen: dict[tuple, int] = {}  # (section, block, layer, op code) -> ops so far: the occurrence
         self.codes: dict[str, array] = {"eager": array("q"), "trace": array("q")}
         self.section_ids: dict[str, list[int]] = {"eager": [], "trace": []}
         self.n_ops = self.n_signposts = self.n_sections = 0
-        self.warnings: list[tuple[int | None, str | None, str]] = []
+        self.rows_read = 0
         self.arch: str | None = None
+        self.exact = True
+        self.warnings: list[tuple[int | None, str | None, str]] = []
         self.history = HistoryTracker()
-        self.shapes = ShapeCache(self.layout.header)
+        self.shapes = ShapeCache()
+        self.shape_ids: dict[int, int] = {}  # static tuple token -> perf_shape id
 
     def _store_section(self, span: SectionSpan) -> int:
         self.n_sections += 1
@@ -376,9 +261,8 @@ class _FileIngest:
             run_id=self.run_id, name=span.name, kind=span.kind, ordinal=span.ordinal,
             start_row=span.start_row, end_row=span.end_row).returning(t.section.c.id)).scalar_one()
 
-    def _signpost(self, row_no: int, cells: list[str]) -> None:
-        c = self.cells
-        name = cells[c.name]
+    def _signpost(self, row: tuple) -> None:
+        row_no, name, _, _, msg, host = row
         ev = self.attr.signpost(row_no, name)
         if ev.warning:
             self.warnings.append((row_no, None, ev.warning))
@@ -395,20 +279,13 @@ class _FileIngest:
             self.conn.execute(update(t.signpost).where(t.signpost.c.run_id == self.run_id,
                                                         t.signpost.c.row_no == ev.promoted_row)
                               .values(kind="section_start"))
-        msg = cells[c.attributes].strip() if c.attributes is not None else ""
-        host = _int(cells[c.host_start]) if c.host_start is not None else None
-        self.signposts.append((self.run_id, row_no, name, msg or None, host, ev.kind))
-        self.cells_rows.append((self.run_id, row_no, self.intern.tuple_key(cells), self._volatile(cells)))
+        self.signposts.append((self.run_id, row_no, name, msg, host, ev.kind))
         self.n_signposts += 1
 
-    def _op(self, row_no: int, cells: list[str]) -> None:
+    def _op(self, row: tuple) -> None:
+        row_no, name, tok, typed = row
         a = self.attr
-        name = cells[self.cells.name]
         code_id = self.intern.op_code(name)
-        static_key = self.intern.tuple_key(cells)
-        shape = self.shapes.digest(static_key, cells, name)
-        self.cells_rows.append((self.run_id, row_no, static_key, self._volatile(cells)))
-        cells.append("")  # the cell that columns missing from this file read (see _Cells)
         sec = a.section
         p: int | None
         sec_id: object
@@ -423,11 +300,8 @@ class _FileIngest:
         key = (sec.name if sec is not None else None, block, layer, code_id)
         occ = self.seen.get(key, 0)
         self.seen[key] = occ + 1
-        if self.arch is None and self.cells.arch is not None:
-            self.arch = cells[self.cells.arch].strip() or None
-        typed = self.cells.typed(cells)
         if sec is not None and sec.name == "trace":
-            hist = self.history.trace_op(row_no, code_id, typed[_REPLAY], block, layer, p or 0)
+            hist = self.history.trace_op(row_no, code_id, typed[REPLAY], block, layer, p or 0)
         else:
             if sec is not None and sec.name == "eager":
                 self.history.eager_op(code_id, block, layer)
@@ -435,7 +309,8 @@ class _FileIngest:
         place = self.intern.place
         self.ops.append((self.run_id, row_no, sec_id, p, place(block, layer),
                          "signpost" if (block or layer) else None, occ, a.marker_row, code_id, *typed,
-                         place(hist.block, hist.layer), hist.how, hist.iteration, hist.iter_pos, shape))
+                         place(hist.block, hist.layer), hist.how, hist.iteration, hist.iter_pos,
+                         self.shape_ids[tok]))
         self.n_ops += 1
 
     def _flush(self) -> None:
@@ -443,19 +318,34 @@ class _FileIngest:
             self.conn.exec_driver_sql(self._sp_sql, self.signposts)
             self.signposts = []
         if self.ops:
-            self.shapes.resolve(self.intern.connection())
-            shape_ids = self.shapes.ids
-            self.conn.exec_driver_sql(self._op_sql, [(*o[:-1], shape_ids[o[-1]]) for o in self.ops])
+            self.conn.exec_driver_sql(self._op_sql, self.ops)
             self.ops = []
-            self.shapes.trim()
-        if self.cells_rows:
+        if self.chunks:
             self.intern.resolve_pending()
             ids = self.intern.ids
-            encoded = encode_volatile([c for _, _, _, c in self.cells_rows])
-            self.chunks.add([(n, ids[k], e) for (_, n, k, _), e in zip(self.cells_rows, encoded)])
-            self.cells_rows = []
-            if self.intern.trim():
-                self.shapes.forget_tokens()
+            self.conn.execute(t.cell_chunk.insert(), [
+                {"run_id": self.run_id, **c.columns, "static_ids": static_ids_json([ids[k] for k in c.tokens])}
+                for c in self.chunks])
+            self.chunks = []
+            self.intern.trim()
+
+    def _batch(self, b: Batch) -> None:
+        if b.keys:
+            self.intern.learn(b.first_token, b.keys)
+        if b.shapes:  # the batch's new shapes get their ids first: its op rows are then written as built
+            self.shapes.learn(b.shapes)
+            self.shapes.resolve(self.intern.connection())
+            self.shape_ids.update((tok, self.shapes.ids[d]) for tok, d, _ in b.shapes)
+            self.shapes.trim()
+        for row in b.rows:
+            if row[3] is None:
+                self._signpost(row)
+            else:
+                self._op(row)
+        self.chunks += b.chunks
+        self._flush()
+        if b.forget:
+            self.shape_ids.clear()
 
     def release(self) -> None:
         """Drop the per-op state of the streaming pass (some 30 MB for a million ops) before the rollups and the
@@ -464,32 +354,28 @@ class _FileIngest:
         self.history = HistoryTracker()
         self.seen = {}
         self.pos = {}
-        self.shapes = ShapeCache(self.layout.header)
+        self.shapes = ShapeCache()
+        self.shape_ids = {}
 
     def run(self, progress: Callable[[int], None] | None) -> bool:
         """Stream every row into the database; returns whether the trace inherits the eager attribution."""
-        type_i = self.cells.op_type
-        for row_no, cells in self.reader.rows():
-            if type_i is not None and cells[type_i] == "signpost":
-                self._signpost(row_no, cells)
-            else:
-                self._op(row_no, cells)
-            if len(self.cells_rows) >= CHUNK:
-                self._flush()
-                if progress:
-                    progress(self.reader.bytes_read)
-        self._flush()
-        self.chunks.add([], final=True)
+        for b in self.source.batches():
+            self._batch(b)
+            if progress:
+                progress(b.bytes_read)
+        fin = self.source.finish
+        assert fin is not None  # (set once the batches are exhausted)
+        self.rows_read, self.arch, self.exact = fin.rows_read, fin.arch, fin.exact
         spans, warnings = self.attr.finish()
         for span in spans:
             self._store_section(span)
         self.warnings += [(None, None, w) for w in warnings]
         self.warnings += [(None, h, f"{n} cell(s) are not finite numbers: stored as NULL, counted as 0")
-                          for h, n in self.cells.unparsable.items()]
+                          for h, n in fin.unparsable.items()]
         # the reader's own warnings (duplicate columns, short rows) first, in row order with ours
-        self.warnings = sorted([(w.row, w.column, w.message) for w in self.reader.warnings] + self.warnings,
+        self.warnings = sorted([(w.row, w.column, w.message) for w in fin.warnings] + self.warnings,
                                key=lambda w: (w[0] is None, w[0] or 0))
-        self.reader_warnings = len(self.reader.warnings)  # the reader's later ones (from verify) come after
+        self.warnings += [(w.row, w.column, w.message) for w in fin.late_warnings]  # found at the end
         return self._inherit_trace()
 
     def _inherit_trace(self) -> bool:
@@ -511,53 +397,60 @@ class _FileIngest:
 
 def ingest_file(engine: Engine, path: Path, *, label: str | None = None, tags: dict[str, str] | None = None,
                 freq_mhz: float | None = None, progress: Callable[[int], None] | None = None,
-                meta: dict | None = None) -> IngestResult:
+                meta: dict | None = None, worker: bool | None = None) -> IngestResult:
     """Store one CSV as a run, whole or not at all. Content already stored gives ``existing=True``.
 
     The file is hashed, then parsed while hashed again: what is stored is exactly what was hashed, and a file
-    that changes meanwhile is refused. ``meta`` overrides run columns (``warehouse copy`` keeps a run's hash,
-    paths, times and frequency) and may carry ``warnings``, a list of ``(row, column, message)`` that replaces
-    those found."""
+    that changes meanwhile is refused. Reading runs in a worker process for files that are worth it (see
+    :class:`warehouse.rowprep.RowSource`; ``worker`` forces either way). ``meta`` overrides run columns
+    (``warehouse copy`` keeps a run's hash, paths, times and frequency) and may carry ``warnings``, a list of
+    ``(row, column, message)`` that replaces those found."""
     t0 = time.perf_counter()
     path = Path(path)
-    with open_regular(path) as f:
-        scan = scan_file(f, path)
     meta = dict(meta or {})
     warnings = meta.pop("warnings", None)  # taken out once: a retry must see the same meta
-    sha = meta.get("sha256", scan.sha256)
-    with engine.connect() as conn:
-        found = conn.execute(select(t.run.c.id).where(t.run.c.sha256 == sha)).scalar()
-    if found is not None:
-        return IngestResult(shown(path), found, existing=True)
-    freq, freq_source, log_arch = resolve_freq(path, freq_mhz)
-    # SQLite's busy timeout covers ordinary waits; a lock that outlasts it, a deadlock or a serialization
-    # failure is retried whole (the failed try wrote nothing).
-    attempts = 5
-    for attempt in range(attempts):
-        try:
-            return _ingest_once(engine, path, scan, sha, meta, warnings, label, tags, freq, freq_source,
-                                log_arch, progress, t0)
-        except IntegrityError:
-            # Two processes raced on the same content: the other one committed first.
-            with engine.connect() as conn:
-                found = conn.execute(select(t.run.c.id).where(t.run.c.sha256 == sha)).scalar()
-            if found is None:
-                raise
+    compress = compresses(engine)
+    source = RowSource(path, compress, worker=worker)  # the worker hashes, then parses ahead while we check
+    try:
+        scan = source.scan
+        sha = meta.get("sha256", scan.sha256)
+        with engine.connect() as conn:
+            found = conn.execute(select(t.run.c.id).where(t.run.c.sha256 == sha)).scalar()
+        if found is not None:
             return IngestResult(shown(path), found, existing=True)
-        except DBAPIError as e:
-            if not dialect.is_retryable(e) or attempt == attempts - 1:
-                raise WarehouseError(f"{shown(path)}: {dialect.explain(e)}") from None
-            time.sleep(0.2 + random.random() * (1 + attempt))
-    raise AssertionError("unreachable")
+        freq, freq_source, log_arch = resolve_freq(path, freq_mhz)
+        # SQLite's busy timeout covers ordinary waits; a lock that outlasts it, a deadlock or a serialization
+        # failure is retried whole (the failed try wrote nothing).
+        attempts = 5
+        for attempt in range(attempts):
+            try:
+                return _ingest_once(engine, path, source, scan, sha, meta, warnings, label, tags, freq,
+                                    freq_source, log_arch, progress, t0)
+            except IntegrityError:
+                # Two processes raced on the same content: the other one committed first.
+                with engine.connect() as conn:
+                    found = conn.execute(select(t.run.c.id).where(t.run.c.sha256 == sha)).scalar()
+                if found is None:
+                    raise
+                return IngestResult(shown(path), found, existing=True)
+            except DBAPIError as e:
+                if not dialect.is_retryable(e) or attempt == attempts - 1:
+                    raise WarehouseError(f"{shown(path)}: {dialect.explain(e)}") from None
+                time.sleep(0.2 + random.random() * (1 + attempt))
+                source.close()  # its rows were spent on the failed try: read them again
+                source = RowSource(path, compress, scan, worker=worker)
+        raise AssertionError("unreachable")
+    finally:
+        source.close()
 
 
-def _ingest_once(engine: Engine, path: Path, scan: FileScan, sha: str, meta: dict, warnings, label, tags, freq,
-                 freq_source, log_arch, progress, t0: float) -> IngestResult:
-    with write_tx(engine) as conn, CsvReader(path, open_regular(path), scan) as reader:
+def _ingest_once(engine: Engine, path: Path, source: RowSource, scan: FileScan, sha: str, meta: dict, warnings,
+                 label, tags, freq, freq_source, log_arch, progress, t0: float) -> IngestResult:
+    with write_tx(engine) as conn:
         found = conn.execute(select(t.run.c.id).where(t.run.c.sha256 == sha)).scalar()
         if found is not None:  # another process stored it while we waited for the write lock
             return IngestResult(shown(path), found, existing=True)
-        lay = reader.layout
+        lay = source.layout
         values = dict(
             sha256=sha, source_path=shown(path.absolute()), file_name=shown(path.name), size_bytes=scan.size,
             row_count=0, op_count=0, signpost_count=0, columns=json.dumps(lay.header, ensure_ascii=False),
@@ -570,15 +463,13 @@ def _ingest_once(engine: Engine, path: Path, scan: FileScan, sha: str, meta: dic
         if tags:
             conn.execute(t.run_tag.insert(), [{"run_id": run_id, "key": k, "value": v} for k, v in tags.items()])
         conn.execute(t.run_column.insert(), column_rows(run_id, lay.header, lay.static_idx))
-        job = _FileIngest(conn, reader, run_id)
+        job = _FileIngest(conn, source, run_id)
         try:
             same = job.run(progress)
         finally:
             job.intern.close()
         job.release()
-        reader.verify()
-        exact = reader.exact_file()
-        job.warnings += [(w.row, w.column, w.message) for w in reader.warnings[job.reader_warnings:]]
+        exact = job.exact
         if not exact:
             job.warnings.append((None, None, "export will give the same cells but not the same bytes (quoting, "
                                              "line ends that differ from the first line's, a CR alone, or rows "
@@ -598,7 +489,7 @@ def _ingest_once(engine: Engine, path: Path, scan: FileScan, sha: str, meta: dic
             build_rollups(conn, run_id, meta.get("freq_mhz", freq))
         store_parts(conn, run_id)
         seconds = time.perf_counter() - t0
-        final = dict(row_count=reader.rows_read, op_count=job.n_ops, signpost_count=job.n_signposts,
+        final = dict(row_count=job.rows_read, op_count=job.n_ops, signpost_count=job.n_signposts,
                      final_newline=scan.final_newline, export_exact=exact,
                      trace_matches_eager=same, arch=log_arch or job.arch, seconds=seconds,
                      perf_arch=perf_arch(lay.header, job.arch))

@@ -25,7 +25,6 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import URL, Connection, Engine
@@ -71,7 +70,8 @@ def _work(url: URL, scratch: str | None, path: str, label: str | None, tags: dic
     try:
         engine = open_db(db)
         try:
-            res = ingest_file(engine, Path(path), label=label, tags=tags, freq_mhz=freq_mhz)
+            # (the worker processes already use every core: each reads its file itself)
+            res = ingest_file(engine, Path(path), label=label, tags=tags, freq_mhz=freq_mhz, worker=False)
             return "ok", res, (str(db) if scratch is not None else None)
         finally:
             engine.dispose()
@@ -258,8 +258,8 @@ def _merge_cell_tuples(conn: Connection) -> None:
     items = [(old, [texts[c] if isinstance(c, int) else c for c in json.loads(cells)]) for old, cells in rows]
     pairs = []
     if items:  # one run, one header: every tuple has the same cells
-        interner = _Interner(conn, SimpleNamespace(static_idx=list(range(len(items[0][1])))))  # type: ignore
-        toks = [(old, interner.tuple_key(key)) for old, key in items]
+        interner = _Interner(conn)
+        toks = [(old, interner.add_key(tuple(key))) for old, key in items]
         interner.resolve_pending()
         pairs = [(old, interner.ids[tok]) for old, tok in toks]
     if pairs:

@@ -44,17 +44,25 @@ class ShapeCache:
 
     MAX_CACHED = 20_000
 
-    def __init__(self, header: list[str]):
-        self.analyzer = Analyzer(header)
-        self.by_static: dict[int, bytes] = {}  # static tuple token (see ingest._Interner) -> digest
+    def __init__(self, header: list[str] | None = None):
+        self.analyzer = Analyzer(header) if header is not None else None  # (ingest's shapes come computed)
+        self.by_static: dict[int, bytes] = {}  # static tuple token (see warehouse.rowprep) -> digest
         self.ids: dict[bytes, int] = {}
         self.pending: dict[bytes, PerfShape] = {}
+
+    def learn(self, shapes: list[tuple[int, bytes, PerfShape]]) -> None:
+        """Shapes computed elsewhere (:mod:`warehouse.rowprep`): ``(token, digest, shape)``; :meth:`resolve`
+        gives their ids."""
+        for _, d, shape in shapes:
+            if d not in self.ids:
+                self.pending[d] = shape
 
     def digest(self, static_key: int, cells: list[str], op_code: str) -> bytes:
         """The digest of the row's shape; ``static_key`` names the row's static cells (op code included): rows
         with the same key have the same shape."""
         d = self.by_static.get(static_key)
         if d is None:
+            assert self.analyzer is not None, "a ShapeCache made without a header only learns shapes"
             shape = self.analyzer.shape(cells, op_code)
             d = self.by_static[static_key] = shape.digest()
             if d not in self.ids:

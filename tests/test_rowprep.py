@@ -1,0 +1,138 @@
+"""Ingest's two halves (warehouse/rowprep.py): a file read in a worker process stores exactly what the same file
+read in-process stores (every table through natural keys, warnings and errors included), the token table can
+restart mid-file, and a worker that dies or is left behind never leaves a process or half a run."""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+import signal
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from conftest import make_invoke
+from test_parallel import FILES, _dump
+from warehouse import rowprep
+from warehouse.db import open_db
+from warehouse.errors import InputError, WarehouseError
+from warehouse.ingest import ingest_file
+
+HEAD = "OP CODE,OP TYPE,ATTRIBUTES,DEVICE KERNEL DURATION [ns],OP TO OP LATENCY [ns],CORE COUNT,HOST START TS"
+
+
+def _odd_files(d: Path) -> None:
+    """Files that take the reader's rarer paths: quotes, short rows, blank lines, cells that are not numbers."""
+    (d / "ops_perf_results_quoted.csv").write_text(
+        HEAD + "\r\n" + "\r\n".join(f'Matmul,tt_dnn_device,"{{\'a\': {i}, \'b\': 2}}",{i},5,64,{i}' for i in range(30))
+        + "\r\n", newline="")
+    (d / "ops_perf_results_short.csv").write_text(
+        HEAD + "\n" + "Matmul,tt_dnn_device,x,7\n\n" + "eager,signpost,,,,,9\n" + "Add,tt_dnn_device,,nan,oops,64,1\n"
+        + "eager_end,signpost,,,,,10\n", newline="")
+
+
+def _folder(tmp: Path) -> Path:
+    d = tmp / "nightly"
+    d.mkdir()
+    for i, src in enumerate(FILES):
+        shutil.copyfile(src, d / f"ops_perf_results_{i}.csv")
+    _odd_files(d)
+    (d / "ops_perf_results_x_bad.csv").write_bytes(HEAD.encode() + b"\nAdd,tt_dnn_device,\xff,1,1,1,1\n")
+    return d
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory):
+    """The same folder ingested with every file read by a worker, and with every file read in-process."""
+    tmp = tmp_path_factory.mktemp("prep")
+    folder = _folder(tmp)
+    out = []
+    for mode, threshold in (("worker", 0), ("inline", 1 << 62)):
+        (tmp / mode).mkdir()
+        url = str(tmp / mode / "warehouse.db")
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(rowprep, "WORKER_MIN_BYTES", threshold)
+            mp.setattr(rowprep, "BATCH", 700)  # several batches, chunks across batch ends
+            res = make_invoke(url)("ingest", folder, "--label", "nightly")
+        out.append((url, res))
+    return out
+
+
+def test_worker_stores_what_inline_stores(both):
+    (w_url, w_res), (i_url, i_res) = both
+    a, b = _dump(w_url), _dump(i_url)
+    assert len(a["run"]) == len(FILES) + 2 and a["op"] and a["cells"] and a["warning"]
+    for table in a:
+        assert a[table] == b[table], table
+    assert w_res.output.count("Error:") == 1
+    strip = [x.split(" ops,")[0] for x in w_res.output.splitlines()]
+    assert strip == [x.split(" ops,")[0] for x in i_res.output.splitlines()]
+    assert "ops_perf_results_x_bad.csv: row 1" in w_res.output  # the row, raised where the worker met it
+
+
+def test_token_table_restarts(tmp_path, monkeypatch):
+    """A file with more distinct static tuples than the reader remembers: tokens restart, nothing changes."""
+    src = FILES[0]
+    stored = []
+    for cap in (3, 1 << 30):
+        monkeypatch.setattr(rowprep, "MAX_TOKENS", cap)
+        monkeypatch.setattr(rowprep, "BATCH", 200)
+        url = str(tmp_path / f"w{cap}.db")
+        eng = open_db(url)
+        r = ingest_file(eng, src, worker=True)
+        assert r.ops > 0
+        eng.dispose()
+        stored.append(_dump(url))
+    assert stored[0] == stored[1]
+
+
+def _children() -> list:
+    return [p for p in multiprocessing.active_children() if p.name == "warehouse-rowprep"]
+
+
+def test_duplicate_stops_the_worker(tmp_path):
+    eng = open_db(str(tmp_path / "w.db"))
+    assert not ingest_file(eng, FILES[0], worker=True).existing
+    assert ingest_file(eng, FILES[0], worker=True).existing
+    assert not _children()
+    eng.dispose()
+
+
+def test_worker_killed_is_one_error_and_nothing_stored(tmp_path, monkeypatch):
+    """A reader that dies (out of memory, killed) fails the file with a sentence, and rolls it back."""
+    from warehouse.synthetic import scale_csv
+    big = tmp_path / "ops_perf_results_big.csv"
+    # (dlv3, sectioned) 60 batches: far more than the pipe holds, so the reader cannot be done
+    assert scale_csv(FILES[-2], big, 6000) > 5000
+    monkeypatch.setattr(rowprep, "BATCH", 100)
+    eng = open_db(str(tmp_path / "w.db"))
+    seen = []
+
+    def progress(_n: int) -> None:
+        if not seen:
+            seen.append(1)
+            for p in _children():
+                os.kill(p.pid, signal.SIGKILL)
+    with pytest.raises(WarehouseError, match="the process reading the file stopped unexpectedly"):
+        ingest_file(eng, big, worker=True, progress=progress)
+    with eng.connect() as c:
+        assert c.execute(text("SELECT COUNT(*) FROM run")).scalar() == 0
+        assert c.execute(text("SELECT COUNT(*) FROM op")).scalar() == 0
+    assert not _children()
+    assert not ingest_file(eng, big, worker=True).existing  # and the next try stores it
+    eng.dispose()
+
+
+def test_worker_error_is_the_reader_error(tmp_path):
+    """A file that is not UTF-8 at some row: the same InputError (file, row) from the worker as in-process."""
+    f = tmp_path / "ops_perf_results_bad.csv"
+    f.write_bytes(FILES[0].read_bytes() + b"Add,\xfe\n")
+    errors = []
+    for worker in (True, False):
+        eng = open_db(str(tmp_path / f"w{worker}.db"))
+        with pytest.raises(InputError) as e:
+            ingest_file(eng, f, worker=worker)
+        errors.append((str(e.value), e.value.row, e.value.column))
+        eng.dispose()
+    assert errors[0] == errors[1] and errors[0][1] is not None

@@ -1,0 +1,384 @@
+"""The half of a file's ingest that needs no database, run in a worker process so that ingest uses two cores.
+
+A file's ingest is a pipeline of two halves, each about half of the work:
+
+1. here (:func:`prepare`): hash the file, parse it, type the measured cells, give each distinct static cell tuple
+   a token and its perf shape, encode and compress the export cells in chunks of rows, and check at the end that
+   the bytes parsed are the bytes hashed;
+2. in :mod:`warehouse.ingest`: attribute ops to sections, blocks and layers, intern, and write, in the file's
+   transaction.
+
+The first half yields, in order: the :class:`~warehouse.csvfile.FileScan`, the
+:class:`~warehouse.csvfile.Layout`, :class:`Batch` es of rows, and a :class:`Finish`. :class:`RowSource` runs
+it in a forked process that sends them through a pipe (whose small buffer bounds how far the reader runs
+ahead), or in-process for small files, where a process costs more than it saves. Either way the items, and so
+the stored run, are the same; a failure is raised by the consumer where the reader met it, naming the file and
+row.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from math import isfinite
+from operator import itemgetter
+from pathlib import Path
+from typing import Any
+
+from warehouse.cellstore import CHUNK_ROWS, pack_cells
+from warehouse.csvfile import CsvReader, FileScan, Layout, RowWarning, cells_getter, encode_volatile, scan_file
+from warehouse.errors import WarehouseError
+from warehouse.files import open_regular
+from warehouse.perffacts import Analyzer, PerfShape
+
+BATCH = 5000  # rows per batch: the consumer writes a batch at a time
+WORKER_MIN_BYTES = 4 << 20  # smaller files are prepared in-process: a worker process costs ~20 ms to start
+MAX_TOKENS = 20_000  # static tuples remembered; past it the table restarts (tokens keep growing, never reused)
+_INT64 = 2 ** 63
+_INT32 = 2 ** 31
+
+
+def _float(s: str) -> float | None:
+    """A duration or cycle cell; None when empty or not a finite number (the report counts it as 0)."""
+    if not s:
+        return None
+    try:
+        v = float(s)  # float() ignores surrounding blanks, as the oracle's strip() does
+    except ValueError:
+        return None
+    return v if isfinite(v) else None
+
+
+def parse_int(s: str) -> int | None:
+    """An integer cell (a float with no fraction counts); None when empty, not a number or beyond 64 bits."""
+    if not s:
+        return None
+    try:
+        v = int(s)
+    except ValueError:
+        f = _float(s)
+        if f is None or not f.is_integer():
+            return None
+        v = int(f)
+    return v if -_INT64 <= v < _INT64 else None
+
+
+def _int32(s: str) -> int | None:
+    """A device id or core count: 32-bit columns on every back end (a larger value is not a number here)."""
+    v = parse_int(s)
+    return v if v is not None and -_INT32 <= v < _INT32 else None
+
+
+# Typed op columns taken from the CSV, in insert order: (column, CSV header, parser).
+_STRIP = str.strip
+TYPED: list[tuple[str, str, Callable[[str], object] | None]] = [
+    # floats (positions 0-4), ints (5-9), stripped texts (10-11): _Cells.typed parses them by slices. The static
+    # cells the report prints (op type, fidelity, input 0 shape and memory, output 0 memory) are facts of the
+    # row's perf_shape, stored once per distinct static tuple, not per op.
+    ("kernel_ns", "DEVICE KERNEL DURATION [ns]", _float),
+    ("fw_ns", "DEVICE FW DURATION [ns]", _float),
+    ("op2op_ns", "OP TO OP LATENCY [ns]", _float),
+    ("fw_start_cycle", "DEVICE FW START CYCLE", _float),
+    ("fw_end_cycle", "DEVICE FW END CYCLE", _float),
+    ("device_id", "DEVICE ID", _int32),
+    ("global_call_count", "GLOBAL CALL COUNT", parse_int),
+    ("host_start_ns", "HOST START TS", parse_int),
+    ("host_end_ns", "HOST END TS", parse_int),
+    ("cores", "CORE COUNT", _int32),
+    ("trace_id", "METAL TRACE ID", _STRIP),
+    ("replay_session", "METAL TRACE REPLAY SESSION ID", _STRIP),
+]
+REPLAY = [c for c, _, _ in TYPED].index("replay_session")
+
+
+class _Cells:
+    """Typed values of one row, found by header name once per file. ``row`` must end with one extra empty
+    cell: a column the file lacks reads that cell."""
+
+    def __init__(self, layout: Layout):
+        c = layout.col
+        none = len(layout.header)  # the extra empty cell
+
+        def at(name: str) -> int:
+            i = c(name)
+            return none if i is None else i
+        self.name: int = layout.index[layout.name_column]  # the header was checked to have it
+        self.op_type = c("OP TYPE")
+        self.attributes = c("ATTRIBUTES")
+        self.host_start = c("HOST START TS")
+        self.arch = c("DEVICE ARCH")
+        self._get = itemgetter(*[at(h) for _, h, _ in TYPED])
+        self._parse = [p for _, _, p in TYPED]
+        self._headers = [h for _, h, _ in TYPED]
+        self.unparsable: dict[str, int] = {}  # header -> cells that were not numbers (stored as NULL)
+
+    def typed(self, row: list[str]) -> list:
+        """The TYPED values of a row, parsed (None for empty or unparsable cells)."""
+        raw = self._get(row)
+        # The fast path, for well-formed rows: list comprehensions, no per-cell function calls.
+        try:
+            fl = [float(v) if v else None for v in raw[0:5]]
+            it = [int(v) if v else None for v in raw[5:10]]
+        except ValueError:
+            return self._typed_slow(raw)
+        if not isfinite(sum(filter(None, fl))) or max(map(len, raw[5:10])) > 18 or len(raw[5]) > 9 \
+                or len(raw[9]) > 9:
+            return self._typed_slow(raw)  # NaN, infinities, integers that may overflow 64 (or 32) bits
+        return [*fl, *it, *[v.strip() or None for v in raw[10:12]]]
+
+    def _typed_slow(self, raw: tuple) -> list:
+        """Cell by cell, counting the cells that are not numbers for a warning."""
+        out: list = []
+        for p, cell in zip(self._parse, raw):
+            if p is None:
+                out.append(cell)
+                continue
+            v = p(cell)
+            if v is None or v == "":
+                out.append(None)
+                if v is None and cell and cell.strip():  # not empty, yet not a (finite) number
+                    h = self._headers[len(out) - 1]
+                    self.unparsable[h] = self.unparsable.get(h, 0) + 1
+            else:
+                out.append(v)
+        return out
+
+
+@dataclass
+class Chunk:
+    """A chunk of export cells (see :mod:`warehouse.cellstore`), with its rows' static tuple tokens in place of
+    the ``cell_tuple`` ids that only the database gives."""
+
+    columns: dict[str, Any]
+    tokens: list[int]
+
+
+@dataclass
+class Batch:
+    """Up to :data:`BATCH` consecutive rows, prepared.
+
+    ``rows`` holds one tuple per row in file order: ``(row_no, name, token, typed)`` for an op (``typed`` as
+    :data:`TYPED`), ``(row_no, name, token, None, message, host_start)`` for a signpost. Tokens name static
+    cell tuples: ``keys[i]`` is the tuple of token ``first_token + i``, first met in this batch."""
+
+    rows: list[tuple] = field(default_factory=list)
+    first_token: int = 0
+    keys: list[tuple[str, ...]] = field(default_factory=list)
+    shapes: list[tuple[int, bytes, PerfShape]] = field(default_factory=list)  # (token, digest, shape)
+    chunks: list[Chunk] = field(default_factory=list)
+    forget: bool = False  # the tokens of earlier batches no longer appear in rows (their shapes may be dropped)
+    bytes_read: int = 0
+
+
+@dataclass
+class Finish:
+    """What the reader learned once every row was read and the bytes were verified."""
+
+    rows_read: int
+    warnings: list[RowWarning]  # the reader's, before the end (in row order)
+    late_warnings: list[RowWarning]  # found at the end
+    exact: bool  # whether export gives the file back byte for byte
+    unparsable: dict[str, int]  # header -> cells that were not numbers
+    arch: str | None  # the first op's DEVICE ARCH
+
+
+class _Preparer:
+    """One file's rows, prepared batch by batch."""
+
+    def __init__(self, reader: CsvReader, compress: bool):
+        self.reader, self.compress = reader, compress
+        lay = reader.layout
+        self.cells = _Cells(lay)
+        self.analyzer = Analyzer(lay.header)
+        self._static = cells_getter(lay.static_idx)
+        self._volatile = cells_getter(lay.volatile_idx)
+        self.tokens: dict[tuple, int] = {}
+        self.next_token = 0
+        self.shaped: set[int] = set()
+        self.arch: str | None = None
+        self.pending: list[tuple[int, int]] = []  # (row_no, token) of rows not yet in a chunk
+        self.pending_cells: list[str] = []
+
+    def batches(self) -> Iterator[Batch]:
+        c = self.cells
+        type_i, name_i, attr_i, host_i, arch_i = c.op_type, c.name, c.attributes, c.host_start, c.arch
+        tokens, static, volatile, shaped = self.tokens, self._static, self._volatile, self.shaped
+        b = Batch(first_token=self.next_token)
+        vol: list[tuple] = []
+        for row_no, cells in self.reader.rows():
+            key = static(cells)
+            tok = tokens.get(key)
+            if tok is None:
+                tok = tokens[key] = self.next_token
+                self.next_token += 1
+                b.keys.append(key)
+            vol.append(volatile(cells))
+            self.pending.append((row_no, tok))
+            name = cells[name_i]
+            if type_i is not None and cells[type_i] == "signpost":
+                msg = cells[attr_i].strip() if attr_i is not None else ""
+                host = parse_int(cells[host_i]) if host_i is not None else None
+                b.rows.append((row_no, name, tok, None, msg or None, host))
+            else:
+                if tok not in shaped:
+                    shaped.add(tok)
+                    shape = self.analyzer.shape(cells, name)
+                    b.shapes.append((tok, shape.digest(), shape))
+                cells.append("")  # the cell that columns missing from this file read (see _Cells)
+                if self.arch is None and arch_i is not None:
+                    self.arch = cells[arch_i].strip() or None
+                b.rows.append((row_no, name, tok, c.typed(cells)))
+            if len(b.rows) >= BATCH:
+                yield self._close(b, vol, final=False)
+                b, vol = Batch(first_token=self.next_token), []
+        yield self._close(b, vol, final=True)
+
+    def _close(self, b: Batch, vol: list[tuple], final: bool) -> Batch:
+        """Encode the batch's export cells, cut the full chunks (and the rest when ``final``), and bound the
+        token table."""
+        self.pending_cells += encode_volatile(vol)
+        n = len(self.pending) if final else len(self.pending) - len(self.pending) % CHUNK_ROWS
+        for i in range(0, n, CHUNK_ROWS):
+            rows = self.pending[i:i + CHUNK_ROWS]
+            b.chunks.append(Chunk(pack_cells([r for r, _ in rows], self.pending_cells[i:i + CHUNK_ROWS],
+                                             self.compress), [t for _, t in rows]))
+        del self.pending[:n], self.pending_cells[:n]
+        if len(self.tokens) > MAX_TOKENS:  # a file whose every row has new static cells must not grow memory
+            self.tokens.clear()
+            self.shaped.clear()
+            b.forget = True  # (the consumer drops token shapes before the next batch's rows)
+        b.bytes_read = self.reader.bytes_read
+        return b
+
+    def finish(self) -> Finish:
+        r = self.reader
+        early = len(r.warnings)
+        r.verify()
+        return Finish(r.rows_read, r.warnings[:early], r.warnings[early:], r.exact_file(), self.cells.unparsable,
+                      self.arch)
+
+
+def prepare(path: Path, compress: bool, scan: FileScan | None = None) -> Iterator[Any]:
+    """The first half of a file's ingest: yields the scan, the layout, the batches and the finish."""
+    if scan is None:
+        with open_regular(path) as f:
+            scan = scan_file(f, path)
+    yield scan
+    with CsvReader(path, open_regular(path), scan) as reader:
+        yield reader.layout
+        prep = _Preparer(reader, compress)
+        yield from prep.batches()
+        yield prep.finish()
+
+
+@dataclass
+class _Failed:
+    """An exception of the worker, sent to be raised by the consumer."""
+
+    error: BaseException
+
+
+def _work(send: Any, path: Path, compress: bool, scan: FileScan | None) -> None:
+    """The worker process: every item of :func:`prepare` through the pipe, or the exception that stopped it."""
+    try:
+        for item in prepare(path, compress, scan):
+            send.send(item)
+    except BrokenPipeError:
+        pass  # the consumer stopped (a duplicate, an error of its own): nothing to tell
+    except BaseException as e:  # noqa: BLE001 - everything reaches the consumer, which decides
+        try:
+            send.send(_Failed(e))
+        except Exception:  # an exception that does not pickle: its text and where it came from
+            send.send(_Failed(WarehouseError(f"{path}: {e!r}\n{traceback.format_exc()}")))
+    finally:
+        send.close()
+
+
+class RowSource:
+    """The items of :func:`prepare` for one file, from a worker process (files of ``WORKER_MIN_BYTES`` or more,
+    unless ``worker`` says otherwise) or in-process. Use as a context manager: leaving stops the worker."""
+
+    def __init__(self, path: Path, compress: bool, scan: FileScan | None = None, worker: bool | None = None):
+        self.path = Path(path)
+        if worker is None:
+            try:
+                worker = os.stat(self.path).st_size >= WORKER_MIN_BYTES
+            except OSError:
+                worker = False  # prepare() names the problem
+        self._proc: Any = None
+        self._recv: Any = None
+        if worker:
+            # fork: the worker starts at once with the modules already imported; it never touches the
+            # database (inherited SQLite descriptors stay unused, and fcntl locks are not inherited).
+            ctx = multiprocessing.get_context("fork")
+            self._recv, send = ctx.Pipe(duplex=False)
+            self._proc = ctx.Process(target=_work, args=(send, self.path, compress, scan), daemon=True,
+                                     name="warehouse-rowprep")
+            self._proc.start()
+            send.close()
+            self._items: Iterator[Any] = self._from_worker()
+        else:
+            self._items = prepare(self.path, compress, scan)
+        try:
+            self.scan: FileScan = self._next()
+        except BaseException:
+            self.close()
+            raise
+        self._layout: Layout | None = None
+        self.finish: Finish | None = None
+
+    @property
+    def worker(self) -> bool:
+        """Whether the rows come from a worker process."""
+        return self._proc is not None
+
+    def _from_worker(self) -> Iterator[Any]:
+        while True:
+            try:
+                item = self._recv.recv()
+            except (EOFError, OSError):  # (OSError: it died in the middle of a message)
+                self._proc.join(5)
+                raise WarehouseError(f"{self.path}: the process reading the file stopped unexpectedly (exit code "
+                                     f"{self._proc.exitcode}); nothing was stored") from None
+            if isinstance(item, _Failed):
+                raise item.error
+            yield item
+
+    def _next(self) -> Any:
+        return next(self._items)
+
+    @property
+    def layout(self) -> Layout:
+        """The header's layout (raises the reader's error for a file that has no usable header)."""
+        if self._layout is None:
+            self._layout = self._next()
+        return self._layout
+
+    def batches(self) -> Iterator[Batch]:
+        """The prepared rows; :attr:`finish` is set once they are all read and verified."""
+        _ = self.layout
+        for item in self._items:
+            if isinstance(item, Finish):
+                self.finish = item
+                return
+            yield item
+
+    def close(self) -> None:
+        """Stop the worker (it may still be reading when the consumer stops early)."""
+        if self._proc is not None:
+            self._recv.close()
+            if self._proc.is_alive():
+                self._proc.terminate()
+            self._proc.join()
+            self._proc.close()
+            self._proc = None
+        elif hasattr(self._items, "close"):
+            self._items.close()
+
+    def __enter__(self) -> RowSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
