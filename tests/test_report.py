@@ -190,3 +190,26 @@ def test_the_cores_median_from_a_tally_is_statistics_median():
     for _ in range(3000):
         data = [float(rng.choice([0, 1, 8, 56, 64, 110, 120, 130])) for _ in range(rng.randint(1, 30))]
         assert _tally_median(Counter(data)) == statistics.median(data), data
+
+
+def test_gap_median_sorted_here_or_by_the_database(db_url, corpus_copy, monkeypatch):
+    """The op-to-op median of a section is sorted in memory up to SORT_IN_MEMORY gaps and by the database beyond:
+    the same report parts either way, on both back ends (sections with odd and even gap counts)."""
+    import json
+    from sqlalchemy import text
+    from warehouse import report
+    from warehouse.db import open_db
+    from warehouse.ingest import ingest_file
+
+    eng = open_db(db_url)
+    ids = [ingest_file(eng, corpus_copy(c)).run_id for c in ("dlv3_same", "oft_mismatch", "segenc_notrace")]
+    docs = []
+    for limit in (report.SORT_IN_MEMORY, 0):
+        monkeypatch.setattr(report, "SORT_IN_MEMORY", limit)
+        with eng.connect() as c:
+            docs.append([json.dumps(report.compute_parts(c, r, 1000.0)) for r in ids])
+            n = c.execute(text("SELECT COUNT(*) FROM op_detail WHERE pos > 0 AND op2op_us > 0 "
+                               "GROUP BY run_id, section")).scalars().all()
+    assert docs[0] == docs[1]
+    assert {k % 2 for k in n} == {0, 1}  # both arithmetic cases of the median
+    eng.dispose()

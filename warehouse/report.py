@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import statistics
 from array import array
 from collections import defaultdict
 from collections.abc import Sequence
@@ -149,9 +150,16 @@ def _ops_at(conn: Connection, run_id: int, section: str, positions: set[int]) ->
         f"({', '.join(str(i) for i in sorted(positions))})"), {"r": run_id, "s": section})}
 
 
-def _gap_median(conn: Connection, run_id: int, section: str, n: int) -> float:
-    """``statistics.median`` of the section's ``n`` positive op-to-op gaps after its first op, the middle one or
-    two picked by the database's sort (which spills to disk) rather than by sorting a million floats here."""
+SORT_IN_MEMORY = 200_000  # gaps sorted here up to this many (a few MB); beyond, the database sorts them
+
+
+def _gap_median(conn: Connection, run_id: int, section: str, gaps: array, n: int) -> float:
+    """``statistics.median`` of the section's ``n`` positive op-to-op gaps after its first op (``gaps``: all of
+    the section's, in file order). Up to :data:`SORT_IN_MEMORY` of them are sorted here; beyond, the middle one or
+    two are picked by the database's sort (which spills to disk) rather than by sorting a million floats here,
+    within an ingest's memory budget. Both give the same value: the same order statistics, the same arithmetic."""
+    if n <= SORT_IN_MEMORY:
+        return statistics.median(sorted(g for g in islice(gaps, 1, None) if g > 0))
     mid = conn.execute(text(
         "SELECT op2op_us FROM op_detail WHERE run_id = :r AND section = :s AND pos > 0 AND op2op_us > 0 "
         "ORDER BY op2op_us LIMIT :k OFFSET :o"), {"r": run_id, "s": section, "k": 2 - n % 2, "o": (n - 1) // 2}
@@ -194,7 +202,7 @@ def _section(conn: Connection, run_id: int, section: str, codes: dict[int, tuple
     n_nz = sum(1 for g in islice(gaps, 1, None) if g > 0)
     out: dict[str, Any] = {"ops": n, "kernel_sum_us": round(sum(kern), 1), "fw_sum_us": round(sum(x.fw), 1),
            "op2op_sum_us": round(sum(gaps), 1),
-           "op2op_median_us": round(_gap_median(conn, run_id, section, n_nz), 2) if n_nz else None,
+           "op2op_median_us": round(_gap_median(conn, run_id, section, gaps, n_nz), 2) if n_nz else None,
            "span_us": round(span, 1) if span else None, "freq_mhz": freq,
            "cores_median": _tally_median(x.cores) if n else None,
            "ops_below_120_cores": sum(k for c, k in x.cores.items() if 0 < c < 120), "fidelity": dict(x.fid)}
