@@ -43,6 +43,15 @@ def _read_bytes(pid: int) -> int:
     return total
 
 
+def _state(pid: int) -> str:
+    """A process's state letter (Z: exited, not yet reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"
+
+
 def test_sigkill_during_ingest(tmp_path, large_csv):
     """Ten SIGKILLs, each proven to land mid-ingest: the file is read twice (hash, then parse and insert in chunks
     of 5,000 rows inside one transaction); each kill waits until the parse pass has read 55-85 % of the file (two
@@ -83,7 +92,15 @@ def test_sigkill_during_ingest(tmp_path, large_csv):
             except sqlite3.OperationalError as e:
                 locked = "locked" in str(e)
             probe.close()
+            with open(f"/proc/{p.pid}/task/{p.pid}/children") as f:
+                readers = [int(c) for c in f.read().split()]
             os.kill(p.pid, signal.SIGKILL)
+            # the reading worker notices (its pipe breaks) and exits: no orphan left reading or waiting
+            gone = time.monotonic() + 20
+            while any(os.path.exists(f"/proc/{c}") and _state(c) != "Z" for c in readers) \
+                    and time.monotonic() < gone:
+                time.sleep(0.05)
+            assert not [c for c in readers if os.path.exists(f"/proc/{c}") and _state(c) != "Z"], readers
         p.wait()
         con = sqlite3.connect(db)
         assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

@@ -280,8 +280,11 @@ class _Failed:
     error: BaseException
 
 
-def _work(send: Any, path: Path, compress: bool, scan: FileScan | None) -> None:
+def _work(recv: Any, send: Any, path: Path, compress: bool, scan: FileScan | None) -> None:
     """The worker process: every item of :func:`prepare` through the pipe, or the exception that stopped it."""
+    # The fork gave us the pipe's reading end too: close it, so that when the consumer goes (killed, or done
+    # early) our next send fails and we exit, instead of waiting forever on a pipe we hold open ourselves.
+    recv.close()
     try:
         for item in prepare(path, compress, scan):
             send.send(item)
@@ -314,7 +317,7 @@ class RowSource:
             # database (inherited SQLite descriptors stay unused, and fcntl locks are not inherited).
             ctx = multiprocessing.get_context("fork")
             self._recv, send = ctx.Pipe(duplex=False)
-            self._proc = ctx.Process(target=_work, args=(send, self.path, compress, scan), daemon=True,
+            self._proc = ctx.Process(target=_work, args=(self._recv, send, self.path, compress, scan), daemon=True,
                                      name="warehouse-rowprep")
             self._proc.start()
             send.close()
