@@ -114,33 +114,44 @@ class _Cells:
         self._headers = [h for _, h, _ in TYPED]
         self.unparsable: dict[str, int] = {}  # header -> cells that were not numbers (stored as NULL)
 
-    def typed(self, row: list[str]) -> list:
-        """The TYPED values of a row, parsed (None for empty or unparsable cells)."""
-        raw = self._get(row)
-        # The fast path, for well-formed rows: list comprehensions, no per-cell function calls.
-        try:
-            fl = [float(v) if v else None for v in raw[0:5]]
-            it = [int(v) if v else None for v in raw[5:10]]
-        except ValueError:
-            return self._typed_slow(raw)
-        if not isfinite(sum(filter(None, fl))) or max(map(len, raw[5:10])) > 18 or len(raw[5]) > 9 \
-                or len(raw[9]) > 9:
-            return self._typed_slow(raw)  # NaN, infinities, integers that may overflow 64 (or 32) bits
-        return [*fl, *it, *[v.strip() or None for v in raw[10:12]]]
+    def raw(self, row: list[str]) -> tuple[str, ...]:
+        """The row's cells of the TYPED columns, unparsed."""
+        return self._get(row)
 
-    def _typed_slow(self, raw: tuple) -> list:
-        """Cell by cell, counting the cells that are not numbers for a warning."""
+    def typed(self, raws: list[tuple[str, ...]]) -> list[tuple]:
+        """The TYPED values of rows (from :meth:`raw`), parsed (None for empty or unparsable cells). Column by
+        column: a list comprehension per column is the fast path, and only a column that holds something odd (a
+        cell that is not a number, NaN, an integer that may overflow) is parsed cell by cell."""
+        if not raws:
+            return []
+        cols: list[list] = []
+        for j, col in enumerate(zip(*raws)):
+            vals: list | None = None
+            try:
+                if j < 5:
+                    vals = [float(v) if v else None for v in col]
+                    if not isfinite(sum(filter(None, vals))):
+                        vals = None  # NaN or an infinity somewhere (or a sum that overflows: checked cell by cell)
+                elif j < 10:
+                    if max(map(len, col)) <= (9 if j in (5, 9) else 18):  # cannot overflow 32 (64) bits
+                        vals = [int(v) if v else None for v in col]
+                else:
+                    vals = [v.strip() or None for v in col]
+            except ValueError:
+                vals = None
+            cols.append(vals if vals is not None else self._slow(j, col))
+        return list(zip(*cols))
+
+    def _slow(self, j: int, col: tuple[str, ...]) -> list:
+        """One column cell by cell, counting the cells that are not numbers for a warning."""
+        parse, header = self._parse[j], self._headers[j]
         out: list = []
-        for p, cell in zip(self._parse, raw):
-            if p is None:
-                out.append(cell)
-                continue
-            v = p(cell)
+        for cell in col:
+            v = parse(cell) if parse is not None else cell
             if v is None or v == "":
                 out.append(None)
                 if v is None and cell and cell.strip():  # not empty, yet not a (finite) number
-                    h = self._headers[len(out) - 1]
-                    self.unparsable[h] = self.unparsable.get(h, 0) + 1
+                    self.unparsable[header] = self.unparsable.get(header, 0) + 1
             else:
                 out.append(v)
         return out
@@ -159,8 +170,8 @@ class Chunk:
 class Batch:
     """Up to :data:`BATCH` consecutive rows, prepared.
 
-    ``rows`` holds one tuple per row in file order: ``(row_no, name, token, typed)`` for an op (``typed`` as
-    :data:`TYPED`), ``(row_no, name, token, None, message, host_start)`` for a signpost. Tokens name static
+    ``rows`` holds one tuple per row in file order: ``(row_no, name, token, typed)`` for an op (``typed`` a
+    tuple as :data:`TYPED`), ``(row_no, name, token, None, message, host_start)`` for a signpost. Tokens name static
     cell tuples: ``keys[i]`` is the tuple of token ``first_token + i``, first met in this batch."""
 
     rows: list[tuple] = field(default_factory=list)
@@ -205,8 +216,11 @@ class _Preparer:
         c = self.cells
         type_i, name_i, attr_i, host_i, arch_i = c.op_type, c.name, c.attributes, c.host_start, c.arch
         tokens, static, volatile, shaped = self.tokens, self._static, self._volatile, self.shaped
+        raw = c.raw
         b = Batch(first_token=self.next_token)
         vol: list[tuple] = []
+        op_at: list[int] = []  # where the batch's ops are in b.rows (typed at the batch's end, by column)
+        raws: list[tuple[str, ...]] = []
         for row_no, cells in self.reader.rows():
             key = static(cells)
             tok = tokens.get(key)
@@ -229,15 +243,20 @@ class _Preparer:
                 cells.append("")  # the cell that columns missing from this file read (see _Cells)
                 if self.arch is None and arch_i is not None:
                     self.arch = cells[arch_i].strip() or None
-                b.rows.append((row_no, name, tok, c.typed(cells)))
+                op_at.append(len(b.rows))
+                raws.append(raw(cells))
+                b.rows.append((row_no, name, tok))
             if len(b.rows) >= BATCH:
-                yield self._close(b, vol, final=False)
-                b, vol = Batch(first_token=self.next_token), []
-        yield self._close(b, vol, final=True)
+                yield self._close(b, vol, op_at, raws, final=False)
+                b, vol, op_at, raws = Batch(first_token=self.next_token), [], [], []
+        yield self._close(b, vol, op_at, raws, final=True)
 
-    def _close(self, b: Batch, vol: list[tuple], final: bool) -> Batch:
-        """Encode the batch's export cells, cut the full chunks (and the rest when ``final``), and bound the
-        token table."""
+    def _close(self, b: Batch, vol: list[tuple], op_at: list[int], raws: list[tuple], final: bool) -> Batch:
+        """Type the batch's ops (column by column), encode its export cells, cut the full chunks (and the rest
+        when ``final``), and bound the token table."""
+        rows = b.rows
+        for i, values in zip(op_at, self.cells.typed(raws)):
+            rows[i] = (*rows[i], values)
         self.pending_cells += encode_volatile(vol)
         n = len(self.pending) if final else len(self.pending) - len(self.pending) % CHUNK_ROWS
         for i in range(0, n, CHUNK_ROWS):
@@ -256,8 +275,9 @@ class _Preparer:
         r = self.reader
         early = len(r.warnings)
         r.verify()
-        return Finish(r.rows_read, r.warnings[:early], r.warnings[early:], r.exact_file(), self.cells.unparsable,
-                      self.arch)
+        bad = self.cells.unparsable  # in the columns' order, whatever the order rows and batches met them
+        return Finish(r.rows_read, r.warnings[:early], r.warnings[early:], r.exact_file(),
+                      {h: bad[h] for _, h, _ in TYPED if h in bad}, self.arch)
 
 
 def prepare(path: Path, compress: bool, scan: FileScan | None = None) -> Iterator[Any]:
