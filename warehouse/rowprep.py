@@ -109,6 +109,7 @@ class _Cells:
         self.attributes = c("ATTRIBUTES")
         self.host_start = c("HOST START TS")
         self.arch = c("DEVICE ARCH")
+        self.pad = any(c(h) is None for _, h, _ in TYPED)  # whether rows need the extra empty cell
         self._get = itemgetter(*[at(h) for _, h, _ in TYPED])
         self._parse = [p for _, _, p in TYPED]
         self._headers = [h for _, h, _ in TYPED]
@@ -221,6 +222,11 @@ class _Preparer:
         vol: list[tuple] = []
         op_at: list[int] = []  # where the batch's ops are in b.rows (typed at the batch's end, by column)
         raws: list[tuple[str, ...]] = []
+        # (the loop runs once per row of the file: names are bound locally, attribute lookups kept out)
+        pending = self.pending.append
+        pad = c.pad
+        want_arch = arch_i is not None
+        rows, n = b.rows, 0
         for row_no, cells in self.reader.rows():
             key = static(cells)
             tok = tokens.get(key)
@@ -229,26 +235,30 @@ class _Preparer:
                 self.next_token += 1
                 b.keys.append(key)
             vol.append(volatile(cells))
-            self.pending.append((row_no, tok))
+            pending((row_no, tok))
             name = cells[name_i]
             if type_i is not None and cells[type_i] == "signpost":
                 msg = cells[attr_i].strip() if attr_i is not None else ""
                 host = parse_int(cells[host_i]) if host_i is not None else None
-                b.rows.append((row_no, name, tok, None, msg or None, host))
+                rows.append((row_no, name, tok, None, msg or None, host))
             else:
                 if tok not in shaped:
                     shaped.add(tok)
                     shape = self.analyzer.shape(cells, name)
                     b.shapes.append((tok, shape.digest(), shape))
-                cells.append("")  # the cell that columns missing from this file read (see _Cells)
-                if self.arch is None and arch_i is not None:
-                    self.arch = cells[arch_i].strip() or None
-                op_at.append(len(b.rows))
+                if pad:
+                    cells.append("")  # the cell that columns missing from this file read (see _Cells)
+                if want_arch:
+                    self.arch = cells[arch_i].strip() or None  # type: ignore[index]
+                    want_arch = self.arch is None
+                op_at.append(n)
                 raws.append(raw(cells))
-                b.rows.append((row_no, name, tok))
-            if len(b.rows) >= BATCH:
+                rows.append((row_no, name, tok))
+            n += 1
+            if n >= BATCH:
                 yield self._close(b, vol, op_at, raws, final=False)
                 b, vol, op_at, raws = Batch(first_token=self.next_token), [], [], []
+                rows, n = b.rows, 0
         yield self._close(b, vol, op_at, raws, final=True)
 
     def _close(self, b: Batch, vol: list[tuple], op_at: list[int], raws: list[tuple], final: bool) -> Batch:
