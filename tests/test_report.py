@@ -213,3 +213,56 @@ def test_gap_median_sorted_here_or_by_the_database(db_url, corpus_copy, monkeypa
     assert docs[0] == docs[1]
     assert {k % 2 for k in n} == {0, 1}  # both arithmetic cases of the median
     eng.dispose()
+
+
+def _sectioned_odd(path):
+    """Eager and trace sections with odd measurements: -0 and empty durations, NaN, a trace op ahead of the
+    eager ones in one file, blocks and layers."""
+    head = ("OP CODE,OP TYPE,DEVICE KERNEL DURATION [ns],DEVICE FW DURATION [ns],OP TO OP LATENCY [ns],"
+            "CORE COUNT,MATH FIDELITY,ATTRIBUTES")
+    ops = ["Matmul,tt_dnn_device,-0.0,-0,5,64,HiFi4,", "Add,tt_dnn_device,,7,-0.0,,LoFi,",
+           "Conv2d,tt_dnn_device,nan,3,2,8,,", "Matmul,tt_dnn_device,1500,2000,0,120,HiFi2,"]
+    body = ["m:enc,signpost,,,,,,", "eager,signpost,,,,,,", "c:l0,signpost,,,,,,", *ops, "c:l1,signpost,,,,,,", *ops,
+            "eager_end,signpost,,,,,,", "trace,signpost,,,,,,", *ops, *ops, "trace_end,signpost,,,,,,"]
+    path.write_text("\n".join([head, *body]) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("order", ["eager_first", "trace_first", "differ"])
+def test_report_parts_fed_at_ingest_equal_parts_read_back(db_url, tmp_path, corpus_copy, monkeypatch, order):
+    """Ingest computes the report parts from the ops as it writes them (report.ReportFeed), reading none back:
+    they equal the parts computed from the database, on both back ends, for the corpus and odd values (the
+    feed is used, not the database, except where the trace comes first and the database must be read)."""
+    import json
+    from warehouse import report
+    from warehouse.db import open_db
+    from warehouse.ingest import ingest_file
+
+    from sqlalchemy import text
+    f = _sectioned_odd(tmp_path / "ops_perf_results_odd.csv")
+    lines = f.read_text().splitlines()
+    if order == "trace_first":  # the trace section before the eager one: the eager-position rule cannot be fed
+        lines = [lines[0]] + lines[13:] + lines[1:13]
+    elif order == "differ":
+        lines[-2] = lines[-2].replace("Matmul", "Softmax")
+    f.write_text("\n".join(lines) + "\n")
+    files = [f] + ([corpus_copy(c) for c in ("dlv3_same", "oft_mismatch", "clip_replays3")]
+                   if order == "eager_first" else [])
+    read_back = []
+    real_scan = report._scan
+
+    def counting(*a, **k):
+        read_back.append(a[2])
+        return real_scan(*a, **k)
+    monkeypatch.setattr(report, "_scan", counting)
+    eng = open_db(db_url)
+    ids = [ingest_file(eng, x).run_id for x in files]
+    assert read_back == (["eager", "trace"] if order == "trace_first" else [])
+    with eng.connect() as c:
+        for r in ids:
+            stored = c.execute(text("SELECT doc FROM run_report WHERE run_id = :r"), {"r": r}).scalar()
+            freq = c.execute(text("SELECT freq_mhz FROM run WHERE id = :r"), {"r": r}).scalar()
+            assert stored == json.dumps(report.compute_parts(c, r, float(freq)), ensure_ascii=False)
+        same = c.execute(text("SELECT trace_matches_eager FROM run WHERE id = :r"), {"r": ids[0]}).scalar()
+    assert bool(same) == (order != "differ")
+    eng.dispose()

@@ -31,7 +31,7 @@ from warehouse.places import place_digest
 from warehouse.perfstore import ShapeCache, column_rows, perf_arch
 from warehouse.cellstore import compresses, static_ids_json
 from warehouse.rowprep import REPLAY, TYPED, Batch, Chunk, RowSource
-from warehouse.report import store_parts
+from warehouse.report import ReportFeed, store_parts
 from warehouse.rollups import build_rollups
 from warehouse.signposts import Attribution, SectionSpan
 
@@ -254,6 +254,8 @@ class _FileIngest:
         self.history = HistoryTracker()
         self.shapes = ShapeCache()
         self.shape_ids: dict[int, int] = {}  # static tuple token -> perf_shape id
+        self.fidelity: dict[int, str] = {}  # static tuple token -> the shape's fidelity (the report's)
+        self.feed = ReportFeed(conn)
 
     def _store_section(self, span: SectionSpan) -> int:
         self.n_sections += 1
@@ -300,6 +302,8 @@ class _FileIngest:
         key = (sec.name if sec is not None else None, block, layer, code_id)
         occ = self.seen.get(key, 0)
         self.seen[key] = occ + 1
+        if sec is not None:
+            self.feed.op(sec.name, p, code_id, a.block, a.layer, typed, self.fidelity[tok])  # type: ignore[arg-type]
         if sec is not None and sec.name == "trace":
             hist = self.history.trace_op(row_no, code_id, typed[REPLAY], block, layer, p or 0)
         else:
@@ -336,6 +340,7 @@ class _FileIngest:
             self.shapes.learn(b.shapes)
             self.shapes.resolve(self.intern.connection())
             self.shape_ids.update((tok, self.shapes.ids[d]) for tok, d, _ in b.shapes)
+            self.fidelity.update((tok, shape.fidelity or "") for tok, _, shape in b.shapes)
             self.shapes.trim()
         for row in b.rows:
             if row[3] is None:
@@ -344,8 +349,10 @@ class _FileIngest:
                 self._op(row)
         self.chunks += b.chunks
         self._flush()
+        self.feed.flush()
         if b.forget:
             self.shape_ids.clear()
+            self.fidelity.clear()
 
     def release(self) -> None:
         """Drop the per-op state of the streaming pass (some 30 MB for a million ops) before the rollups and the
@@ -356,6 +363,7 @@ class _FileIngest:
         self.pos = {}
         self.shapes = ShapeCache()
         self.shape_ids = {}
+        self.fidelity = {}
 
     def run(self, progress: Callable[[int], None] | None) -> bool:
         """Stream every row into the database; returns whether the trace inherits the eager attribution."""
@@ -487,7 +495,8 @@ def _ingest_once(engine: Engine, path: Path, source: RowSource, scan: FileScan, 
         history.summarize(conn, run_id)
         with dialect.small_sorts(conn):
             build_rollups(conn, run_id, meta.get("freq_mhz", freq))
-        store_parts(conn, run_id)
+        store_parts(conn, run_id, job.feed.scans(same))
+        job.feed = None  # type: ignore[assignment]
         seconds = time.perf_counter() - t0
         final = dict(row_count=job.rows_read, op_count=job.n_ops, signpost_count=job.n_signposts,
                      final_newline=scan.final_newline, export_exact=exact,

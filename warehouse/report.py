@@ -59,7 +59,12 @@ class _SectionScan:
         self.groups: tuple[dict[str, list], ...] = tuple({} for _ in GROUPS)
         self.layers: dict[str, tuple[array, bytearray]] = {}
 
-    def add(self, batch: Sequence[Any], compute: dict[int, bool]) -> None:
+    def add(self, batch: Sequence[Any], compute: dict[int, bool], groups_only: bool = False) -> None:
+        """Add ops (rows as :data:`_COLS` and the group keys); ``groups_only``: only the group tables and the
+        layers (:class:`ReportFeed` shares the rest between two scans of the same ops)."""
+        if groups_only:
+            self._groups(batch, compute)
+            return
         for op in batch:
             k, g = op[KERN], op[GAP]
             self.kern.append(k)
@@ -73,6 +78,11 @@ class _SectionScan:
                 self.end = en
             if op[FID]:
                 self.fid[op[FID]] += 1
+        self._groups(batch, compute)
+
+    def _groups(self, batch: Sequence[Any], compute: dict[int, bool]) -> None:
+        for op in batch:
+            k, g = op[KERN], op[GAP]
             for agg, key in zip(self.groups, op[_KEYS]):
                 a = agg.get(key)
                 if a is None:
@@ -121,6 +131,102 @@ class _SectionScan:
         out["per_layer"] = sorted(per, key=lambda x: -(x["compute_us"] + x["movement_us"] + x["split_us"]
                                                        + x["finish_us"]))
         return out
+
+
+class ReportFeed:
+    """The report's section scans, fed by ingest op by op in file order with the values that the op_detail view
+    gives for them, so that storing the report parts costs no second read of the ops (which would be a third of
+    an ingest's time after the rows are written).
+
+    Which blocks and layers the trace's ops report is decided only at the file's end (the oracle's rule: the
+    eager op's at the same position when both op code sequences are equal), so while the trace's op codes
+    match the eager section's position by position it is scanned both ways. When neither way applies (a trace
+    op ahead of the eager section) :meth:`scans` gives None and the parts are read from the database as before.
+    ``warehouse check`` computes the parts from the database and compares."""
+
+    def __init__(self, conn: Connection):
+        self.conn = conn
+        self.plus_zero = conn.dialect.name == "sqlite"  # (SQLite stores -0.0 as 0.0: as it reads back)
+        self.own = {s: _SectionScan() for s in SECTIONS}
+        self.inherited: _SectionScan | None = _SectionScan()
+        self.eager_codes = array("q")
+        self.eager_places = array("i")  # each eager position's (block, layer), as an index of ``pairs``
+        self.pairs: list[tuple[str, str]] = []
+        self.pair_ix: dict[tuple[str, str], int] = {}
+        self.codes: dict[int, tuple[str, str, bool]] = {}  # op_code id -> name, category, is_compute
+        self.compute: dict[int, bool] = {}
+        self.keys: dict[tuple[int, str, str], tuple] = {}  # (op code, block, layer) -> the group tables' keys
+        self.pending: list[tuple] = []
+
+    def op(self, section: str, pos: int, code: int, block: str, layer: str, typed: Sequence[Any],
+           fidelity: str) -> None:
+        """One op of the eager or trace section (``typed`` as :data:`warehouse.rowprep.TYPED`)."""
+        alt: tuple[str, str] | None = None
+        if section == "eager":
+            self.eager_codes.append(code)
+            ix = self.pair_ix.get((block, layer))
+            if ix is None:
+                ix = self.pair_ix[(block, layer)] = len(self.pairs)
+                self.pairs.append((block, layer))
+            self.eager_places.append(ix)
+        elif self.inherited is not None:
+            if pos < len(self.eager_codes) and self.eager_codes[pos] == code:
+                alt = self.pairs[self.eager_places[pos]]
+            else:
+                self.inherited = None  # the sequences differ here (or the eager op is not known yet)
+        k, f, g = typed[0], typed[1], typed[2]
+        self.pending.append((section, pos, code, block, layer, alt, 0 if k is None else k, 0 if f is None else f,
+                             0 if g is None else g, typed[3], typed[4], typed[9] or 0, fidelity))
+
+    def _key(self, code: int, block: str, layer: str) -> tuple:
+        """The group tables' keys of an op, by the registry's SQL (once per op code, block and layer)."""
+        if code not in self.codes:
+            name, cat, comp = self.conn.execute(
+                text("SELECT name, category, is_compute FROM op_code WHERE id = :i"), {"i": code}).one()
+            self.codes[code] = (name, cat, bool(comp))
+            self.compute[code] = bool(comp)
+        name, cat, _ = self.codes[code]
+        row = self.conn.execute(text(
+            f"SELECT {', '.join(tb.expr for tb in REPORT_TABLES)} FROM (SELECT CAST(:o AS TEXT) AS op_code, "
+            "CAST(:c AS TEXT) AS category, CAST(:b AS TEXT) AS block, CAST(:l AS TEXT) AS layer) x"),
+            {"o": name, "c": cat, "b": block, "l": layer}).one()
+        key = self.keys[(code, block, layer)] = tuple(row)
+        return key
+
+    def flush(self) -> None:
+        """Add the ops fed since the last call to the scans (once per batch of rows)."""
+        keys, plus = self.keys, self.plus_zero
+        rows: dict[str, list] = {s: [] for s in SECTIONS}
+        inherited: list = []
+        for sec, pos, code, block, layer, alt, k, f, g, st, en, cores, fid in self.pending:
+            kern, fw, gap = k / 1000.0, f / 1000.0, (0.0 if pos == 0 else g / 1000.0)
+            if plus:
+                kern, fw, gap = kern + 0.0, fw + 0.0, gap + 0.0
+            cols = (kern, fw, gap, st, en, cores, fid)
+            key = keys.get((code, block, layer)) or self._key(code, block, layer)
+            rows[sec].append((pos, code, block, layer, *cols, *key))
+            if sec == "trace" and self.inherited is not None and alt is not None:
+                b, lay = alt
+                key = keys.get((code, b, lay)) or self._key(code, b, lay)
+                inherited.append((pos, code, b, lay, *cols, *key))
+        self.pending = []
+        for sec in SECTIONS:
+            self.own[sec].add(rows[sec], self.compute)
+        if self.inherited is not None:
+            self.inherited.add(inherited, self.compute, groups_only=True)  # the same values as the own trace's
+
+    def scans(self, same: bool) -> dict[str, _SectionScan] | None:
+        """The eager and trace scans for the file's rule (``same``: the sequences are equal), or None when the
+        database must be read."""
+        self.flush()
+        if not same:
+            return self.own
+        x, own = self.inherited, self.own["trace"]
+        if x is None:
+            return None
+        x.kern, x.fw, x.gaps, x.cores, x.start, x.end, x.fid = own.kern, own.fw, own.gaps, own.cores, own.start, \
+            own.end, own.fid
+        return {"eager": self.own["eager"], "trace": x}
 
 
 def _scan(conn: Connection, run_id: int, section: str, compute: dict[int, bool]) -> _SectionScan:
@@ -184,8 +290,8 @@ def _tally_median(tally: dict[float, int]) -> float:
 
 
 def _section(conn: Connection, run_id: int, section: str, codes: dict[int, tuple[str, str, bool]],
-             freq: float) -> dict[str, Any]:
-    x = _scan(conn, run_id, section, {i: c[2] for i, c in codes.items()})
+             freq: float, scan: _SectionScan | None = None) -> dict[str, Any]:
+    x = scan or _scan(conn, run_id, section, {i: c[2] for i, c in codes.items()})
     kern, gaps, n = x.kern, x.gaps, len(x.kern)
     span = (x.end - x.start) / freq if x.start is not None and x.end is not None else None
     total = sum(kern) or 1.0
@@ -211,9 +317,11 @@ def _section(conn: Connection, run_id: int, section: str, codes: dict[int, tuple
     return out
 
 
-def compute_parts(conn: Connection, run_id: int, freq: float) -> dict[str, Any]:
+def compute_parts(conn: Connection, run_id: int, freq: float,
+                  scans: dict[str, _SectionScan] | None = None) -> dict[str, Any]:
     """The part of the report that comes from a run's ops (trace ids, replay sessions, the eager and trace
-    sections), computed from the database in file order."""
+    sections), computed from the database in file order (or from ``scans`` fed at ingest, see
+    :class:`ReportFeed`)."""
     ids = conn.execute(text("SELECT DISTINCT trace_id, replay_session FROM op_detail WHERE run_id = :r "
                             "AND section = 'trace'"), {"r": run_id}).all()
     codes = {i: (n, c, bool(x)) for i, n, c, x in conn.execute(
@@ -221,18 +329,18 @@ def compute_parts(conn: Connection, run_id: int, freq: float) -> dict[str, Any]:
     parts: dict[str, Any] = {"trace_ids": sorted({r[0] for r in ids}),
                              "replay_sessions": sorted({r[1] for r in ids})}
     for s in SECTIONS:
-        parts[s] = _section(conn, run_id, s, codes, freq)
+        parts[s] = _section(conn, run_id, s, codes, freq, scans[s] if scans else None)
     return parts
 
 
-def store_parts(conn: Connection, run_id: int) -> None:
-    """Compute and store a run's report parts (at ingest, in the file's transaction, and by migration 0007):
-    `report` then reads a few kilobytes instead of every op. JSON keeps floats to the last bit and keys in
-    order, so the stored document is the computed one."""
+def store_parts(conn: Connection, run_id: int, scans: dict[str, _SectionScan] | None = None) -> None:
+    """Compute and store a run's report parts (at ingest, in the file's transaction, from the ``scans`` it fed;
+    and by migration 0007): `report` then reads a few kilobytes instead of every op. JSON keeps floats to the
+    last bit and keys in order, so the stored document is the computed one."""
     freq = float(conn.execute(select(t.run.c.freq_mhz).where(t.run.c.id == run_id)).scalar_one())
     conn.execute(t.run_report.delete().where(t.run_report.c.run_id == run_id))
     with dialect.small_sorts(conn):  # (a small page cache: a million-op ingest stays within its memory budget)
-        doc = json.dumps(compute_parts(conn, run_id, freq), ensure_ascii=False)
+        doc = json.dumps(compute_parts(conn, run_id, freq, scans), ensure_ascii=False)
     conn.execute(t.run_report.insert().values(run_id=run_id, doc=doc))
 
 
