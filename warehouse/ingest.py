@@ -29,7 +29,7 @@ from warehouse import history
 from warehouse.history import HistoryTracker, own
 from warehouse.places import place_digest
 from warehouse.perfstore import ShapeCache, column_rows, perf_arch
-from warehouse.cellstore import compresses, static_ids_json
+from warehouse.cellstore import compresses, pack_cells, static_ids_json
 from warehouse.rowprep import REPLAY, TYPED, Batch, Chunk, RowSource
 from warehouse.report import ReportFeed, store_parts
 from warehouse.rollups import build_rollups
@@ -235,6 +235,7 @@ class _FileIngest:
 
     def __init__(self, conn: Connection, source: RowSource, run_id: int):
         self.conn, self.source, self.run_id = conn, source, run_id
+        self.compress = compresses(conn)
         self.intern = _Interner(conn)
         self.attr = Attribution()
         self.ops: list[tuple] = []
@@ -328,7 +329,8 @@ class _FileIngest:
             self.intern.resolve_pending()
             ids = self.intern.ids
             self.conn.execute(t.cell_chunk.insert(), [
-                {"run_id": self.run_id, **c.columns, "static_ids": static_ids_json([ids[k] for k in c.tokens])}
+                {"run_id": self.run_id, **pack_cells(c.row_nos, c.texts, self.compress),
+                 "static_ids": static_ids_json([ids[k] for k in c.tokens])}
                 for c in self.chunks])
             self.chunks = []
             self.intern.trim()
@@ -417,8 +419,7 @@ def ingest_file(engine: Engine, path: Path, *, label: str | None = None, tags: d
     path = Path(path)
     meta = dict(meta or {})
     warnings = meta.pop("warnings", None)  # taken out once: a retry must see the same meta
-    compress = compresses(engine)
-    source = RowSource(path, compress, worker=worker)  # the worker hashes, then parses ahead while we check
+    source = RowSource(path, worker=worker)  # the worker hashes, then parses ahead while we check
     try:
         scan = source.scan
         sha = meta.get("sha256", scan.sha256)
@@ -446,7 +447,7 @@ def ingest_file(engine: Engine, path: Path, *, label: str | None = None, tags: d
                     raise WarehouseError(f"{shown(path)}: {dialect.explain(e)}") from None
                 time.sleep(0.2 + random.random() * (1 + attempt))
                 source.close()  # its rows were spent on the failed try: read them again
-                source = RowSource(path, compress, scan, worker=worker)
+                source = RowSource(path, scan, worker=worker)
         raise AssertionError("unreachable")
     finally:
         source.close()

@@ -3,10 +3,10 @@
 A file's ingest is a pipeline of two halves, each about half of the work:
 
 1. here (:func:`prepare`): hash the file, parse it, type the measured cells, give each distinct static cell tuple
-   a token and its perf shape, encode and compress the export cells in chunks of rows, and check at the end that
+   a token and its perf shape, encode the export cells and cut them in chunks of rows, and check at the end that
    the bytes parsed are the bytes hashed;
-2. in :mod:`warehouse.ingest`: attribute ops to sections, blocks and layers, intern, and write, in the file's
-   transaction.
+2. in :mod:`warehouse.ingest`: attribute ops to sections, blocks and layers, intern, compress the chunks, feed
+   the report's scans, and write, in the file's transaction.
 
 The first half yields, in order: the :class:`~warehouse.csvfile.FileScan`, the
 :class:`~warehouse.csvfile.Layout`, :class:`Batch` es of rows, and a :class:`Finish`. :class:`RowSource` runs
@@ -27,7 +27,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from warehouse.cellstore import CHUNK_ROWS, pack_cells
+from warehouse.cellstore import CHUNK_ROWS
 from warehouse.csvfile import CsvReader, FileScan, Layout, RowWarning, cells_getter, encode_volatile, scan_file
 from warehouse.errors import WarehouseError
 from warehouse.files import open_regular
@@ -160,10 +160,12 @@ class _Cells:
 
 @dataclass
 class Chunk:
-    """A chunk of export cells (see :mod:`warehouse.cellstore`), with its rows' static tuple tokens in place of
-    the ``cell_tuple`` ids that only the database gives."""
+    """The rows of one chunk of export cells (see :mod:`warehouse.cellstore`): their numbers, volatile cells as
+    JSON, and static tuple tokens in place of the ``cell_tuple`` ids that only the database gives. The consumer
+    packs and compresses it (that half of the pipeline is the shorter one)."""
 
-    columns: dict[str, Any]
+    row_nos: list[int]
+    texts: list[str]
     tokens: list[int]
 
 
@@ -199,8 +201,8 @@ class Finish:
 class _Preparer:
     """One file's rows, prepared batch by batch."""
 
-    def __init__(self, reader: CsvReader, compress: bool):
-        self.reader, self.compress = reader, compress
+    def __init__(self, reader: CsvReader):
+        self.reader = reader
         lay = reader.layout
         self.cells = _Cells(lay)
         self.analyzer = Analyzer(lay.header)
@@ -271,8 +273,7 @@ class _Preparer:
         n = len(self.pending) if final else len(self.pending) - len(self.pending) % CHUNK_ROWS
         for i in range(0, n, CHUNK_ROWS):
             rows = self.pending[i:i + CHUNK_ROWS]
-            b.chunks.append(Chunk(pack_cells([r for r, _ in rows], self.pending_cells[i:i + CHUNK_ROWS],
-                                             self.compress), [t for _, t in rows]))
+            b.chunks.append(Chunk([r for r, _ in rows], self.pending_cells[i:i + CHUNK_ROWS], [t for _, t in rows]))
         del self.pending[:n], self.pending_cells[:n]
         if len(self.tokens) > MAX_TOKENS:  # a file whose every row has new static cells must not grow memory
             self.tokens.clear()
@@ -290,7 +291,7 @@ class _Preparer:
                       {h: bad[h] for _, h, _ in TYPED if h in bad}, self.arch)
 
 
-def prepare(path: Path, compress: bool, scan: FileScan | None = None) -> Iterator[Any]:
+def prepare(path: Path, scan: FileScan | None = None) -> Iterator[Any]:
     """The first half of a file's ingest: yields the scan, the layout, the batches and the finish."""
     if scan is None:
         with open_regular(path) as f:
@@ -298,7 +299,7 @@ def prepare(path: Path, compress: bool, scan: FileScan | None = None) -> Iterato
     yield scan
     with CsvReader(path, open_regular(path), scan) as reader:
         yield reader.layout
-        prep = _Preparer(reader, compress)
+        prep = _Preparer(reader)
         yield from prep.batches()
         yield prep.finish()
 
@@ -310,13 +311,13 @@ class _Failed:
     error: BaseException
 
 
-def _work(recv: Any, send: Any, path: Path, compress: bool, scan: FileScan | None) -> None:
+def _work(recv: Any, send: Any, path: Path, scan: FileScan | None) -> None:
     """The worker process: every item of :func:`prepare` through the pipe, or the exception that stopped it."""
     # The fork gave us the pipe's reading end too: close it, so that when the consumer goes (killed, or done
     # early) our next send fails and we exit, instead of waiting forever on a pipe we hold open ourselves.
     recv.close()
     try:
-        for item in prepare(path, compress, scan):
+        for item in prepare(path, scan):
             send.send(item)
     except BrokenPipeError:
         pass  # the consumer stopped (a duplicate, an error of its own): nothing to tell
@@ -333,7 +334,7 @@ class RowSource:
     """The items of :func:`prepare` for one file, from a worker process (files of ``WORKER_MIN_BYTES`` or more,
     unless ``worker`` says otherwise) or in-process. Use as a context manager: leaving stops the worker."""
 
-    def __init__(self, path: Path, compress: bool, scan: FileScan | None = None, worker: bool | None = None):
+    def __init__(self, path: Path, scan: FileScan | None = None, worker: bool | None = None):
         self.path = Path(path)
         if worker is None:
             try:
@@ -347,13 +348,13 @@ class RowSource:
             # database (inherited SQLite descriptors stay unused, and fcntl locks are not inherited).
             ctx = multiprocessing.get_context("fork")
             self._recv, send = ctx.Pipe(duplex=False)
-            self._proc = ctx.Process(target=_work, args=(self._recv, send, self.path, compress, scan), daemon=True,
+            self._proc = ctx.Process(target=_work, args=(self._recv, send, self.path, scan), daemon=True,
                                      name="warehouse-rowprep")
             self._proc.start()
             send.close()
             self._items: Iterator[Any] = self._from_worker()
         else:
-            self._items = prepare(self.path, compress, scan)
+            self._items = prepare(self.path, scan)
         try:
             self.scan: FileScan = self._next()
         except BaseException:
