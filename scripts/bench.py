@@ -57,6 +57,44 @@ def timed(cmd: list[str], **kw) -> tuple[float, int]:
     return dt, usage.ru_maxrss
 
 
+def _tree_pss_kib(pid: int) -> int:
+    """Proportional set size of a process and its children (KiB): memory they share (a forked worker's copy of
+    its parent's pages) counts once, split between them."""
+    total = 0
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            kids = [int(c) for c in f.read().split()]
+    except OSError:
+        return 0
+    for p in [pid, *kids]:
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as f:
+                total += next(int(line.split()[1]) for line in f if line.startswith("Pss:"))
+        except (OSError, StopIteration):
+            pass
+    return total
+
+
+def timed_tree(cmd: list[str]) -> tuple[float, int, int]:
+    """Wall seconds, the peak of the process tree's summed memory (PSS, sampled every 20 ms, KiB) and the
+    largest single process's peak RSS (KiB) of a command that may start worker processes (ingest reads the
+    file in one)."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak = 0
+    while True:
+        done, status, usage = os.wait4(p.pid, os.WNOHANG)  # (this child's own usage, not earlier ones')
+        if done:
+            break
+        peak = max(peak, _tree_pss_kib(p.pid))
+        time.sleep(0.02)
+    dt = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode not in (0, 3):
+        raise SystemExit(f"Error: {' '.join(map(str, cmd))} failed ({p.returncode})")
+    return dt, peak, usage.ru_maxrss
+
+
 def best(cmd: list[str], repeat: int, setup=None) -> float:
     """The fastest of ``repeat`` runs (the least disturbed by other work on the machine)."""
     times = []
@@ -354,10 +392,12 @@ def big_memory(a, out: Path) -> list[dict]:
         big_db = out / "big.db"
         for p in out.glob("big.db*"):
             p.unlink()
-        secs, rss_kib = timed(WAREHOUSE + ["--db", str(big_db), "ingest", str(big)])
-        mib = rss_kib / 1024
+        # the ingest is two processes (warehouse/rowprep.py): their summed memory is the figure
+        secs, pss_kib, rss_kib = timed_tree(WAREHOUSE + ["--db", str(big_db), "ingest", str(big)])
+        mib = pss_kib / 1024
         results.append(line(f"3. peak memory, ingest of {n_big} ops ({big.stat().st_size / 2**30:.1f} GiB, "
-                            f"{secs:.0f}s)", f"{mib:.0f} MiB", "<= 150 MiB", mib <= 150))
+                            f"{secs:.0f}s; both processes' PSS summed, largest single RSS {rss_kib / 1024:.0f} "
+                            "MiB)", f"{mib:.0f} MiB", "<= 150 MiB", mib <= 150))
         big.unlink()
     return results
 
