@@ -48,13 +48,22 @@ def both(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("prep")
     folder = _folder(tmp)
     out = []
+    real_init = rowprep.RowSource.__init__
     for mode, threshold in (("worker", 0), ("inline", 1 << 62)):
         (tmp / mode).mkdir()
         url = str(tmp / mode / "warehouse.db")
+        used: list[bool] = []
+
+        def init(self, *a, _used=used, **k):
+            real_init(self, *a, **k)
+            _used.append(self.worker)
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(rowprep, "WORKER_MIN_BYTES", threshold)
             mp.setattr(rowprep, "BATCH", 700)  # several batches, chunks across batch ends
+            mp.setattr(rowprep.threading, "active_count", lambda: 1)  # (a thread left by another test)
+            mp.setattr(rowprep.RowSource, "__init__", init)
             res = make_invoke(url)("ingest", folder, "--label", "nightly")
+        assert used and set(used) == {mode == "worker"}  # every file read the way this ingest is meant to
         out.append((url, res))
     return out
 
@@ -164,3 +173,14 @@ def test_typing_by_column_is_typing_by_cell():
                     bad[h] = bad.get(h, 0) + 1
             want.append(tuple(vals))
         assert got == want and cells.unparsable == bad, rows
+
+
+def test_no_worker_from_a_threaded_process(tmp_path, monkeypatch):
+    """A process that runs threads (a web app calling the API) reads in-process: forking it could deadlock."""
+    monkeypatch.setattr(rowprep, "WORKER_MIN_BYTES", 0)
+    monkeypatch.setattr(rowprep.threading, "active_count", lambda: 2)
+    with rowprep.RowSource(FILES[0]) as src:
+        assert not src.worker
+    monkeypatch.setattr(rowprep.threading, "active_count", lambda: 1)
+    with rowprep.RowSource(FILES[0]) as src:
+        assert src.worker

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -338,7 +339,9 @@ class RowSource:
         self.path = Path(path)
         if worker is None:
             try:
-                worker = os.stat(self.path).st_size >= WORKER_MIN_BYTES
+                # (not from a process that runs threads, say a web app calling the API: forking one can leave
+                # the child waiting on a lock that another thread held)
+                worker = os.stat(self.path).st_size >= WORKER_MIN_BYTES and threading.active_count() == 1
             except OSError:
                 worker = False  # prepare() names the problem
         self._proc: Any = None
