@@ -184,3 +184,20 @@ def test_no_worker_from_a_threaded_process(tmp_path, monkeypatch):
     monkeypatch.setattr(rowprep.threading, "active_count", lambda: 1)
     with rowprep.RowSource(FILES[0]) as src:
         assert src.worker
+
+
+def test_a_reader_failure_that_does_not_pickle_is_one_line(tmp_path, monkeypatch):
+    """An unexpected exception in the worker that cannot cross the pipe still reaches the caller, as one line
+    naming the file and where it happened; nothing is stored."""
+    class Odd(Exception):  # (a local class: pickle cannot send it)
+        pass
+
+    def boom(self):
+        raise Odd("boom")
+    monkeypatch.setattr(rowprep._Preparer, "finish", boom)
+    eng = open_db(str(tmp_path / "w.db"))
+    with pytest.raises(WarehouseError, match=r"reading failed \(Odd\('boom'\) at test_rowprep.py:\d+\)$"):
+        ingest_file(eng, FILES[0], worker=True)
+    with eng.connect() as c:
+        assert c.execute(text("SELECT COUNT(*) FROM run")).scalar() == 0
+    eng.dispose()

@@ -31,7 +31,7 @@ from typing import Any
 from warehouse.cellstore import CHUNK_ROWS
 from warehouse.csvfile import CsvReader, FileScan, Layout, RowWarning, cells_getter, encode_volatile, scan_file
 from warehouse.errors import WarehouseError
-from warehouse.files import open_regular
+from warehouse.files import open_regular, shown
 from warehouse.perffacts import Analyzer, PerfShape
 
 BATCH = 5000  # rows per batch: the consumer writes a batch at a time
@@ -325,8 +325,10 @@ def _work(recv: Any, send: Any, path: Path, scan: FileScan | None) -> None:
     except BaseException as e:  # noqa: BLE001 - everything reaches the consumer, which decides
         try:
             send.send(_Failed(e))
-        except Exception:  # an exception that does not pickle: its text and where it came from
-            send.send(_Failed(WarehouseError(f"{path}: {e!r}\n{traceback.format_exc()}")))
+        except Exception:  # an exception that does not pickle: its text and where it came from, on one line
+            where = traceback.extract_tb(e.__traceback__)[-1]
+            send.send(_Failed(WarehouseError(f"{shown(path)}: reading failed ({e!r} at {Path(where.filename).name}:"
+                                             f"{where.lineno})")))
     finally:
         send.close()
 
@@ -377,8 +379,8 @@ class RowSource:
                 item = self._recv.recv()
             except (EOFError, OSError):  # (OSError: it died in the middle of a message)
                 self._proc.join(5)
-                raise WarehouseError(f"{self.path}: the process reading the file stopped unexpectedly (exit code "
-                                     f"{self._proc.exitcode}); nothing was stored") from None
+                raise WarehouseError(f"{shown(self.path)}: the process reading the file stopped unexpectedly "
+                                     f"(exit code {self._proc.exitcode}); nothing was stored") from None
             if isinstance(item, _Failed):
                 raise item.error
             yield item
