@@ -54,7 +54,7 @@ def _state(pid: int) -> str:
 
 def test_sigkill_during_ingest(tmp_path, large_csv):
     """Ten SIGKILLs, each proven to land mid-ingest: the file is read twice (hash, then parse and insert in chunks
-    of 5,000 rows inside one transaction); each kill waits until the parse pass has read 55-85 % of the file (two
+    of 2,000 rows inside one transaction); each kill waits until the parse pass has read 55-85 % of the file (two
     chunks or more written) and finds the file's write transaction still open. Nothing of it may remain."""
     db = tmp_path / "w.db"
     small = cases()["ttperfreport__bh20_oft_integral_image_trace"]
@@ -69,7 +69,7 @@ def test_sigkill_during_ingest(tmp_path, large_csv):
     for attempt in range(10):
         p = subprocess.Popen([sys.executable, "-m", "warehouse", "--db", str(db), "ingest", str(large_csv)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        # of the parse pass: at least two 5,000-row chunks inserted (the reader runs up to two batches ahead)
+        # of the parse pass: several 2,000-row batches inserted (the reader runs a batch or two ahead)
         frac = rng.uniform(0.55, 0.85)
         target = start + size + frac * size  # imports, the hash pass, then this far into the parse pass
         deadline = time.monotonic() + 120

@@ -35,7 +35,6 @@ from warehouse.report import ReportFeed, store_parts
 from warehouse.rollups import build_rollups
 from warehouse.signposts import Attribution, SectionSpan
 
-CHUNK = 5000
 MAX_WARNINGS = 1000  # stored per run
 _CAPTURED = re.compile(r"_(\d{4})_(\d{2})_(\d{2})_(\d{2})_(\d{2})_(\d{2})")
 

@@ -144,8 +144,11 @@ class ReportFeed:
     op ahead of the eager section) :meth:`scans` gives None and the parts are read from the database as before.
     ``warehouse check`` computes the parts from the database and compares."""
 
+    MAX_OPS = 150_000  # beyond, the scans' ~60 bytes an op would break an ingest's memory budget: read back
+
     def __init__(self, conn: Connection):
         self.conn = conn
+        self.fed = 0
         self.plus_zero = conn.dialect.name == "sqlite"  # (SQLite stores -0.0 as 0.0: as it reads back)
         self.own = {s: _SectionScan() for s in SECTIONS}
         self.inherited: _SectionScan | None = _SectionScan()
@@ -161,6 +164,8 @@ class ReportFeed:
     def op(self, section: str, pos: int, code: int, block: str, layer: str, typed: Sequence[Any],
            fidelity: str) -> None:
         """One op of the eager or trace section (``typed`` as :data:`warehouse.rowprep.TYPED`)."""
+        if self.fed > self.MAX_OPS:
+            return
         alt: tuple[str, str] | None = None
         if section == "eager":
             self.eager_codes.append(code)
@@ -195,6 +200,11 @@ class ReportFeed:
 
     def flush(self) -> None:
         """Add the ops fed since the last call to the scans (once per batch of rows)."""
+        self.fed += len(self.pending)
+        if self.fed > self.MAX_OPS:  # a big run: its parts are read from the database at the end
+            self.pending, self.own, self.inherited = [], {}, None
+            self.eager_codes, self.eager_places = array("q"), array("i")
+            return
         keys, plus = self.keys, self.plus_zero
         rows: dict[str, list] = {s: [] for s in SECTIONS}
         inherited: list = []
@@ -219,6 +229,8 @@ class ReportFeed:
         """The eager and trace scans for the file's rule (``same``: the sequences are equal), or None when the
         database must be read."""
         self.flush()
+        if self.fed > self.MAX_OPS:
+            return None
         if not same:
             return self.own
         x, own = self.inherited, self.own["trace"]

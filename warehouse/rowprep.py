@@ -17,6 +17,7 @@ row.
 """
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import threading
@@ -34,7 +35,7 @@ from warehouse.errors import WarehouseError
 from warehouse.files import open_regular, shown
 from warehouse.perffacts import Analyzer, PerfShape
 
-BATCH = 5000  # rows per batch: the consumer writes a batch at a time
+BATCH = 2000  # rows per batch: the consumer writes a batch at a time
 WORKER_MIN_BYTES = 4 << 20  # smaller files are prepared in-process: a worker process costs ~20 ms to start
 MAX_TOKENS = 20_000  # static tuples remembered; past it the table restarts (tokens keep growing, never reused)
 _INT64 = 2 ** 63
@@ -355,6 +356,9 @@ class RowSource:
             self._recv, send = ctx.Pipe(duplex=False)
             self._proc = ctx.Process(target=_work, args=(self._recv, send, self.path, scan), daemon=True,
                                      name="warehouse-rowprep")
+            # The objects we have now stay out of collections until the worker is done: a collection would
+            # write to every one of them and so copy, page by page, what the fork shares (about 8 MB).
+            gc.freeze()
             self._proc.start()
             send.close()
             self._items: Iterator[Any] = self._from_worker()
@@ -413,6 +417,7 @@ class RowSource:
             self._proc.join()
             self._proc.close()
             self._proc = None
+            gc.unfreeze()
         elif hasattr(self._items, "close"):
             self._items.close()
 
