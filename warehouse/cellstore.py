@@ -103,12 +103,19 @@ class ChunkWriter:
     def add(self, rows: list[tuple[int, int, str]], final: bool = False) -> None:
         """Add rows in file order; full chunks are written, and the rest too when ``final``."""
         self.rows += rows
-        n = len(self.rows) if final else len(self.rows) - len(self.rows) % CHUNK_ROWS
-        if n:
-            chunks = [self.rows[i:i + CHUNK_ROWS] for i in range(0, n, CHUNK_ROWS)]
+        chunks = cut_chunks(self.rows, final)
+        if chunks:
             self.conn.execute(t.cell_chunk.insert(), [{"run_id": self.run_id, **pack(c, self.compress)}
                                                       for c in chunks])
-            self.rows = self.rows[n:]
+
+
+def cut_chunks(rows: list, final: bool) -> list[list]:
+    """The whole chunks of ``CHUNK_ROWS`` rows at the front of ``rows`` (and the rest too when ``final``),
+    taken out of it: the rows that remain wait for the next ones."""
+    n = len(rows) if final else len(rows) - len(rows) % CHUNK_ROWS
+    chunks = [rows[i:i + CHUNK_ROWS] for i in range(0, n, CHUNK_ROWS)]
+    del rows[:n]
+    return chunks
 
 
 def iter_chunk_rows(conn: Connection, run_id: int, batch: int = 16) -> Iterator[tuple[int, int, list[str]]]:

@@ -253,8 +253,7 @@ class _FileIngest:
         self.warnings: list[tuple[int | None, str | None, str]] = []
         self.history = HistoryTracker()
         self.shapes = ShapeCache()
-        self.shape_ids: dict[int, int] = {}  # static tuple token -> perf_shape id
-        self.fidelity: dict[int, str] = {}  # static tuple token -> the shape's fidelity (the report's)
+        self.shape_of: dict[int, tuple[int, str]] = {}  # static tuple token -> perf_shape id, its fidelity
         self.feed = ReportFeed(conn)
 
     def _store_section(self, span: SectionSpan) -> int:
@@ -286,6 +285,7 @@ class _FileIngest:
 
     def _op(self, row: tuple) -> None:
         row_no, name, tok, typed = row
+        shape_id, fid = self.shape_of[tok]
         a = self.attr
         code_id = self.intern.op_code(name)
         sec = a.section
@@ -303,7 +303,7 @@ class _FileIngest:
         occ = self.seen.get(key, 0)
         self.seen[key] = occ + 1
         if sec is not None:
-            self.feed.op(sec.name, p, code_id, a.block, a.layer, typed, self.fidelity[tok])  # type: ignore[arg-type]
+            self.feed.op(sec.name, p or 0, code_id, a.block, a.layer, typed, fid)
         if sec is not None and sec.name == "trace":
             hist = self.history.trace_op(row_no, code_id, typed[REPLAY], block, layer, p or 0)
         else:
@@ -313,8 +313,7 @@ class _FileIngest:
         place = self.intern.place
         self.ops.append((self.run_id, row_no, sec_id, p, place(block, layer),
                          "signpost" if (block or layer) else None, occ, a.marker_row, code_id, *typed,
-                         place(hist.block, hist.layer), hist.how, hist.iteration, hist.iter_pos,
-                         self.shape_ids[tok]))
+                         place(hist.block, hist.layer), hist.how, hist.iteration, hist.iter_pos, shape_id))
         self.n_ops += 1
 
     def _flush(self) -> None:
@@ -340,8 +339,7 @@ class _FileIngest:
         if b.shapes:  # the batch's new shapes get their ids first: its op rows are then written as built
             self.shapes.learn(b.shapes)
             self.shapes.resolve(self.intern.connection())
-            self.shape_ids.update((tok, self.shapes.ids[d]) for tok, d, _ in b.shapes)
-            self.fidelity.update((tok, shape.fidelity or "") for tok, _, shape in b.shapes)
+            self.shape_of.update((tok, (self.shapes.ids[d], shape.fidelity or "")) for tok, d, shape in b.shapes)
             self.shapes.trim()
         for row in b.rows:
             if row[3] is None:
@@ -352,8 +350,7 @@ class _FileIngest:
         self._flush()
         self.feed.flush()
         if b.forget:
-            self.shape_ids.clear()
-            self.fidelity.clear()
+            self.shape_of.clear()
 
     def release(self) -> None:
         """Drop the per-op state of the streaming pass (some 30 MB for a million ops) before the rollups and the
@@ -363,8 +360,7 @@ class _FileIngest:
         self.seen = {}
         self.pos = {}
         self.shapes = ShapeCache()
-        self.shape_ids = {}
-        self.fidelity = {}
+        self.shape_of = {}
 
     def run(self, progress: Callable[[int], None] | None) -> bool:
         """Stream every row into the database; returns whether the trace inherits the eager attribution."""

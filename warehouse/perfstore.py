@@ -92,14 +92,9 @@ class ShapeCache:
         self.pending.clear()
 
     def trim(self) -> None:
-        """Bound the digest -> id cache (after a chunk's rows have taken their ids); ``by_static`` follows the
-        interner's tokens (:meth:`forget_tokens`), which are bounded there."""
+        """Bound the digest -> id cache (after a batch's rows have taken their ids)."""
         if len(self.ids) > self.MAX_CACHED:
             self.ids.clear()
-
-    def forget_tokens(self) -> None:
-        """The static tuple tokens were reset: they name other tuples from now on."""
-        self.by_static.clear()
 
 
 def backfill(conn: Connection) -> None:

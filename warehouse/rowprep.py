@@ -29,7 +29,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from warehouse.cellstore import CHUNK_ROWS
+from warehouse.cellstore import cut_chunks
 from warehouse.csvfile import CsvReader, FileScan, Layout, RowWarning, cells_getter, encode_volatile, scan_file
 from warehouse.errors import WarehouseError
 from warehouse.files import open_regular, shown
@@ -214,8 +214,7 @@ class _Preparer:
         self.next_token = 0
         self.shaped: set[int] = set()
         self.arch: str | None = None
-        self.pending: list[tuple[int, int]] = []  # (row_no, token) of rows not yet in a chunk
-        self.pending_cells: list[str] = []
+        self.pending: list[tuple[int, int, str]] = []  # (row_no, token, export cells) of rows not yet in a chunk
 
     def batches(self) -> Iterator[Batch]:
         c = self.cells
@@ -226,8 +225,9 @@ class _Preparer:
         vol: list[tuple] = []
         op_at: list[int] = []  # where the batch's ops are in b.rows (typed at the batch's end, by column)
         raws: list[tuple[str, ...]] = []
+        marks: list[tuple[int, int]] = []  # (row_no, token) of the batch's rows
         # (the loop runs once per row of the file: names are bound locally, attribute lookups kept out)
-        pending = self.pending.append
+        mark = marks.append
         pad = c.pad
         want_arch = arch_i is not None
         rows, n = b.rows, 0
@@ -239,7 +239,7 @@ class _Preparer:
                 self.next_token += 1
                 b.keys.append(key)
             vol.append(volatile(cells))
-            pending((row_no, tok))
+            mark((row_no, tok))
             name = cells[name_i]
             if type_i is not None and cells[type_i] == "signpost":
                 msg = cells[attr_i].strip() if attr_i is not None else ""
@@ -260,23 +260,23 @@ class _Preparer:
                 rows.append((row_no, name, tok))
             n += 1
             if n >= BATCH:
-                yield self._close(b, vol, op_at, raws, final=False)
+                yield self._close(b, vol, marks, op_at, raws, final=False)
                 b, vol, op_at, raws = Batch(first_token=self.next_token), [], [], []
+                marks = []
+                mark = marks.append
                 rows, n = b.rows, 0
-        yield self._close(b, vol, op_at, raws, final=True)
+        yield self._close(b, vol, marks, op_at, raws, final=True)
 
-    def _close(self, b: Batch, vol: list[tuple], op_at: list[int], raws: list[tuple], final: bool) -> Batch:
+    def _close(self, b: Batch, vol: list[tuple], marks: list[tuple[int, int]], op_at: list[int],
+               raws: list[tuple], final: bool) -> Batch:
         """Type the batch's ops (column by column), encode its export cells, cut the full chunks (and the rest
         when ``final``), and bound the token table."""
         rows = b.rows
         for i, values in zip(op_at, self.cells.typed(raws)):
             rows[i] = (*rows[i], values)
-        self.pending_cells += encode_volatile(vol)
-        n = len(self.pending) if final else len(self.pending) - len(self.pending) % CHUNK_ROWS
-        for i in range(0, n, CHUNK_ROWS):
-            rows = self.pending[i:i + CHUNK_ROWS]
-            b.chunks.append(Chunk([r for r, _ in rows], self.pending_cells[i:i + CHUNK_ROWS], [t for _, t in rows]))
-        del self.pending[:n], self.pending_cells[:n]
+        self.pending += [(r, tok, x) for (r, tok), x in zip(marks, encode_volatile(vol))]
+        b.chunks = [Chunk([r for r, _, _ in part], [x for _, _, x in part], [tok for _, tok, _ in part])
+                    for part in cut_chunks(self.pending, final)]
         if len(self.tokens) > MAX_TOKENS:  # a file whose every row has new static cells must not grow memory
             self.tokens.clear()
             self.shaped.clear()
