@@ -133,10 +133,12 @@ def test_worker_killed_is_one_error_and_nothing_stored(tmp_path, monkeypatch):
     eng.dispose()
 
 
-def test_worker_error_is_the_reader_error(tmp_path):
-    """A file that is not UTF-8 at some row: the same InputError (file, row) from the worker as in-process."""
+@pytest.mark.parametrize("tail", [b"Add,\xfe\n", b"Add" + b",1" * 400 + b"\n"])
+def test_worker_error_is_the_reader_error(tmp_path, tail):
+    """A file that is not UTF-8 at some row, or a row longer than its header: the same InputError (file, row,
+    column) from the worker as in-process."""
     f = tmp_path / "ops_perf_results_bad.csv"
-    f.write_bytes(FILES[0].read_bytes() + b"Add,\xfe\n")
+    f.write_bytes(FILES[0].read_bytes() + tail)
     errors = []
     for worker in (True, False):
         eng = open_db(str(tmp_path / f"w{worker}.db"))
