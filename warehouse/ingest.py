@@ -516,10 +516,13 @@ _IMPLAUSIBLE = [
 def implausible(conn: Connection, run_id: int) -> list[tuple[int | None, str | None, str]]:
     """Run warnings for implausible measurements (counted, with the first row): they are stored and summed as
     the file says, but never silently."""
+    # one pass over the run's ops for all the conditions
+    cols = ", ".join(f"SUM(CASE WHEN {cond} THEN 1 ELSE 0 END), MIN(CASE WHEN {cond} THEN row_no END)"
+                     for cond, _, _ in _IMPLAUSIBLE)
+    found = conn.execute(text(f"SELECT {cols} FROM op WHERE run_id = :r"), {"r": run_id}).one()
     out: list[tuple[int | None, str | None, str]] = []
-    for cond, column, what in _IMPLAUSIBLE:
-        n, first = conn.execute(text(f"SELECT COUNT(*), MIN(row_no) FROM op WHERE run_id = :r AND {cond}"),
-                                {"r": run_id}).one()
+    for k, (_, column, what) in enumerate(_IMPLAUSIBLE):
+        n, first = found[2 * k], found[2 * k + 1]
         if n:
             out.append((first, column, f"{n} op(s) with {what}; stored and summed as the file says "
                                        f"(first at row {first})"))

@@ -20,11 +20,13 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import queue
 import threading
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from math import isfinite
+from multiprocessing.reduction import ForkingPickler
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,7 @@ from warehouse.perffacts import Analyzer, PerfShape
 
 BATCH = 2000  # rows per batch: the consumer writes a batch at a time
 WORKER_MIN_BYTES = 4 << 20  # smaller files are prepared in-process: a worker process costs ~20 ms to start
+AHEAD = 8  # items the worker may have made and not yet sent (each batch pickled is under 1 MB)
 MAX_TOKENS = 20_000  # static tuples remembered; past it the table restarts (tokens keep growing, never reused)
 _INT64 = 2 ** 63
 _INT32 = 2 ** 31
@@ -313,25 +316,56 @@ class _Failed:
     error: BaseException
 
 
+class _Sender:
+    """The worker's end of the pipe: items are pickled as they are made and sent by a thread of their own, up to
+    :data:`AHEAD` items ahead. A pipe's own buffer holds less than one batch, so without this the reader would
+    stop at each send until the consumer came back for the item; now a slow write (a large flush, a collection)
+    on the consumer's side no longer stops the reader, nor a slow batch of the reader the consumer."""
+
+    def __init__(self, send: Any):
+        self.send = send
+        self.queue: queue.Queue[bytes | None] = queue.Queue(maxsize=AHEAD)
+        self.thread = threading.Thread(target=self._feed, name="warehouse-rowprep-send", daemon=True)
+        self.thread.start()
+
+    def _feed(self) -> None:
+        while (buf := self.queue.get()) is not None:
+            try:
+                self.send.send_bytes(buf)
+            except OSError:
+                # The consumer has gone (done early, or an error of its own): nothing is left to tell anyone,
+                # and the reading thread may be waiting on a full queue. Leave at once.
+                os._exit(0)
+
+    def put(self, item: Any) -> None:
+        """Queue one item (it is pickled here, so that a pickling error is raised where the item was made)."""
+        self.queue.put(ForkingPickler.dumps(item))
+
+    def close(self) -> None:
+        """Send what is queued, then close the pipe."""
+        self.queue.put(None)
+        self.thread.join()
+        self.send.close()
+
+
 def _work(recv: Any, send: Any, path: Path, scan: FileScan | None) -> None:
     """The worker process: every item of :func:`prepare` through the pipe, or the exception that stopped it."""
     # The fork gave us the pipe's reading end too: close it, so that when the consumer goes (killed, or done
     # early) our next send fails and we exit, instead of waiting forever on a pipe we hold open ourselves.
     recv.close()
+    out = _Sender(send)
     try:
         for item in prepare(path, scan):
-            send.send(item)
-    except BrokenPipeError:
-        pass  # the consumer stopped (a duplicate, an error of its own): nothing to tell
+            out.put(item)
     except BaseException as e:  # noqa: BLE001 - everything reaches the consumer, which decides
         try:
-            send.send(_Failed(e))
+            out.put(_Failed(e))
         except Exception:  # an exception that does not pickle: its text and where it came from, on one line
             where = traceback.extract_tb(e.__traceback__)[-1]
-            send.send(_Failed(WarehouseError(f"{shown(path)}: reading failed ({e!r} at {Path(where.filename).name}:"
-                                             f"{where.lineno})")))
+            out.put(_Failed(WarehouseError(f"{shown(path)}: reading failed ({e!r} at {Path(where.filename).name}:"
+                                           f"{where.lineno})")))
     finally:
-        send.close()
+        out.close()
 
 
 class RowSource:
