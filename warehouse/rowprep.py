@@ -324,7 +324,7 @@ class _Sender:
 
     def __init__(self, send: Any):
         self.send = send
-        self.queue: queue.Queue[bytes | None] = queue.Queue(maxsize=AHEAD)
+        self.queue: queue.Queue[memoryview | None] = queue.Queue(maxsize=AHEAD)
         self.thread = threading.Thread(target=self._feed, name="warehouse-rowprep-send", daemon=True)
         self.thread.start()
 
