@@ -203,3 +203,32 @@ def test_a_reader_failure_that_does_not_pickle_is_one_line(tmp_path, monkeypatch
     with eng.connect() as c:
         assert c.execute(text("SELECT COUNT(*) FROM run")).scalar() == 0
     eng.dispose()
+
+
+def test_worker_parse_is_checked_against_the_consumers_hash(tmp_path, monkeypatch):
+    """With a worker, the consumer hashes the file while the worker starts reading (its own scan leaves the hash
+    out). The bytes the worker parsed must be the bytes the consumer hashed: a file that differs between the two
+    passes (here: the consumer's hash is not that of the bytes parsed, as when the file was rewritten in place
+    at the same size and time) is refused, and nothing is stored."""
+    import dataclasses
+    real = rowprep.scan_file
+    scans = []
+
+    def scan(f, path, hashed=True):
+        s = real(f, path, hashed)
+        scans.append(hashed)
+        return dataclasses.replace(s, sha256="0" * 64) if hashed else s
+    monkeypatch.setattr(rowprep, "scan_file", scan)
+    eng = open_db(str(tmp_path / "w.db"))
+    with pytest.raises(InputError, match="changed while it was being read"):
+        ingest_file(eng, FILES[0], worker=True)
+    assert scans == [True]  # (the worker's scan, without the hash, ran in the forked process)
+    with eng.connect() as c:
+        assert c.execute(text("SELECT COUNT(*) FROM run")).scalar() == 0
+    monkeypatch.setattr(rowprep, "scan_file", real)
+    r = ingest_file(eng, FILES[0], worker=True)
+    assert not r.existing and r.ops > 0
+    with eng.connect() as c:  # the run's hash is the file's
+        import hashlib
+        assert c.execute(text("SELECT sha256 FROM run")).scalar() == hashlib.sha256(FILES[0].read_bytes()).hexdigest()
+    eng.dispose()

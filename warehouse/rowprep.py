@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from warehouse.cellstore import cut_chunks
-from warehouse.csvfile import CsvReader, FileScan, Layout, RowWarning, cells_getter, encode_volatile, scan_file
-from warehouse.errors import WarehouseError
+from warehouse.csvfile import CHANGED, CsvReader, FileScan, Layout, RowWarning, cells_getter, encode_volatile, scan_file
+from warehouse.errors import InputError, WarehouseError
 from warehouse.files import open_regular, shown
 from warehouse.perffacts import Analyzer, PerfShape
 
@@ -201,6 +201,7 @@ class Finish:
     exact: bool  # whether export gives the file back byte for byte
     unparsable: dict[str, int]  # header -> cells that were not numbers
     arch: str | None  # the first op's DEVICE ARCH
+    sha256: str  # of the bytes parsed
 
 
 class _Preparer:
@@ -293,14 +294,16 @@ class _Preparer:
         r.verify()
         bad = self.cells.unparsable  # in the columns' order, whatever the order rows and batches met them
         return Finish(r.rows_read, r.warnings[:early], r.warnings[early:], r.exact_file(),
-                      {h: bad[h] for _, h, _ in TYPED if h in bad}, self.arch)
+                      {h: bad[h] for _, h, _ in TYPED if h in bad}, self.arch, r.parsed_sha256)
 
 
-def prepare(path: Path, scan: FileScan | None = None) -> Iterator[Any]:
-    """The first half of a file's ingest: yields the scan, the layout, the batches and the finish."""
+def prepare(path: Path, scan: FileScan | None = None, hashed: bool = True) -> Iterator[Any]:
+    """The first half of a file's ingest: yields the scan, the layout, the batches and the finish. Without
+    ``hashed``, the scan before the parse leaves the hash out (the consumer hashes meanwhile, and checks
+    :attr:`Finish.sha256`)."""
     if scan is None:
         with open_regular(path) as f:
-            scan = scan_file(f, path)
+            scan = scan_file(f, path, hashed)
     yield scan
     with CsvReader(path, open_regular(path), scan) as reader:
         yield reader.layout
@@ -348,14 +351,14 @@ class _Sender:
         self.send.close()
 
 
-def _work(recv: Any, send: Any, path: Path, scan: FileScan | None) -> None:
+def _work(recv: Any, send: Any, path: Path, scan: FileScan | None, hashed: bool) -> None:
     """The worker process: every item of :func:`prepare` through the pipe, or the exception that stopped it."""
     # The fork gave us the pipe's reading end too: close it, so that when the consumer goes (killed, or done
     # early) our next send fails and we exit, instead of waiting forever on a pipe we hold open ourselves.
     recv.close()
     out = _Sender(send)
     try:
-        for item in prepare(path, scan):
+        for item in prepare(path, scan, hashed):
             out.put(item)
     except BaseException as e:  # noqa: BLE001 - everything reaches the consumer, which decides
         try:
@@ -383,13 +386,14 @@ class RowSource:
                 worker = False  # prepare() names the problem
         self._proc: Any = None
         self._recv: Any = None
+        self._hashed_here = worker and scan is None  # then this process hashes while the worker starts reading
         if worker:
             # fork: the worker starts at once with the modules already imported; it never touches the
             # database (inherited SQLite descriptors stay unused, and fcntl locks are not inherited).
             ctx = multiprocessing.get_context("fork")
             self._recv, send = ctx.Pipe(duplex=False)
-            self._proc = ctx.Process(target=_work, args=(self._recv, send, self.path, scan), daemon=True,
-                                     name="warehouse-rowprep")
+            self._proc = ctx.Process(target=_work, args=(self._recv, send, self.path, scan, not self._hashed_here),
+                                     daemon=True, name="warehouse-rowprep")
             # The objects we have now stay out of collections until the worker is done: a collection would
             # write to every one of them and so copy, page by page, what the fork shares (about 8 MB).
             gc.freeze()
@@ -399,7 +403,14 @@ class RowSource:
         else:
             self._items = prepare(self.path, scan)
         try:
-            self.scan: FileScan = self._next()
+            if self._hashed_here:
+                # The hash is half the scan's cost and the worker waits for its scan before it parses: it scans
+                # without hashing, and we hash at the same time, on the other core.
+                with open_regular(self.path) as f:
+                    self.scan: FileScan = scan_file(f, self.path)
+                self._next()  # the worker's scan, without the hash (the parse is checked against ours)
+            else:
+                self.scan = self._next()
         except BaseException:
             self.close()
             raise
@@ -438,6 +449,8 @@ class RowSource:
         _ = self.layout
         for item in self._items:
             if isinstance(item, Finish):
+                if self._hashed_here and item.sha256 != self.scan.sha256:
+                    raise InputError(str(self.path), CHANGED)
                 self.finish = item
                 return
             yield item
