@@ -67,7 +67,7 @@ class RowWarning:
 @dataclass
 class FileScan:
     """What the first pass over the bytes tells: content hash, size and time (to notice a file that changes
-    while it is read), BOM, line ends, quotes, NUL bytes, compression."""
+    while it is read), BOM, line ends, quotes, NUL bytes, CRs that do not end a CRLF, compression."""
 
     sha256: str
     size: int
@@ -78,6 +78,7 @@ class FileScan:
     quotes: int
     nuls: int
     compressed: str | None
+    bare_crs: int
 
 
 _MAGIC = {b"\x1f\x8b": ("gzip", "gunzip"), b"PK\x03\x04": ("zip", "unzip"), b"BZh": ("bzip2", "bunzip2"),
@@ -89,7 +90,7 @@ def scan_file(f: io.BufferedReader, path: Path, hashed: bool = True) -> FileScan
     at its start for the parse. Unless ``hashed``, the hash is left out (``sha256`` is empty): a reader whose
     consumer hashes the file at the same time needs the rest only, and that at a third of the cost."""
     h = hashlib.sha256() if hashed else None
-    size = quotes = nuls = 0
+    size = quotes = nuls = crs = crlfs = 0
     first = last = b""
     newline = None
     try:
@@ -104,6 +105,8 @@ def scan_file(f: io.BufferedReader, path: Path, hashed: bool = True) -> FileScan
                 newline = "\r\n" if (block[i - 1:i] if i else last[-1:]) == b"\r" else "\n"
             quotes += block.count(b'"')
             nuls += block.count(b"\0")
+            crs += block.count(b"\r")
+            crlfs += block.count(b"\r\n") + (last == b"\r" and block[:1] == b"\n")
             size += len(block)
             last = block[-1:]
         f.seek(0)
@@ -112,7 +115,7 @@ def scan_file(f: io.BufferedReader, path: Path, hashed: bool = True) -> FileScan
     newline = newline or "\n"
     compressed = next((kind for magic, kind in _MAGIC.items() if first.startswith(magic)), None)
     return FileScan(h.hexdigest() if h is not None else "", size, st.st_mtime_ns, first[:3] == b"\xef\xbb\xbf",
-                    newline, last == b"\n", quotes, nuls, compressed[0] if compressed else None)
+                    newline, last == b"\n", quotes, nuls, compressed[0] if compressed else None, crs - crlfs)
 
 
 CHANGED = ("changed while it was being read (still being written?); nothing was stored: ingest it again once it "
@@ -166,13 +169,18 @@ class CsvReader:
                                    f"({decompress_hint(scan.compressed)} FILE) and ingest the CSV")
         self._f = f
         self._hashing = _Hashing(f)
-        # The fast path: the C decoder and the C csv parser. A decoding error sends us to _locate_decode_error.
-        self._text = io.TextIOWrapper(io.BufferedReader(self._hashing, 1 << 20), encoding="utf-8-sig",
-                                      errors="strict", newline="")
+        self._buf = io.BufferedReader(self._hashing, 1 << 20)
+        # Lines: without a CR alone anywhere in the file (the scan counted them), a line ends at LF only, and the
+        # binary lines, decoded one by one, are the text reader's lines at a fifth of its cost. A CR alone is a
+        # line end to the csv module too, so such files are read by the text reader, which splits there as well.
+        # A decoding error sends either to _locate_decode_error.
+        self._text = None if not scan.bare_crs else io.TextIOWrapper(self._buf, encoding="utf-8-sig",
+                                                                      errors="strict", newline="")
         self._line_no = 0
         # Without a quote anywhere in the file, a record is a physical line split at commas (what the csv module
         # gives then, at half its cost); with quotes, the csv module parses.
-        self._reader = csv.reader(self._lines(), strict=False) if scan.quotes else _split_lines(self._lines())
+        lines = self._lines() if self._text is not None else self._byte_lines()
+        self._reader = csv.reader(lines, strict=False) if scan.quotes else _split_lines(lines)
         # When the file holds quotes, export's minimal quoting may not give its bytes back: every row is
         # written again as export writes it and hashed, and the two hashes decide.
         self._echo = hashlib.sha256(b"\xef\xbb\xbf" if scan.bom else b"") if scan.quotes else None
@@ -189,8 +197,13 @@ class CsvReader:
         """How far into the file the parser is (for progress bars)."""
         return self._f.tell() if not self._f.closed else self.scan.size
 
+    @property
+    def _top(self) -> io.BufferedIOBase | io.TextIOWrapper:
+        """The outermost reader (closing it closes those below)."""
+        return self._text if self._text is not None else self._buf
+
     def close(self) -> None:
-        self._text.close()
+        self._top.close()
         self._f.close()
 
     def __enter__(self) -> CsvReader:
@@ -202,8 +215,39 @@ class CsvReader:
     def _fail(self, row: int | None, message: str, column: str | None = None) -> InputError:
         return InputError(str(self.path), message, row=row, column=column)
 
+    def _byte_lines(self) -> Iterator[str]:
+        """Physical lines of a file with no CR alone, each at most MAX_LINE bytes (a longer one is an error, not
+        a memory spike): what :meth:`_lines` gives for such a file."""
+        readline = self._buf.readline
+        limit = MAX_LINE + 1
+        crlf = self.scan.newline == "\r\n"
+        bom = self.scan.bom
+        while True:
+            raw = readline(limit)
+            if len(raw) == limit and raw[-1:] != b"\n":
+                raise self._too_long()
+            if bom:  # (the utf-8-sig decoder drops it from the text's start)
+                raw, bom = raw[3:], False
+            if not raw:
+                return
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise self._locate_decode_error() from None
+            if line[-1] == "\n":
+                self._line_no += 1
+                if (line[-2:] == "\r\n") != crlf:
+                    self._odd_line_ends += 1
+            yield line
+
+    def _too_long(self) -> InputError:
+        return self._fail(self.rows_read + 1 if self._line_no else 0,
+                          f"line {self._line_no + 1} is longer than {MAX_LINE // (1 << 20)} MiB; a damaged "
+                          "file? (tt-metal rows are a few KiB)")
+
     def _lines(self) -> Iterator[str]:
         """Physical lines, each at most MAX_LINE characters (a longer one is an error, not a memory spike)."""
+        assert self._text is not None
         readline = self._text.readline
         limit = MAX_LINE + 1
         crlf = self.scan.newline == "\r\n"
@@ -223,9 +267,7 @@ class CsvReader:
             elif end == "\r":
                 self._odd_line_ends += 1
             if len(line) == limit and line[-1] not in "\r\n":
-                raise self._fail(self.rows_read + 1 if self._line_no else 0,
-                                 f"line {self._line_no + 1} is longer than {MAX_LINE // (1 << 20)} MiB; a damaged "
-                                 "file? (tt-metal rows are a few KiB)")
+                raise self._too_long()
             yield line
 
     def _locate_decode_error(self) -> InputError:
@@ -279,7 +321,7 @@ class CsvReader:
 
     def _at_end(self) -> bool:
         """Whether the parser has consumed the whole file (for error messages only: it reads ahead)."""
-        return self._f.tell() >= self.scan.size and not self._text.read(1)
+        return self._f.tell() >= self.scan.size and not self._top.read(1)
 
     def _read_header(self) -> Layout:
         try:

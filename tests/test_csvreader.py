@@ -1,0 +1,82 @@
+"""The CSV reader's two ways of cutting a file into lines (warehouse/csvfile.py): binary lines decoded one by one
+(files without a CR alone, which is every file tt-metal writes) and the text reader (files with one). For a file
+without a CR alone both give the same rows, warnings, errors and exactness; the scan's count of lone CRs, which
+chooses between them, is right across its block boundaries."""
+from __future__ import annotations
+
+import dataclasses
+import random
+from pathlib import Path
+
+import pytest
+
+from warehouse.csvfile import CsvReader, scan_file
+from warehouse.errors import InputError
+
+HEADER = b"OP CODE,OP TYPE,X\n"
+
+
+def _read(path: Path, text_reader: bool) -> tuple:
+    """Everything a reader tells about a file: rows, warnings, exactness and where lines were counted, or the
+    error it raised."""
+    with open(path, "rb") as f:
+        scan = scan_file(f, path)
+    if text_reader:
+        scan = dataclasses.replace(scan, bare_crs=scan.bare_crs or 1)
+    try:
+        with CsvReader(path, open(path, "rb"), scan) as r:
+            rows = list(r.rows())
+            r.verify()
+            return (rows, [dataclasses.astuple(w) for w in r.warnings], r.exact_file(), r._line_no,
+                    r._odd_line_ends, r.layout.header)
+    except InputError as e:
+        return ("error", str(e), e.row, e.column)
+
+
+def test_binary_lines_read_as_the_text_reader(tmp_path):
+    """3,000 random files without a CR alone (LF, CRLF, quotes, blank lines, a BOM, NULs, non-ASCII, bytes that
+    are not UTF-8): the binary lines give what the text reader gives, errors included. One difference is
+    meant: the text reader decodes 8 KiB ahead, so in a file with a byte that is not UTF-8 *and* an earlier
+    problem (a stray quote), it names the byte; the binary lines name the first problem in the file. Both fail
+    such a file, and a decoding error, when it is the one named, is named alike."""
+    rng = random.Random(7)
+    alphabet = [b"a", b"7", b",", b",", b"\n", b"\r\n", b'"', b" ", b"\0", "é".encode(), b"\xff", b""]
+    f = tmp_path / "ops_perf_results_x.csv"
+    kinds = set()
+    for _ in range(3000):
+        body = b"".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        head = HEADER.replace(b"\n", b"\r\n") if rng.random() < 0.3 else HEADER
+        data = (b"\xef\xbb\xbf" if rng.random() < 0.2 else b"") + head + body
+        f.write_bytes(data)
+        with open(f, "rb") as fh:
+            assert scan_file(fh, f).bare_crs == 0
+        fast, text = _read(f, False), _read(f, True)
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            assert fast[0] == text[0] == "error", repr(data)
+            if "not UTF-8" in fast[1]:
+                assert fast == text, repr(data)
+        else:
+            assert fast == text, repr(data)
+        kinds.add(fast[0] == "error")
+    assert kinds == {True, False}  # (both outcomes were exercised)
+
+
+@pytest.mark.parametrize("at_boundary, bare", [(b"\r\n", 0), (b"\rx", 1), (b"\r", 1)])
+def test_scan_counts_lone_crs_across_blocks(tmp_path, at_boundary, bare):
+    """The scan reads 1 MiB blocks: a CRLF cut by a block boundary is no lone CR; a CR before anything else is."""
+    f = tmp_path / "ops_perf_results_big.csv"
+    pad = (1 << 20) - len(HEADER) - 1  # the CR is the block's last byte
+    f.write_bytes(HEADER + b"a" * pad + at_boundary + b"b\r\n")
+    with open(f, "rb") as fh:
+        assert scan_file(fh, f).bare_crs == bare
+
+
+def test_lone_cr_files_take_the_text_reader(tmp_path):
+    """A file with a CR alone is read by the text reader, which ends a line there as the csv module does."""
+    f = tmp_path / "ops_perf_results_cr.csv"
+    f.write_bytes(HEADER + b"Matmul,tt_dnn_device,1\rAdd,tt_dnn_device,2\n")
+    rows, _warnings, exact, *_ = _read(f, False)
+    assert rows == [(1, ["Matmul", "tt_dnn_device", "1"]), (2, ["Add", "tt_dnn_device", "2"])]
+    assert exact is False
