@@ -210,22 +210,20 @@ def test_worker_parse_is_checked_against_the_consumers_hash(tmp_path, monkeypatc
     out). The bytes the worker parsed must be the bytes the consumer hashed: a file that differs between the two
     passes (here: the consumer's hash is not that of the bytes parsed, as when the file was rewritten in place
     at the same size and time) is refused, and nothing is stored."""
-    import dataclasses
-    real = rowprep.scan_file
-    scans = []
+    real = rowprep.hash_file
+    hashed = []
 
-    def scan(f, path, hashed=True):
-        s = real(f, path, hashed)
-        scans.append(hashed)
-        return dataclasses.replace(s, sha256="0" * 64) if hashed else s
-    monkeypatch.setattr(rowprep, "scan_file", scan)
+    def wrong(f, path):
+        hashed.append(real(f, path))
+        return "0" * 64
+    monkeypatch.setattr(rowprep, "hash_file", wrong)
     eng = open_db(str(tmp_path / "w.db"))
     with pytest.raises(InputError, match="changed while it was being read"):
         ingest_file(eng, FILES[0], worker=True)
-    assert scans == [True]  # (the worker's scan, without the hash, ran in the forked process)
+    assert len(hashed) == 1 and hashed[0] != "0" * 64  # (the worker scanned without the hash, in its process)
     with eng.connect() as c:
         assert c.execute(text("SELECT COUNT(*) FROM run")).scalar() == 0
-    monkeypatch.setattr(rowprep, "scan_file", real)
+    monkeypatch.setattr(rowprep, "hash_file", real)
     r = ingest_file(eng, FILES[0], worker=True)
     assert not r.existing and r.ops > 0
     with eng.connect() as c:  # the run's hash is the file's

@@ -17,6 +17,7 @@ row.
 """
 from __future__ import annotations
 
+import dataclasses
 import gc
 import multiprocessing
 import os
@@ -32,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from warehouse.cellstore import cut_chunks
-from warehouse.csvfile import CHANGED, CsvReader, FileScan, Layout, RowWarning, cells_getter, encode_volatile, scan_file
+from warehouse.csvfile import (CHANGED, CsvReader, FileScan, Layout, RowWarning, cells_getter, encode_volatile,
+                               hash_file, scan_file)
 from warehouse.errors import InputError, WarehouseError
 from warehouse.files import open_regular, shown
 from warehouse.perffacts import Analyzer, PerfShape
@@ -404,11 +406,12 @@ class RowSource:
             self._items = prepare(self.path, scan)
         try:
             if self._hashed_here:
-                # The hash is half the scan's cost and the worker waits for its scan before it parses: it scans
+                # The hash is most of the scan's cost and the worker waits for its scan before it parses: it scans
                 # without hashing, and we hash at the same time, on the other core.
                 with open_regular(self.path) as f:
-                    self.scan: FileScan = scan_file(f, self.path)
-                self._next()  # the worker's scan, without the hash (the parse is checked against ours)
+                    sha = hash_file(f, self.path)
+                # the worker's scan, with our hash (the worker's parse is checked against it, see batches)
+                self.scan: FileScan = dataclasses.replace(self._next(), sha256=sha)
             else:
                 self.scan = self._next()
         except BaseException:
