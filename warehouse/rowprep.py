@@ -10,10 +10,12 @@ A file's ingest is a pipeline of two halves, each about half of the work:
 
 The first half yields, in order: the :class:`~warehouse.csvfile.FileScan`, the
 :class:`~warehouse.csvfile.Layout`, :class:`Batch` es of rows, and a :class:`Finish`. :class:`RowSource` runs
-it in a forked process that sends them through a pipe (whose small buffer bounds how far the reader runs
-ahead), or in-process for small files, where a process costs more than it saves. Either way the items, and so
-the stored run, are the same; a failure is raised by the consumer where the reader met it, naming the file and
-row.
+it in a forked process that sends them through a pipe, at most :data:`AHEAD` items ahead (see :class:`_Sender`),
+or in-process for small files, where a process costs more than it saves. Either way the items, and so the
+stored run, are the same; a failure is raised by the consumer where the reader met it, naming the file and
+row. With a worker, the consumer computes the file's hash itself while the worker scans the file without it
+and starts parsing (the hash is most of a scan's cost, and parsing waits for the scan); the worker's parse is
+then checked against that hash.
 """
 from __future__ import annotations
 
@@ -341,6 +343,8 @@ class _Sender:
                 # The consumer has gone (done early, or an error of its own): nothing is left to tell anyone,
                 # and the reading thread may be waiting on a full queue. Leave at once.
                 os._exit(0)
+            except BaseException:  # noqa: BLE001 - never leave the reading thread blocked on a full queue
+                os._exit(1)  # (the consumer sees the pipe close: "the process reading the file stopped")
 
     def put(self, item: Any) -> None:
         """Queue one item (it is pickled here, so that a pickling error is raised where the item was made)."""
