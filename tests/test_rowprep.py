@@ -230,3 +230,22 @@ def test_worker_parse_is_checked_against_the_consumers_hash(tmp_path, monkeypatc
         import hashlib
         assert c.execute(text("SELECT sha256 FROM run")).scalar() == hashlib.sha256(FILES[0].read_bytes()).hexdigest()
     eng.dispose()
+
+
+def test_a_sender_that_fails_ends_the_worker(tmp_path, monkeypatch):
+    """The worker sends from a thread of its own: if sending fails for a reason other than the consumer going,
+    the worker ends (its reading thread may be blocked on a full queue and must not be left there), and the
+    consumer says so on one line; nothing is stored."""
+    import multiprocessing.connection
+
+    def broken(self, buf, *a):
+        raise ValueError("a failure of the pipe's own")
+    # (the fork carries the patch into the worker; the consumer only receives)
+    monkeypatch.setattr(multiprocessing.connection.Connection, "send_bytes", broken)
+    eng = open_db(str(tmp_path / "w.db"))
+    with pytest.raises(WarehouseError, match=r"the process reading the file stopped unexpectedly \(exit code 1\)"):
+        ingest_file(eng, FILES[0], worker=True)
+    with eng.connect() as c:
+        assert c.execute(text("SELECT COUNT(*) FROM run")).scalar() == 0
+    assert not _children()
+    eng.dispose()
