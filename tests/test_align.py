@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import random
 
+from warehouse import history
 from warehouse.history import HistoryTracker, align
 
 
@@ -48,3 +49,76 @@ def test_tracker_replays_and_mismatch():
     fixes = dict(t.finish())
     assert fixes[104].block == "B" and fixes[104].how == "aligned" and fixes[104].iter_pos == 1
     assert got[0].how == "position" and got[7].block == "B"
+
+
+def _drifted(rng: random.Random, eager: list[int], drifts: int) -> list[int]:
+    """eager with ops dropped, added and replaced at a few random places."""
+    b = list(eager)
+    for _ in range(drifts):
+        k = rng.randrange(len(b) + 1)
+        kind = rng.randrange(3)
+        if kind == 0 and k < len(b):
+            del b[k]
+        elif kind == 1:
+            b.insert(k, rng.randrange(12))
+        elif k < len(b):
+            b[k] = rng.randrange(12)
+    return b
+
+
+def _final(eager: list[int], trace: list[int], late: int, streaming: bool, monkeypatch,
+           replays: list[str | None] | None = None) -> tuple[dict, int]:
+    """Every trace op's attribution after the tracker's corrections, and how many corrections there were."""
+    monkeypatch.setattr(history, "STREAMING", streaming)
+    t = HistoryTracker()
+    split = len(eager) - late
+    for k, code in enumerate(eager[:split]):
+        t.eager_op(code, f"b{k}", None)
+    answers = {}
+    for pos, code in enumerate(trace):
+        if late and pos == 2:
+            for k, c in enumerate(eager[split:], split):
+                t.eager_op(c, f"b{k}", None)
+        answers[1000 + pos] = t.trace_op(1000 + pos, code, replays[pos] if replays else None, None, None, pos)
+    fixes = dict(t.finish())
+    return {row: fixes.get(row, a).values() for row, a in answers.items()}, len(fixes)
+
+
+def test_streaming_alignment_answers_are_final_after_corrections(monkeypatch):
+    """A replay that differs from eager is aligned (without replay ids: the whole trace). The tracker answers
+    its ops after the first difference from an alignment that runs as the trace streams, and corrects only the
+    answers that differ from the final alignment: after the corrections every op holds exactly what it held
+    when every op of such an iteration was corrected, and a sparse drift leaves few corrections. With and
+    without replay ids, and with eager ops that arrive after the trace has started (the streaming answers are
+    then guesses, and corrected)."""
+    rng = random.Random(11)
+    fewer = 0
+    for case in range(400):
+        n = rng.randint(1, 300)
+        eager = [rng.randrange(8 if case % 2 else 30) for _ in range(n)]
+        trace = _drifted(rng, eager * rng.choice([1, 1, 2]), rng.choice([0, 1, 2, 5, 20]))
+        late = rng.randint(1, n) if rng.random() < 0.1 else 0
+        replays = None
+        if case % 3 == 0:  # replay ids: each replay a drifted copy of eager, in sessions of their own
+            trace, replays = [], []
+            for r in range(rng.randint(1, 4)):
+                part = _drifted(rng, eager, rng.choice([0, 0, 1, 3]))
+                trace += part
+                replays += [str(r)] * len(part)
+        got, n_fixes = _final(eager, trace, late, True, monkeypatch, replays)
+        want, n_all = _final(eager, trace, late, False, monkeypatch, replays)
+        assert got == want, case
+        assert n_fixes <= n_all
+        fewer += n_fixes < n_all // 2
+    assert fewer > 50  # (the streaming answers were the final ones for most ops, often)
+    # and what the corrections give is the whole alignment's
+    eager = [rng.randrange(30) for _ in range(500)]
+    trace = _drifted(rng, eager, 5)
+    got, n_fixes = _final(eager, trace, 0, True, monkeypatch)
+    found = align(eager, trace)
+    assert got == {1000 + k: ((f"b{found[k]}", None, "aligned", 0, k) if k in found
+                              else (None, None, "unmatched", 0, k)) for k in range(len(trace))}
+    # corrected: the ops before the first difference (answered by position), and at most the ops answered while
+    # the alignment waited past each of the 5 drifts
+    first = next(k for k, (x, y) in enumerate(zip(eager + [-1], trace + [-2])) if x != y)
+    assert n_fixes <= first + 5 * (history.WINDOW + history.CONFIRM + 1)

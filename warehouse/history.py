@@ -29,6 +29,7 @@ SIGNPOST, POSITION, ALIGNED, UNMATCHED = "signpost", "position", "aligned", "unm
 WINDOW = 64  # how far ahead (in either sequence) a resynchronisation is looked for
 CONFIRM = 3  # equal op codes in a row that make a resynchronisation point
 BUDGET = 5_000_000  # comparisons per alignment; past it, the rest of the trace stays unmatched
+STREAMING = True  # whether a trace to be aligned whole is answered as it streams (False: the reference tests use)
 
 
 def align(a: Sequence[int], b: Sequence[int]) -> dict[int, int]:
@@ -36,42 +37,62 @@ def align(a: Sequence[int], b: Sequence[int]) -> dict[int, int]:
     matched; at a difference, the nearest pair of offsets (fewest ops skipped in both) within :data:`WINDOW`
     whose op codes agree for :data:`CONFIRM` ops (or to the end) resumes the matching."""
     out: dict[int, int] = {}
-    i = j = 0
-    na, nb = len(a), len(b)
-    budget = BUDGET
-
-    def confirmed(x: int, y: int) -> bool:
-        k = 0
-        while k < CONFIRM and x + k < na and y + k < nb:
-            if a[x + k] != b[y + k]:
-                return False
-            k += 1
-        return True
-
-    while i < na and j < nb:
-        if a[i] == b[j]:
-            out[j] = i
-            i += 1
-            j += 1
-            continue
-        ahead: dict[int, list[int]] = {}
-        for di in range(min(WINDOW, na - i) + 1):
-            if i + di < na:
-                ahead.setdefault(a[i + di], []).append(di)
-        best: tuple[int, int] | None = None
-        for dj in range(min(WINDOW, nb - j - 1) + 1):
-            if best is not None and dj >= best[0] + best[1]:
-                break
-            for di in ahead.get(b[j + dj], ()):
-                budget -= 1
-                if (di or dj) and (best is None or di + dj < sum(best)) and confirmed(i + di, j + dj):
-                    best = (di, dj)
-                    break
-        budget -= WINDOW
-        if best is None or budget < 0:
-            break  # no resynchronisation near: the rest stays unmatched
-        i, j = i + best[0], j + best[1]
+    _Aligner(a).advance(b, out, final=True)
     return out
+
+
+class _Aligner:
+    """:func:`align` that can stop and resume as ``b`` grows: each decision needs ``b`` only up to
+    :data:`WINDOW` + :data:`CONFIRM` ops past it, so run on a ``b`` that is still streaming it decides every op
+    that far behind the newest exactly as the whole ``b`` would (it waits for more otherwise)."""
+
+    def __init__(self, a: Sequence[int]):
+        self.a = a
+        self.i = self.j = 0  # next op of a and of b to match: the ops of b before j are decided
+        self.budget = BUDGET
+        self.stopped = False  # no resynchronisation (or a exhausted): every op of b from j on is unmatched
+
+    def advance(self, b: Sequence[int], out: dict[int, int], final: bool) -> None:
+        """Match as far as ``b`` allows (all of it when ``final``), adding ``{index in b: index in a}``."""
+        a, i, j, budget = self.a, self.i, self.j, self.budget
+        na, nb = len(a), len(b)
+
+        def confirmed(x: int, y: int) -> bool:
+            k = 0
+            while k < CONFIRM and x + k < na and y + k < nb:
+                if a[x + k] != b[y + k]:
+                    return False
+                k += 1
+            return True
+
+        while i < na and j < nb:
+            if a[i] == b[j]:
+                out[j] = i
+                i += 1
+                j += 1
+                continue
+            if not final and nb - j <= WINDOW + CONFIRM:
+                break  # the search below may look that far ahead in b: wait until b is that long
+            ahead: dict[int, list[int]] = {}
+            for di in range(min(WINDOW, na - i) + 1):
+                if i + di < na:
+                    ahead.setdefault(a[i + di], []).append(di)
+            best: tuple[int, int] | None = None
+            for dj in range(min(WINDOW, nb - j - 1) + 1):
+                if best is not None and dj >= best[0] + best[1]:
+                    break
+                for di in ahead.get(b[j + dj], ()):
+                    budget -= 1
+                    if (di or dj) and (best is None or di + dj < sum(best)) and confirmed(i + di, j + dj):
+                        best = (di, dj)
+                        break
+            budget -= WINDOW
+            if best is None or budget < 0:
+                self.stopped = True  # no resynchronisation near: the rest stays unmatched
+                break
+            i, j = i + best[0], j + best[1]
+        self.stopped = self.stopped or i >= na
+        self.i, self.j, self.budget = i, j, budget
 
 
 @dataclass
@@ -96,7 +117,13 @@ def own(block: str | None, layer: str | None, pos: int | None) -> Attributed:
 @dataclass
 class HistoryTracker:
     """Feed eager and trace ops in file order; :meth:`trace_op` answers at once, :meth:`finish` lists the
-    corrections for iterations that did not match eager op for op."""
+    corrections for iterations that did not match eager op for op.
+
+    Without replay ids, the first trace op that differs from eager settles it: the trace will be aligned whole.
+    From there on :meth:`trace_op` answers with an alignment that runs as the trace streams (:class:`_Aligner`),
+    which is the final answer for every op it has decided on arrival (all of them but the few just past a
+    drift), and :meth:`finish` corrects only the ops whose answer differs from the final one. A trace that
+    drifts from eager (as real ones do) is then written once, not written and then rewritten op by op."""
 
     # One entry per op of a file, so compact: machine integers in arrays (8 bytes an op, no int objects), and
     # (block, layer) pairs shared through _pairs (a pointer an op; a file has few distinct pairs).
@@ -110,6 +137,12 @@ class HistoryTracker:
     counts: dict[int, int] = field(default_factory=dict)
     bad_iterations: set[int] = field(default_factory=set)
     by_session: bool | None = None
+    # per trace op, the eager op its answer was taken from when it answered as aligned (-1: unmatched; -2: an
+    # answer of another kind, which the final alignment always corrects)
+    answered: array = field(default_factory=lambda: array("q"))
+    # iterations being aligned as they stream (-1: the whole trace), with their op codes so far
+    _streams: dict[int, tuple[_Aligner, array]] = field(default_factory=dict)
+    _decided: dict[int, int] = field(default_factory=dict)  # (a streaming alignment's latest matches)
 
     def eager_op(self, code: int, block: str | None, layer: str | None) -> None:
         self.e_codes.append(code)
@@ -118,7 +151,8 @@ class HistoryTracker:
 
     def trace_op(self, row_no: int, code: int, replay: str | None, block: str | None, layer: str | None,
                  pos: int) -> Attributed:
-        """The op's attribution, assuming its iteration matches eager (corrected by :meth:`finish` if not)."""
+        """The op's attribution: by position while its iteration matches eager, then from the streaming
+        alignment of that iteration (corrected by :meth:`finish` where either turns out wrong)."""
         if self.by_session is None:
             self.by_session = bool(replay)
         n = len(self.e_codes)
@@ -133,13 +167,45 @@ class HistoryTracker:
         self.t_rows.append(row_no)
         self.t_codes.append(code)
         self.t_iter.append(it)
+        stream = self._streams.get(-1 if not self.by_session else it)
+        if stream is not None:
+            return self._streamed(stream, code, it if self.by_session else 0)
         if not n:  # no eager section to learn from: the trace's own signposts
+            self.answered.append(-2)
             return Attributed(block, layer, SIGNPOST if (block or layer) else None, it, ipos)
         if ipos < n and self.e_codes[ipos] == code:
+            self.answered.append(-2)
             b, lay = self.e_attr[ipos]
             return Attributed(b, lay, POSITION, it, ipos)
         self.bad_iterations.add(it)
+        if STREAMING:
+            # This iteration (without replay ids: the whole trace) will be aligned: answer as that alignment
+            # from here on. Its ops so far are the start of what it aligns.
+            if self.by_session:
+                codes = array("q", [c for c, x in zip(self.t_codes, self.t_iter) if x == it][:-1])
+                stream = self._streams[it] = (_Aligner(self.e_codes), codes)
+                return self._streamed(stream, code, it)
+            stream = self._streams[-1] = (_Aligner(self.e_codes), array("q", self.t_codes[:-1]))
+            return self._streamed(stream, code, 0)
+        self.answered.append(-2)
         return Attributed(None, None, UNMATCHED, it, ipos)
+
+    def _streamed(self, stream: tuple[_Aligner, array], code: int, it: int) -> Attributed:
+        """The answer for the newest op of an iteration being aligned as it streams: aligned, or unmatched when
+        decided so or still undecided (the alignment waits for the ops past a drift)."""
+        aligner, codes = stream
+        codes.append(code)
+        k = len(codes) - 1
+        found = self._decided
+        if not aligner.stopped:
+            found.clear()
+            aligner.advance(codes, found, final=False)
+        i = found.get(k, -1)
+        self.answered.append(i)
+        if i < 0:
+            return Attributed(None, None, UNMATCHED, it, k)
+        b, lay = self.e_attr[i]
+        return Attributed(b, lay, ALIGNED, it, k)
 
     def finish(self) -> list[tuple[int, Attributed]]:
         """``(row_no, attribution)`` for every trace op whose answer from :meth:`trace_op` was wrong: the ops
@@ -149,21 +215,29 @@ class HistoryTracker:
         if not self.t_rows or not n:
             return []
         if not self.by_session and (len(self.t_codes) % n or self.bad_iterations):
-            # not k copies of eager: one iteration, aligned whole
+            # not k copies of eager: one iteration, aligned whole; only the answers that differ are corrected
             self.t_iter = array("q", bytes(8 * len(self.t_rows)))  # all zero: one iteration
-            return self._align(list(range(len(self.t_rows))), 0)
+            fixes = self._align(list(range(len(self.t_rows))), 0, self.answered)
+            self._streams.clear()
+            return fixes
         if self.by_session:
             # an iteration shorter than eager matched op for op but misses ops: align it too
             self.bad_iterations |= {it for it, c in self.counts.items() if c != n}
         out: list[tuple[int, Attributed]] = []
         for it in sorted(self.bad_iterations):
-            out += self._align([i for i, x in enumerate(self.t_iter) if x == it], it)
+            idx = [i for i, x in enumerate(self.t_iter) if x == it]
+            out += self._align(idx, it, array("q", [self.answered[i] for i in idx]))
+        self._streams.clear()
         return out
 
-    def _align(self, idx: list[int], it: int) -> list[tuple[int, Attributed]]:
+    def _align(self, idx: list[int], it: int, answered: array) -> list[tuple[int, Attributed]]:
+        """Corrections for the trace ops ``idx`` aligned as one iteration ``it``: those whose answer (``answered``,
+        one per op of ``idx``) was not the final one."""
         found = align(self.e_codes, [self.t_codes[i] for i in idx])
         out = []
         for k, i in enumerate(idx):
+            if answered[k] == found.get(k, -1):
+                continue  # answered as aligned to the same eager op (or as unmatched): already right
             if k in found:
                 b, lay = self.e_attr[found[k]]
                 out.append((self.t_rows[i], Attributed(b, lay, ALIGNED, it, k)))
