@@ -14,8 +14,11 @@ eager by an op or two:
    (``aligned``), the few others are ``unmatched`` (block '?').
 3. Every other op (eager, custom sections, outside sections) keeps its own signpost attribution (``signpost``).
 
-Ingest feeds :class:`HistoryTracker` row by row: the common cases are settled as the rows stream, and only
-iterations that turn out to differ from eager are fixed up at the end.
+Ingest feeds :class:`HistoryTracker` row by row and writes each op with its answer. The common cases are
+settled as the rows stream: an iteration that matches eager by position, and one that differs, from its first
+difference on (it is aligned as it streams: :func:`align` can stop and resume). At the end only the answers
+that turn out wrong are corrected: an iteration's ops before its first difference, the few answered while the
+alignment waited past a drift, and iterations found short only at the end.
 """
 from __future__ import annotations
 
