@@ -32,7 +32,7 @@ SIGNPOST, POSITION, ALIGNED, UNMATCHED = "signpost", "position", "aligned", "unm
 WINDOW = 64  # how far ahead (in either sequence) a resynchronisation is looked for
 CONFIRM = 3  # equal op codes in a row that make a resynchronisation point
 BUDGET = 5_000_000  # comparisons per alignment; past it, the rest of the trace stays unmatched
-STREAMING = True  # whether a trace to be aligned whole is answered as it streams (False: the reference tests use)
+STREAMING = True  # whether an iteration to be aligned is answered as it streams (False: the tests' reference)
 
 
 def align(a: Sequence[int], b: Sequence[int]) -> dict[int, int]:
@@ -122,11 +122,12 @@ class HistoryTracker:
     """Feed eager and trace ops in file order; :meth:`trace_op` answers at once, :meth:`finish` lists the
     corrections for iterations that did not match eager op for op.
 
-    Without replay ids, the first trace op that differs from eager settles it: the trace will be aligned whole.
-    From there on :meth:`trace_op` answers with an alignment that runs as the trace streams (:class:`_Aligner`),
-    which is the final answer for every op it has decided on arrival (all of them but the few just past a
-    drift), and :meth:`finish` corrects only the ops whose answer differs from the final one. A trace that
-    drifts from eager (as real ones do) is then written once, not written and then rewritten op by op."""
+    The first op of an iteration that differs from eager settles it: that iteration (without replay ids, the
+    whole trace) will be aligned. From there on :meth:`trace_op` answers its ops with an alignment that runs as
+    they stream (:class:`_Aligner`), which is the final answer for every op it has decided on arrival (all but
+    the few just past a drift), and :meth:`finish` corrects only the answers that differ from the final ones. A
+    trace that drifts from eager (as real ones do) is then written once, not written and then rewritten op by
+    op."""
 
     # One entry per op of a file, so compact: machine integers in arrays (8 bytes an op, no int objects), and
     # (block, layer) pairs shared through _pairs (a pointer an op; a file has few distinct pairs).
@@ -211,9 +212,9 @@ class HistoryTracker:
         return Attributed(b, lay, ALIGNED, it, k)
 
     def finish(self) -> list[tuple[int, Attributed]]:
-        """``(row_no, attribution)`` for every trace op whose answer from :meth:`trace_op` was wrong: the ops
-        of iterations that differ from eager (aligned), or all of them when the trace is not k whole copies of
-        eager and has no replay ids (then it is one iteration)."""
+        """``(row_no, attribution)`` for every trace op whose answer from :meth:`trace_op` was wrong: in the
+        iterations that differ from eager (aligned), or in the whole trace when it is not k whole copies of eager
+        and has no replay ids (then it is one iteration), the answers that differ from the final alignment."""
         n = len(self.e_codes)
         if not self.t_rows or not n:
             return []
