@@ -143,7 +143,7 @@ class HistoryTracker:
     by_session: bool | None = None
     # per trace op, the eager op its answer was taken from when it answered as aligned (-1: unmatched; -2: an
     # answer of another kind, which the final alignment always corrects)
-    answered: array = field(default_factory=lambda: array("q"))
+    answered: array = field(default_factory=lambda: array("i"))
     # iterations being aligned as they stream (-1: the whole trace), with their op codes so far
     _streams: dict[int, tuple[_Aligner, array]] = field(default_factory=dict)
     _decided: dict[int, int] = field(default_factory=dict)  # (a streaming alignment's latest matches)
@@ -230,7 +230,7 @@ class HistoryTracker:
         out: list[tuple[int, Attributed]] = []
         for it in sorted(self.bad_iterations):
             idx = [i for i, x in enumerate(self.t_iter) if x == it]
-            out += self._align(idx, it, array("q", [self.answered[i] for i in idx]))
+            out += self._align(idx, it, array("i", [self.answered[i] for i in idx]))
         self._streams.clear()
         return out
 
