@@ -195,6 +195,24 @@ def test_progress_bar_on_a_terminal(db_url, monkeypatch):
     assert r.stderr == ""  # one small file: no bar
 
 
+def test_check_shows_progress_over_runs(db_url, monkeypatch):
+    """`check` verifies each run's rollups and report against its ops (the long part on a large warehouse): the
+    library reports progress over those steps, and the CLI draws a bar on a terminal (none in a pipe)."""
+    from click.testing import CliRunner
+    from warehouse.cli import cli
+    from warehouse.maintenance import check_warehouse
+    data = Path(cases()["dlv3_same"]).parent.parent
+    assert CliRunner().invoke(cli, ["--db", db_url, "ingest", str(data)]).exit_code == 0
+    seen: list[tuple[int, int]] = []
+    assert check_warehouse(open_db(db_url), lambda done, total: seen.append((done, total))) == []
+    assert seen == [(k, 10) for k in range(1, 11)]  # 5 runs: rollups, then report parts
+    r = CliRunner().invoke(cli, ["--db", db_url, "check"])
+    assert r.exit_code == 0 and r.stdout.strip() == "warehouse ok" and r.stderr == ""
+    monkeypatch.setattr("warehouse.cli._stderr_terminal", lambda: True)
+    r = CliRunner().invoke(cli, ["--db", db_url, "check"])
+    assert r.exit_code == 0 and r.stdout.strip() == "warehouse ok" and r.stderr.startswith("check"), r.stderr
+
+
 def test_implausible_measurements_are_warned(wh, tmp_path):
     head = "OP CODE,OP TYPE,DEVICE KERNEL DURATION [ns],DEVICE FW DURATION [ns],OP TO OP LATENCY [ns]"
     rows = ["A,tt_dnn_device,100,200,5", "B,tt_dnn_device,300,200,-40", "C,tt_dnn_device,2000000000,3000000000,-1",

@@ -576,10 +576,23 @@ def rm(ctx: click.Context, runs: tuple[str, ...], yes: bool) -> None:
 @cli.command(name="check")
 @click.pass_context
 def check_cmd(ctx: click.Context) -> None:
-    """Verify the warehouse: storage integrity, run counts, orphan rows; exit 1 listing the problems."""
+    """Verify the warehouse: storage integrity, run counts, orphan rows, each run's rollups and report against
+    its ops; exit 1 listing the problems."""
     from warehouse.maintenance import check_warehouse
 
-    _problems(ctx, check_warehouse(_engine(ctx, create=False)), "warehouse ok")
+    bars: list = []  # (the bar is made at the first step, when the number of steps is known)
+
+    def progress(done: int, total: int) -> None:
+        if not bars:
+            bars.append(click.progressbar(length=total, label="check", file=sys.stderr))
+            bars[0].__enter__()
+        bars[0].update(1)
+    try:
+        problems = check_warehouse(_engine(ctx, create=False), progress if _stderr_terminal() else None)
+    finally:
+        if bars:
+            bars[0].__exit__(None, None, None)
+    _problems(ctx, problems, "warehouse ok")
 
 
 def _problems(ctx: click.Context, problems: list[str], ok: str) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from sqlalchemy import Engine, delete, func, select, text
 
@@ -13,8 +14,10 @@ from warehouse.report import check_parts
 from warehouse.rollups import check_rollups
 
 
-def check_warehouse(engine: Engine) -> list[str]:
-    """Every problem found: storage integrity, each run's counts against its stored rows, orphan rows."""
+def check_warehouse(engine: Engine, progress: Callable[[int, int], None] | None = None) -> list[str]:
+    """Every problem found: storage integrity, each run's counts against its stored rows, orphan rows, and each
+    run's rollups and report parts against its ops. ``progress(done, total)`` follows that last part, which
+    takes most of the time (about 0.6 s per 100,000 ops of a run)."""
     problems: list[str] = []
     with engine.connect() as conn:
         if conn.dialect.name == "sqlite":
@@ -65,8 +68,15 @@ def check_warehouse(engine: Engine) -> list[str]:
         if missing:
             problems.append(f"{missing} interned strings missing from text_value")
         problems += chunks.problems
-        problems += check_rollups(conn)
-        problems += check_parts(conn)
+        total, done = 2 * len(runs), 0
+
+        def step() -> None:
+            nonlocal done
+            done += 1
+            if progress:
+                progress(done, total)
+        problems += check_rollups(conn, step)
+        problems += check_parts(conn, step)
     return problems
 
 

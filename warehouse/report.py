@@ -18,7 +18,7 @@ import json
 import statistics
 from array import array
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import islice
 from typing import Any
 
@@ -365,20 +365,23 @@ def backfill_parts(conn: Connection) -> int:
     return len(missing)
 
 
-def check_parts(conn: Connection) -> list[str]:
-    """Problems: runs whose stored report parts are missing or differ from parts computed again from their ops."""
+def check_parts(conn: Connection, step: Callable[[], None] | None = None) -> list[str]:
+    """Problems: runs whose stored report parts are missing or differ from parts computed again from their ops
+    (``step`` is called after each run)."""
     problems = []
     stored = dict(conn.execute(select(t.run_report.c.run_id, t.run_report.c.doc)).all())
     for run_id, freq in conn.execute(select(t.run.c.id, t.run.c.freq_mhz).order_by(t.run.c.id)).all():
         if run_id not in stored:
             problems.append(f"run {run_id}: no stored report parts (`warehouse db upgrade` builds them)")
-            continue
-        # compared as JSON text: the same keys, order and digits (and NaN equals NaN)
-        doc = {k: json.dumps(v) for k, v in json.loads(stored[run_id]).items()}
-        fresh = {k: json.dumps(v) for k, v in compute_parts(conn, run_id, float(freq)).items()}
-        if doc != fresh:
-            where = next((k for k in fresh if doc.get(k) != fresh[k]), "keys")
-            problems.append(f"run {run_id}: the stored report disagrees with its ops (first: {where})")
+        else:
+            # compared as JSON text: the same keys, order and digits (and NaN equals NaN)
+            doc = {k: json.dumps(v) for k, v in json.loads(stored[run_id]).items()}
+            fresh = {k: json.dumps(v) for k, v in compute_parts(conn, run_id, float(freq)).items()}
+            if doc != fresh:
+                where = next((k for k in fresh if doc.get(k) != fresh[k]), "keys")
+                problems.append(f"run {run_id}: the stored report disagrees with its ops (first: {where})")
+        if step:
+            step()
     return problems
 
 

@@ -11,6 +11,8 @@ without touching this module (a new metric needs a migration for its column).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlalchemy import Connection, text
 
 from warehouse.measures import GROUPINGS, METRICS, Grouping
@@ -103,8 +105,9 @@ def build_rollups(conn: Connection, run_id: int, freq_mhz: float) -> None:
     conn.execute(text(_SQL), {"run": run_id, "freq": float(freq_mhz)})
 
 
-def check_rollups(conn: Connection) -> list[str]:
-    """Problems: runs whose stored rollups differ from rollups computed again from their ops."""
+def check_rollups(conn: Connection, step: Callable[[], None] | None = None) -> list[str]:
+    """Problems: runs whose stored rollups differ from rollups computed again from their ops (``step`` is called
+    after each run)."""
     problems = []
     cols = rollup_columns()
     keycols = ["section", "grouping", "key", "device"]
@@ -114,6 +117,8 @@ def check_rollups(conn: Connection) -> list[str]:
             f"SELECT {', '.join(keycols + values)} FROM rollup WHERE run_id = :r"), {"r": run_id})}
         fresh_sql = _SQL.split("\n", 1)[1]  # the SELECT without the INSERT
         fresh = {tuple(r[1:5]): r[5:] for r in conn.execute(text(fresh_sql), {"run": run_id, "freq": float(freq)})}
+        if step:
+            step()
         if stored.keys() != fresh.keys():
             problems.append(f"run {run_id}: {len(stored)} rollup rows stored, {len(fresh)} computed from its ops")
             continue
