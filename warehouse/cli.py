@@ -2,6 +2,7 @@
 library function and renders the result; every :class:`WarehouseError` becomes one ``Error: ...`` line."""
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -580,18 +581,15 @@ def check_cmd(ctx: click.Context) -> None:
     its ops; exit 1 listing the problems."""
     from warehouse.maintenance import check_warehouse
 
-    bars: list = []  # (the bar is made at the first step, when the number of steps is known)
+    with contextlib.ExitStack() as stack:
+        bar = None  # (made at the first step, when the number of steps is known)
 
-    def progress(done: int, total: int) -> None:
-        if not bars:
-            bars.append(click.progressbar(length=total, label="check", file=sys.stderr))
-            bars[0].__enter__()
-        bars[0].update(1)
-    try:
+        def progress(done: int, total: int) -> None:
+            nonlocal bar
+            if bar is None:
+                bar = stack.enter_context(click.progressbar(length=total, label="check", file=sys.stderr))
+            bar.update(1)
         problems = check_warehouse(_engine(ctx, create=False), progress if _stderr_terminal() else None)
-    finally:
-        if bars:
-            bars[0].__exit__(None, None, None)
     _problems(ctx, problems, "warehouse ok")
 
 
