@@ -491,8 +491,13 @@ def tag_cmd(ctx: click.Context, run: str, label: str | None, tags: tuple[str, ..
               help="Stop the statement after this many seconds.")
 @click.option("--max-rows", type=click.IntRange(min=0), default=100_000, show_default=True,
               help="Stop after this many rows (0: no cap).")
+@click.option("--max-value-bytes", type=click.IntRange(min=1), default=16 << 20, show_default=True,
+              help="Refuse a result with a value larger than this.")
+@click.option("--max-result-bytes", type=click.IntRange(min=1), default=512 << 20, show_default=True,
+              help="Refuse a result larger than this in all.")
 @click.pass_context
-def sql(ctx: click.Context, statement: str | None, fmt: str, timeout: float, max_rows: int) -> None:
+def sql(ctx: click.Context, statement: str | None, fmt: str, timeout: float, max_rows: int, max_value_bytes: int,
+        max_result_bytes: int) -> None:
     """Run one read-only SELECT (argument, or standard input); writes, ATTACH, COPY, SET and server functions
     are refused."""
     from warehouse import render
@@ -501,7 +506,8 @@ def sql(ctx: click.Context, statement: str | None, fmt: str, timeout: float, max
     if statement is None:
         statement = sys.stdin.read()
     with stream_sql(_engine(ctx, create=False, readonly=True), statement, timeout_s=timeout,
-                    max_rows=max_rows or None) as res:
+                    max_rows=max_rows or None, max_value_bytes=max_value_bytes,
+                    max_result_bytes=max_result_bytes) as res:
         if res.columns:
             render.stream(res.columns, res.rows, fmt, lambda s: click.echo(s, nl=False))
         if res.truncated:

@@ -15,7 +15,8 @@ from sqlalchemy import Engine, select
 
 from warehouse import schema as t
 from warehouse.errors import WarehouseError
-from warehouse.export import export_run
+from warehouse.db import read_snapshot
+from warehouse.export import export_conn
 from warehouse.ingest import ingest_file
 from warehouse.runs import resolve_run
 
@@ -42,43 +43,43 @@ def copy_runs(src: Engine, dst: Engine, refs: list[str] | None = None,
         ids = ([resolve_run(conn, r) for r in refs] if refs else
                list(conn.execute(select(t.run.c.id).order_by(t.run.c.id)).scalars()))
     out = []
+
+    def done(c: Copied) -> None:
+        out.append(c)
+        if progress:
+            progress(c)
+
     with tempfile.TemporaryDirectory(prefix="warehouse-copy-") as tmp:
+        # A fixed name inside our own temporary folder: never a path built from stored data (a file_name could
+        # be absolute or hold '..'). The run keeps its file name through ``meta``.
+        path = Path(tmp) / "run.csv"
         for run_id in ids:
-            with src.connect() as conn:
-                run = conn.execute(select(t.run).where(t.run.c.id == run_id)).mappings().one()
-                with dst.connect() as dconn:
-                    there = dconn.execute(select(t.run.c.id).where(t.run.c.sha256 == run["sha256"])).scalar()
-                if there is not None:
-                    c = Copied(run_id, there, True, run["op_count"])
-                    out.append(c)
-                    if progress:
-                        progress(c)
-                    continue
-                tags = dict(conn.execute(select(t.run_tag.c.key, t.run_tag.c.value)
-                                         .where(t.run_tag.c.run_id == run_id)).all())
-                warnings = [tuple(w) for w in conn.execute(
-                    select(t.run_warning.c.row_no, t.run_warning.c.column_name, t.run_warning.c.message)
-                    .where(t.run_warning.c.run_id == run_id).order_by(t.run_warning.c.id)).all()]
-            # A fixed name inside our own temporary folder: never a path built from stored data (a file_name
-            # could be absolute or hold '..'). The run keeps its file name through ``meta``.
-            path = Path(tmp) / "run.csv"
             try:
-                with open(path, "wb") as f:
-                    export_run(src, run_id, f)
+                # the run, its tags, warnings and rows from one snapshot, checked against its row count and hash
+                with read_snapshot(src) as conn:
+                    run = conn.execute(select(t.run).where(t.run.c.id == run_id)).mappings().first()
+                    if run is None:
+                        done(Copied(run_id, None, False, 0, error=f"run {run_id} was deleted from the source"))
+                        continue
+                    with dst.connect() as dconn:
+                        there = dconn.execute(select(t.run.c.id).where(t.run.c.sha256 == run["sha256"])).scalar()
+                    if there is not None:
+                        done(Copied(run_id, there, True, run["op_count"]))
+                        continue
+                    tags = dict(conn.execute(select(t.run_tag.c.key, t.run_tag.c.value)
+                                             .where(t.run_tag.c.run_id == run_id)).all())
+                    warnings = [tuple(w) for w in conn.execute(
+                        select(t.run_warning.c.row_no, t.run_warning.c.column_name, t.run_warning.c.message)
+                        .where(t.run_warning.c.run_id == run_id).order_by(t.run_warning.c.id)).all()]
+                    with open(path, "wb") as f:
+                        export_conn(conn, run_id, f)
                 meta = {k: run[k] for k in KEPT}
                 meta["warnings"] = warnings
                 r = ingest_file(dst, path, label=run["label"], tags=tags, freq_mhz=run["freq_mhz"], meta=meta)
             except WarehouseError as e:
-                c = Copied(run_id, None, False, run["op_count"], error=str(e).replace(str(path), f"run {run_id}"))
-                out.append(c)
-                if progress:
-                    progress(c)
+                done(Copied(run_id, None, False, 0, error=str(e).replace(str(path), f"run {run_id}")))
                 continue
             finally:
                 path.unlink(missing_ok=True)
-            c = Copied(run_id, r.run_id, r.existing, r.ops)
-            out.append(c)
-            if progress:
-                progress(c)
+            done(Copied(run_id, r.run_id, r.existing, r.ops))
     return out
-

@@ -185,6 +185,20 @@ def write_tx(engine: Engine) -> Iterator[Connection]:
             yield conn
 
 
+@contextlib.contextmanager
+def read_snapshot(engine: Engine) -> Iterator[Connection]:
+    """One consistent, read-only view of the warehouse for a read of many statements (export, copy, check,
+    report): REPEATABLE READ on PostgreSQL (READ COMMITTED would let a concurrent ``rm`` cut a run in half between
+    two chunk reads), one read transaction on SQLite (WAL keeps its snapshot until it ends)."""
+    with engine.connect() as conn:
+        if conn.dialect.name == "postgresql":
+            conn = conn.execution_options(isolation_level="REPEATABLE READ")
+        with conn.begin():
+            if conn.dialect.name == "postgresql":
+                conn.exec_driver_sql("SET TRANSACTION READ ONLY")
+            yield conn
+
+
 def current_revision(conn: Connection) -> str | None:
     """The database's Alembic revision (None for an empty database)."""
     if "alembic_version" not in inspect(conn).get_table_names():

@@ -1,6 +1,7 @@
 """Run -> CSV: every cell back in its place, byte for byte for files tt-metal wrote."""
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 from itertools import islice
@@ -12,7 +13,8 @@ from sqlalchemy import Connection, Engine, bindparam, select
 from warehouse import schema as t
 from warehouse.cellstore import ROW_CELLS_V7, iter_chunk_rows, iter_legacy_rows
 from warehouse.csvfile import decode_volatile, write_rows
-from warehouse.errors import NotFound
+from warehouse.db import read_snapshot
+from warehouse.errors import NotFound, WarehouseError
 
 
 class _Tuples:
@@ -97,33 +99,61 @@ def reencode_cells(conn: Connection, to_json: bool) -> None:
 
 
 def export_run(engine: Engine, run_id: int, out: IO[bytes]) -> int:
-    """Write the run's CSV to the binary stream ``out``; returns the number of data rows written."""
-    with engine.connect() as conn:
-        r = conn.execute(select(t.run).where(t.run.c.id == run_id)).mappings().first()
-        if r is None:
-            raise NotFound(f"no run {run_id}; `warehouse runs` lists them")
-        header = json.loads(r["columns"])
-        static_idx = json.loads(r["static_columns"])
-        if r["bom"]:
-            out.write(b"\xef\xbb\xbf")
-        n = 0
+    """Write the run's CSV to the binary stream ``out``; returns the number of data rows written.
 
-        def rows() -> Iterator[list[str]]:
-            nonlocal n
-            for row in iter_rows(conn, run_id, len(header), static_idx):
-                n += 1
-                yield row
+    The run is read in one snapshot (:func:`warehouse.db.read_snapshot`), and what was written is checked: as
+    many rows as ``run.row_count`` and, for a run whose export is exact, the sha256 of the original file. A
+    mismatch (a run damaged, or cut by a concurrent delete on a back end without snapshots) raises
+    :class:`WarehouseError`: the caller must not keep the output."""
+    with read_snapshot(engine) as conn:
+        return export_conn(conn, run_id, out)
 
-        # Written in slices so that memory stays flat; the last newline is held back for files without one.
-        write_rows(_Sink(out, r["final_newline"], r["newline"]), header, rows(),  # type: ignore[arg-type]
-                   r["newline"])  # (a TextIOBase that csv.writer accepts)
-        return n
+
+def export_conn(conn: Connection, run_id: int, out: IO[bytes]) -> int:
+    """:func:`export_run` on an open connection (its transaction is the snapshot)."""
+    r = conn.execute(select(t.run).where(t.run.c.id == run_id)).mappings().first()
+    if r is None:
+        raise NotFound(f"no run {run_id}; `warehouse runs` lists them")
+    header = json.loads(r["columns"])
+    static_idx = json.loads(r["static_columns"])
+    sink = _Hashing(out)
+    if r["bom"]:
+        sink.write(b"\xef\xbb\xbf")
+    n = 0
+
+    def rows() -> Iterator[list[str]]:
+        nonlocal n
+        for row in iter_rows(conn, run_id, len(header), static_idx):
+            n += 1
+            yield row
+
+    # Written in slices so that memory stays flat; the last newline is held back for files without one.
+    write_rows(_Sink(sink, r["final_newline"], r["newline"]), header, rows(),  # type: ignore[arg-type]
+               r["newline"])  # (a TextIOBase that csv.writer accepts)
+    if n != r["row_count"]:
+        raise WarehouseError(f"run {run_id}: {n} rows read back, the run has {r['row_count']} (it was damaged or "
+                             "deleted while it was read); nothing was kept. `warehouse check` lists damage")
+    if r["export_exact"] and sink.hash.hexdigest() != r["sha256"]:
+        raise WarehouseError(f"run {run_id}: the export does not hash to the file's sha256 {r['sha256'][:12]}... "
+                             "(the run is damaged); nothing was kept. `warehouse check` lists damage")
+    return n
+
+
+class _Hashing:
+    """A binary stream that hashes what it passes on."""
+
+    def __init__(self, out: IO[bytes]):
+        self.out, self.hash = out, hashlib.sha256()
+
+    def write(self, b: bytes) -> int:
+        self.hash.update(b)
+        return self.out.write(b)
 
 
 class _Sink(io.TextIOBase):
     """A text stream onto a binary one that drops the file's last newline when the original had none."""
 
-    def __init__(self, out: IO[bytes], final_newline: bool, newline: str):
+    def __init__(self, out: Any, final_newline: bool, newline: str):
         self.out, self.final_newline, self.newline = out, final_newline, newline
         self.held = ""
 

@@ -6,6 +6,7 @@ SQLite; PostgreSQL's parser, a read-only transaction and a SELECT-only role on P
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +22,10 @@ from warehouse.views import VIEWS
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MAX_ROWS = 100_000
+DEFAULT_MAX_VALUE_BYTES = 16 << 20     # one cell of a result (a chunk of cells is about 100 KiB)
+DEFAULT_MAX_RESULT_BYTES = 512 << 20   # all cells of a result together
 _FETCH = 1000
+_FETCH_PG = 200  # rows per round trip of PostgreSQL's server-side cursor (bounds what one fetch can hold)
 
 
 @dataclass
@@ -42,6 +46,9 @@ def _sql_error(e: BaseException, timeout_s: float | None, denied: str | None = N
     if "interrupted" in low or "statement timeout" in low or "canceling statement" in low:
         return UsageError(f"the query ran longer than {timeout_s:g} s and was stopped; narrow it, or pass "
                           "--timeout")
+    if "too big" in low:  # SQLITE_LIMIT_LENGTH, set from max_value_bytes
+        return UsageError(f"a value of the result is over the size limit ({msg}); select a part of it (substr) "
+                          "or pass --max-value-bytes")
     if "not authorized" in low:
         return sqlguard.refused(msg)
     if "readonly" in low.replace(" ", "") or "read-only" in low:
@@ -53,41 +60,102 @@ def _sql_error(e: BaseException, timeout_s: float | None, denied: str | None = N
 
 
 @contextlib.contextmanager
-def _guarded(conn: Connection, timeout_s: float | None, auth: sqlguard.SqliteAuthorizer) -> Iterator[None]:
-    """The back end's read-only guard and time limit around one statement."""
+def _guarded(conn: Connection, timeout_s: float | None, auth: sqlguard.SqliteAuthorizer,
+             max_value_bytes: int | None) -> Iterator[None]:
+    """The back end's read-only guard, time limit and value bound around one statement."""
     deadline = time.monotonic() + timeout_s if timeout_s else None
     if dialect.name(conn) == "sqlite":
         raw: Any = conn.connection.dbapi_connection  # the sqlite3 connection
         raw.set_authorizer(auth)
         if deadline is not None:
             raw.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+        # SQLite refuses to build a string or blob past this length (zeroblob(3e8) never takes 300 MB)
+        old_length = raw.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
+        if max_value_bytes:
+            raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max(max_value_bytes, 1 << 20))
         try:
             yield
         finally:
             raw.set_authorizer(None)
             raw.set_progress_handler(None, 0)
-    else:
-        conn.exec_driver_sql("SET TRANSACTION READ ONLY")
-        if timeout_s:
-            conn.exec_driver_sql(f"SET LOCAL statement_timeout = {int(timeout_s * 1000)}")
-        yield
+            raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, old_length)
+        return
+    from warehouse.roles import SANDBOX_ROLE, can_write
+    # One snapshot, read-only from the first statement, with limits on time, locks and idling; then the rights
+    # of a SELECT-only role, so that whatever the parser let through the server refuses.
+    conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+    ms = int(timeout_s * 1000) if timeout_s else 0
+    conn.exec_driver_sql(f"SET LOCAL statement_timeout = {ms}")
+    conn.exec_driver_sql(f"SET LOCAL lock_timeout = {min(ms, 10_000) if ms else 10_000}")
+    conn.exec_driver_sql(f"SET LOCAL idle_in_transaction_session_timeout = {ms + 60_000 if ms else 600_000}")
+    if can_write(conn):
+        conn.exec_driver_sql(f"SET LOCAL ROLE {SANDBOX_ROLE}")
+    yield
+
+
+def _reset_pg(conn: Connection) -> None:
+    """Before a connection that ran user SQL goes back to the pool: nothing of the session survives (settings,
+    advisory locks, prepared statements, listeners); a connection that cannot be reset is closed instead."""
+    try:
+        raw: Any = conn.connection.dbapi_connection
+        raw.rollback()
+        raw.autocommit = True
+        try:
+            raw.execute("DISCARD ALL")
+        finally:
+            raw.autocommit = False
+    except Exception:  # a broken connection: never reuse it
+        conn.invalidate()
+
+
+def _prepare_pg(engine: Engine) -> None:
+    """A role that could write runs user SQL as the sandbox role; create it when it is missing (first use)."""
+    from warehouse.roles import can_write, ensure_sandbox
+
+    with engine.connect() as conn:
+        if not can_write(conn):
+            return
+    from sqlalchemy import create_engine
+    writer = create_engine(engine.url)  # the read-only engine's connect options would refuse CREATE ROLE
+    try:
+        if not ensure_sandbox(writer):
+            raise UsageError(
+                "`warehouse sql` runs user SQL as a SELECT-only role, and this login may not create one: connect "
+                "as a reader (`warehouse db create-reader ROLE`, run by the warehouse's owner), or run `warehouse "
+                "db upgrade` once as a role with CREATEROLE")
+    finally:
+        writer.dispose()
+
+
+def _check_size(v: Any, n: int, col: str, max_value_bytes: int | None) -> int:
+    size = len(v) if isinstance(v, (str, bytes, bytearray, memoryview)) else 8
+    if max_value_bytes and size > max_value_bytes:
+        raise UsageError(f"row {n + 1}, column {col!r}: a value of {size:,} bytes, over the limit of "
+                         f"{max_value_bytes:,}; select a part of it (substr) or pass --max-value-bytes")
+    return size
 
 
 @contextlib.contextmanager
 def stream_sql(engine: Engine, sql: str, params: dict[str, Any] | None = None, *,
-               timeout_s: float | None = DEFAULT_TIMEOUT_S, max_rows: int | None = DEFAULT_MAX_ROWS
-               ) -> Iterator[SqlResult]:
+               timeout_s: float | None = DEFAULT_TIMEOUT_S, max_rows: int | None = DEFAULT_MAX_ROWS,
+               max_value_bytes: int | None = DEFAULT_MAX_VALUE_BYTES,
+               max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES) -> Iterator[SqlResult]:
     """Run one read-only statement; yields its columns and a row iterator (fetched in batches, so memory does
-    not follow the result's size). Stops after ``max_rows`` rows (``truncated``) or ``timeout_s`` seconds."""
+    not follow the result's size). Stops after ``max_rows`` rows (``truncated``) or ``timeout_s`` seconds; a value
+    over ``max_value_bytes`` or a result over ``max_result_bytes`` is a :class:`UsageError`."""
     if not sql.strip():
         raise UsageError("no SQL given (pass it as an argument or on standard input)")
     cursor = True
-    if engine.dialect.name == "postgresql":
+    pg = engine.dialect.name == "postgresql"
+    if pg:
         cursor = sqlguard.check_postgres(sql)
+        _prepare_pg(engine)
     auth = sqlguard.SqliteAuthorizer()
+    fetch = _FETCH_PG if pg else _FETCH
     try:
-        with engine.connect() as conn, _guarded(conn, timeout_s, auth):
-            result = conn.execution_options(stream_results=cursor).execute(text(sql), params or {})
+        with engine.connect() as conn, _guarded(conn, timeout_s, auth, max_value_bytes):
+            result = conn.execution_options(stream_results=cursor, max_row_buffer=fetch).execute(text(sql),
+                                                                                                    params or {})
             try:
                 cols = list(result.keys())
             except ResourceClosedError:
@@ -97,13 +165,17 @@ def stream_sql(engine: Engine, sql: str, params: dict[str, Any] | None = None, *
             def rows() -> Iterator[tuple]:
                 if not cols:
                     return
-                n = 0
+                n = total = 0
                 try:
-                    for part in result.partitions(_FETCH):
+                    for part in result.partitions(fetch):
                         for r in part:
                             if max_rows is not None and n >= max_rows:
                                 out.truncated = True
                                 return
+                            total += sum(_check_size(v, n, c, max_value_bytes) for v, c in zip(r, cols))
+                            if max_result_bytes and total > max_result_bytes:
+                                raise UsageError(f"the result passed {max_result_bytes:,} bytes at row {n + 1}; "
+                                                 "select fewer rows or columns, or pass --max-result-bytes")
                             n += 1
                             yield tuple(r)
                 except DBAPIError as e:
@@ -114,6 +186,8 @@ def stream_sql(engine: Engine, sql: str, params: dict[str, Any] | None = None, *
             finally:
                 result.close()
                 conn.rollback()
+                if pg:
+                    _reset_pg(conn)
     except DBAPIError as e:
         raise _sql_error(e, timeout_s, auth.denied) from None
     except SQLAlchemyError as e:

@@ -386,8 +386,11 @@ def check_parts(conn: Connection, step: Callable[[], None] | None = None) -> lis
 
 
 def build_report(engine: Engine, run_id: int) -> dict[str, Any]:
-    """The oracle's JSON document for a stored run: the run's own facts and its stored report parts."""
-    with engine.connect() as conn:
+    """The oracle's JSON document for a stored run: the run's own facts and its stored report parts (one
+    snapshot: a run deleted meanwhile is not found, never half-read)."""
+    from warehouse.db import read_snapshot
+
+    with read_snapshot(engine) as conn:
         run = conn.execute(t.run.select().where(t.run.c.id == run_id)).mappings().first()
         if run is None:
             raise NotFound(f"no run {run_id}; `warehouse runs` lists them")

@@ -1,14 +1,17 @@
 """What ``warehouse sql`` lets through, on each back end: one read-only statement over the warehouse, nothing else.
 
-SQLite: the connection is opened read-only (``mode=ro``, which SQL cannot undo) and an authorizer callback
-allows only reading (SELECT, reading tables and views, functions, recursive CTEs, a few read-only PRAGMAs):
-ATTACH, which would create a file anywhere, is refused before it runs. The driver runs one statement only.
+Two layers on each back end, so that what one misses the other refuses:
 
-PostgreSQL: the statement is parsed with PostgreSQL's own parser (pglast, libpg_query) and refused unless it is
-exactly one SELECT (or EXPLAIN of one) that reads only the warehouse's own relations and calls no server-file,
-admin, configuration or sequence function. It then runs in a transaction that is read-only from its first
-statement, with a statement timeout. The real guard for a shared server is a SELECT-only role:
-``warehouse db create-reader``.
+- **SQLite**: the connection is opened read-only (``mode=ro``, which SQL cannot undo), and an authorizer callback
+  allows only reading: SELECT, reading tables and views, recursive CTEs, a few PRAGMAs that describe the schema,
+  and calls of the functions on an allow-list (pure SQL: string, math, date, JSON, aggregates, windows). ATTACH,
+  which would create a file anywhere, is refused before it runs. The driver runs one statement only.
+- **PostgreSQL**: the statement is parsed with PostgreSQL's own parser (pglast, libpg_query) and refused unless
+  it is exactly one SELECT (or EXPLAIN of one) that reads only the warehouse's relations and calls only
+  functions on an allow-list (a deny-list always misses one: ``ts_stat`` runs any SELECT given as a string).
+  It then runs with the rights of a SELECT-only role (``SET LOCAL ROLE``, :mod:`warehouse.roles`) in a
+  read-only REPEATABLE READ transaction with statement, lock and idle timeouts, and the connection is reset
+  (``DISCARD ALL``: settings, advisory locks, prepared statements) before it goes back to the pool.
 """
 from __future__ import annotations
 
@@ -24,7 +27,24 @@ _SQLITE_ALLOWED = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FU
 # PRAGMAs that only describe the schema (their argument names a table or index, never a value to set)
 _SQLITE_PRAGMAS = {"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list",
                    "table_list", "function_list", "collation_list", "pragma_list"}
-_SQLITE_FUNCTIONS_DENIED = {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"}
+# Functions a reader may call (lower case): SQLite's built-in scalar, aggregate, window, date, math and JSON
+# functions that compute from their arguments alone, and the warehouse's own sqlar_uncompress (csv_cell). Not
+# load_extension, fts3_tokenizer, readfile / writefile / edit (the shell's), sqlite_log and the like.
+SQLITE_FUNCTIONS = frozenset("""
+    -> ->> abs acos acosh asin asinh atan atan2 atanh avg ceil ceiling char coalesce concat concat_ws cos cosh count
+    cume_dist current_date current_time current_timestamp date datetime degrees dense_rank exp first_value floor
+    format glob group_concat hex ifnull iif instr json json_array json_array_length json_each json_extract
+    json_group_array json_group_object json_insert json_object json_patch json_quote json_remove json_replace
+    json_set json_tree json_type json_valid julianday lag last_value lead length like likelihood likely ln log
+    log10 log2 lower ltrim max min mod nth_value ntile nullif octet_length percent_rank pi pow power printf quote
+    radians random randomblob rank replace round row_number rtrim sign sin sinh soundex sqlite_version sqrt strftime
+    string_agg substr substring sum tan tanh time timediff total trim trunc typeof unhex unicode unixepoch unlikely
+    upper zeroblob sqlar_uncompress
+""".split())
+# A table-valued function (json_each, pragma_table_info...) is a virtual table that SQLite declares on its first
+# use by a connection, which the authorizer sees as an UPDATE of these columns of sqlite_master; the connection is
+# read-only, so nothing is written.
+_SQLITE_VTAB_DECLARE = {"type", "name", "tbl_name", "rootpage", "sql"}
 
 
 _SQLITE_NAMES = {sqlite3.SQLITE_ATTACH: "ATTACH", sqlite3.SQLITE_DETACH: "DETACH", sqlite3.SQLITE_INSERT: "INSERT",
@@ -54,23 +74,51 @@ class SqliteAuthorizer:
     @staticmethod
     def _allowed(action: int, arg1: Any, arg2: Any) -> bool:
         if action == sqlite3.SQLITE_FUNCTION:
-            return str(arg2).lower() not in _SQLITE_FUNCTIONS_DENIED
+            return str(arg2).lower() in SQLITE_FUNCTIONS
+        if action == sqlite3.SQLITE_UPDATE:
+            return str(arg1).lower() == "sqlite_master" and str(arg2).lower() in _SQLITE_VTAB_DECLARE
         if action in _SQLITE_ALLOWED or action == sqlite3.SQLITE_TRANSACTION:
             return True  # (transactions: the read transaction around the statement; the connection is read-only)
         return action == sqlite3.SQLITE_PRAGMA and str(arg1).lower() in _SQLITE_PRAGMAS
 
 
 # ------------------------------------------------------------------------------------------------ PostgreSQL
-# Function names (lower case) a reader never needs and that reach outside the warehouse: server files, other
-# sessions, configuration, large objects, other databases, sequences, SQL run from a string.
-_PG_DENIED = {"set_config", "current_setting", "nextval", "setval", "currval", "lastval", "query_to_xml",
-              "query_to_xmlschema", "query_to_xml_and_xmlschema", "cursor_to_xml", "cursor_to_xmlschema",
-              "table_to_xml", "table_to_xmlschema", "table_to_xml_and_xmlschema", "schema_to_xml",
-              "database_to_xml", "database_to_xmlschema", "schema_to_xmlschema", "database_to_xml_and_xmlschema",
-              "schema_to_xml_and_xmlschema", "txid_current", "inet_server_addr", "inet_server_port",
-              "inet_client_addr", "inet_client_port", "version"}
-_PG_DENIED_PREFIXES = ("pg_", "lo_", "dblink")
-_PG_ALLOWED = {"pg_typeof", "pg_column_size", "pg_size_pretty", "pg_size_bytes"}
+# Functions a reader may call (lower case, in pg_catalog): pure SQL, string, math, date, JSON, array, aggregate
+# and window functions, which compute from their arguments alone. Nothing that reads a file, a setting, another
+# session, a large object or a sequence, takes a lock, or runs SQL given as a string (ts_stat, query_to_xml...).
+PG_FUNCTIONS = frozenset("""
+    abs acos acosd acosh asin asind asinh atan atan2 atan2d atand atanh cbrt ceil ceiling cos cosd cosh cot cotd
+    degrees div erf erfc exp factorial floor gcd lcm ln log log10 min_scale mod pi power radians random round scale
+    sign sin sind sinh sqrt tan tand tanh trim_scale trunc width_bucket
+    ascii bit_length btrim char_length character_length chr concat concat_ws format initcap left length lower lpad
+    ltrim md5 normalize is_normalized octet_length overlay position regexp_count regexp_instr regexp_like
+    regexp_match regexp_matches regexp_replace regexp_split_to_array regexp_split_to_table regexp_substr repeat
+    replace reverse right rpad rtrim split_part starts_with string_to_array string_to_table strpos substr substring
+    to_hex translate upper quote_ident quote_literal quote_nullable encode decode sha224 sha256 sha384 sha512
+    similar_to_escape unistr textlen
+    age date_bin date_part date_trunc extract isfinite justify_days justify_hours justify_interval make_date
+    make_interval make_time make_timestamp make_timestamptz now clock_timestamp statement_timestamp
+    transaction_timestamp timeofday to_char to_date to_number to_timestamp timezone
+    to_json to_jsonb array_to_json row_to_json json_build_array jsonb_build_array json_build_object
+    jsonb_build_object json_object jsonb_object json_array_elements json_array_elements_text jsonb_array_elements
+    jsonb_array_elements_text json_array_length jsonb_array_length json_each json_each_text jsonb_each
+    jsonb_each_text json_extract_path json_extract_path_text jsonb_extract_path jsonb_extract_path_text
+    json_object_keys jsonb_object_keys json_typeof jsonb_typeof jsonb_pretty jsonb_set jsonb_set_lax jsonb_insert
+    json_strip_nulls jsonb_strip_nulls jsonb_path_exists jsonb_path_match jsonb_path_query jsonb_path_query_array
+    jsonb_path_query_first json_populate_record jsonb_populate_record json_to_record jsonb_to_record
+    json_to_recordset jsonb_to_recordset
+    array_append array_cat array_dims array_fill array_length array_lower array_ndims array_position
+    array_positions array_prepend array_remove array_replace array_to_string array_upper cardinality trim_array
+    unnest generate_series generate_subscripts
+    avg count max min sum bool_and bool_or every array_agg string_agg json_agg jsonb_agg json_object_agg
+    jsonb_object_agg stddev stddev_pop stddev_samp variance var_pop var_samp corr covar_pop covar_samp regr_avgx
+    regr_avgy regr_count regr_intercept regr_r2 regr_slope regr_sxx regr_sxy regr_syy percentile_cont
+    percentile_disc mode bit_and bit_or bit_xor range_agg range_intersect_agg
+    row_number rank dense_rank percent_rank cume_dist ntile lag lead first_value last_value nth_value
+    num_nonnulls num_nulls pg_typeof pg_column_size pg_size_pretty pg_size_bytes
+    int4range int8range numrange tsrange tstzrange daterange lower_inc upper_inc lower_inf upper_inf isempty
+    range_merge
+""".split())
 # Parse-tree nodes that make a SELECT write or lock, wherever they sit (a WITH can hold an UPDATE)
 _PG_NODES_REFUSED = {"InsertStmt": "INSERT inside the query", "UpdateStmt": "UPDATE inside the query",
                      "DeleteStmt": "DELETE inside the query", "MergeStmt": "MERGE inside the query",
@@ -111,9 +159,11 @@ def check_postgres(sql: str) -> bool:
 
     class _Walk(Visitor):
         def visit_FuncCall(self, _ancestors, node) -> None:
-            fn = node.funcname[-1].sval.lower()
-            if fn not in _PG_ALLOWED and (fn in _PG_DENIED or fn.startswith(_PG_DENIED_PREFIXES)):
-                problems.append(f"the function {fn}()")
+            names = [n.sval.lower() for n in node.funcname]
+            fn, schema = names[-1], names[:-1]
+            if fn not in PG_FUNCTIONS or schema not in ([], ["pg_catalog"]):
+                problems.append(f"the function {'.'.join(names)}() (not on the list of functions `warehouse sql` "
+                                "allows: string, math, date, JSON, array, aggregate and window functions)")
 
         def visit_RangeVar(self, _ancestors, node) -> None:
             schema = (node.schemaname or "").lower()

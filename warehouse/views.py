@@ -267,6 +267,14 @@ def create_views(conn: Connection) -> None:
             conn.exec_driver_sql(f"COMMENT ON TABLE {name} IS {quote(doc)}".replace("%", "%%"))
         for name, doc, _ in VIEWS:
             conn.exec_driver_sql(f"COMMENT ON VIEW {name} IS {quote(doc)}".replace("%", "%%"))
+        # Roles that read the tables (readers, the sandbox of `warehouse sql`) read the new views too, whoever
+        # recreates them (default privileges only cover objects of the role that set them).
+        readers = conn.execute(text(
+            "SELECT DISTINCT grantee FROM information_schema.role_table_grants WHERE table_schema = 'public' "
+            "AND table_name = 'run' AND privilege_type = 'SELECT' AND grantee NOT IN (current_user, 'PUBLIC')"
+        )).scalars().all()
+        for role in readers:
+            conn.exec_driver_sql(f'GRANT SELECT ON ALL TABLES IN SCHEMA public TO "{role}"')
 
 
 def views_current(conn: Connection) -> bool:

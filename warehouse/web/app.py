@@ -25,6 +25,8 @@ from warehouse.errors import NotFound, WarehouseError
 HERE = Path(__file__).parent
 SQL_TIMEOUT_S = 10.0
 SQL_MAX_ROWS = 1000
+SQL_MAX_VALUE_BYTES = 1 << 20    # a page shows what a person reads: a value or a result past these is refused
+SQL_MAX_RESULT_BYTES = 16 << 20
 
 
 def _json_default(v: Any) -> Any:
@@ -167,7 +169,8 @@ def create_app(url: str | None) -> Starlette:
         sql = q.get("q") or ""
         if not sql.strip():
             return page(request, "sql.html", {"columns": [], "rows": [], "truncated": False})
-        with stream_sql(engine, sql, timeout_s=SQL_TIMEOUT_S, max_rows=SQL_MAX_ROWS) as res:
+        with stream_sql(engine, sql, timeout_s=SQL_TIMEOUT_S, max_rows=SQL_MAX_ROWS,
+                        max_value_bytes=SQL_MAX_VALUE_BYTES, max_result_bytes=SQL_MAX_RESULT_BYTES) as res:
             cols, rows = res.columns, [list(r) for r in res.rows]
             truncated = res.truncated
         if q.get("format") == "csv":
