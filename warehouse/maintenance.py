@@ -89,6 +89,7 @@ def check_warehouse(engine: Engine, progress: Callable[[int, int], None] | None 
                 step()
     return problems
 
+
 def remove_runs(engine: Engine, run_ids: list[int]) -> int:
     """Delete runs and everything that belongs to them, in one transaction; returns how many were deleted.
     Interned cells and op codes stay: other runs may share them."""
