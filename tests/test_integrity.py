@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import tempfile
 import uuid
+from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -235,3 +236,158 @@ def test_export_of_a_damaged_run_is_an_error_and_check_names_it(db_url, tmp_path
     assert r.exit_code == 1 and "rows read back" in r.output and not out.exists(), r.output
     r = wh("check")
     assert r.exit_code == 1 and "export: run 1" in r.output, r.output
+
+
+# ================================================================================ 3. capture-quality gate
+def _broken_variants(good: Path, out: Path) -> dict[str, Path]:
+    """Broken copies of a good night, each with a later capture time: what a crashed or cut capture looks like."""
+    import csv as _csv
+    rows = list(_csv.reader(good.open(newline="", encoding="utf-8-sig")))
+    head, body = rows[0], rows[1:]
+    typ, code = head.index("OP TYPE"), head.index("OP CODE")
+    kern = head.index("DEVICE KERNEL DURATION [ns]")
+    variants = {
+        "header_only": [],
+        "only_signposts": [r for r in body if r[typ] == "signpost"],
+        "nan_durations": [r if r[typ] == "signpost" else r[:kern] + ["nan"] + r[kern + 1:] for r in body],
+        "empty_durations": [r if r[typ] == "signpost" else r[:kern] + [""] + r[kern + 1:] for r in body],
+        "zero_durations": [r if r[typ] == "signpost" else r[:kern] + ["0"] + r[kern + 1:] for r in body],
+        "first_half": body[: len(body) // 2],
+        "no_trace": body[: next(i for i, r in enumerate(body) if r[code] == "trace")],
+    }
+    paths = {}
+    for k, (name, rs) in enumerate(variants.items()):
+        p = out / name / f"ops_perf_results_2026_12_{k + 1:02d}_02_00_00.csv"
+        p.parent.mkdir(parents=True)
+        with p.open("w", newline="") as f:
+            _csv.writer(f).writerows([head] + rs)
+        paths[name] = p
+    return paths
+
+
+def test_gate_never_passes_a_broken_capture(db_url, tmp_path):
+    import json
+    import subprocess
+    import sys
+    nights = tmp_path / "nights"
+    subprocess.run([sys.executable, str(Path(__file__).parent / "mkseries.py"), str(cases()["dlv3_same"]),
+                    str(nights), "--runs", "8", "--seed", "5"], check=True, capture_output=True)
+    wh = make_invoke(db_url)
+    assert wh("ingest", nights, "--label", "m").exit_code == 0
+    good = sorted(nights.glob("*.csv"))
+    assert wh("regressions", "--label", "m").exit_code == 0
+    for name, path in _broken_variants(good[-1], tmp_path / "broken").items():
+        r = wh("ingest", path, "--label", "m")
+        assert r.exit_code in (0, 1), r.output
+        if r.exit_code == 1:  # refused at ingest: nothing stored, nothing to gate
+            continue
+        r = wh("regressions", "--label", "m", "--format", "json")
+        assert r.exit_code == 4, (name, r.output[:2000])
+        res = json.loads(r.stdout)
+        assert res["invalid"] and res["invalid"][0]["problems"], (name, res["invalid"])
+        assert not res["regressions"] and not res["improvements"]
+        text_out = wh("regressions", "--label", "m").output
+        assert "INVALID CAPTURE" in text_out, (name, text_out)
+        # a good night after it: the broken one is in no window
+        later = tmp_path / "later" / name / "ops_perf_results_2026_12_31_02_00_00.csv"
+        later.parent.mkdir(parents=True)
+        later.write_bytes(good[-2].read_bytes() + b"\n")
+        assert wh("ingest", later, "--label", "m").exit_code == 0
+        r = wh("regressions", "--label", "m", "--format", "json")
+        res = json.loads(r.stdout)
+        bad_id = max(x["id"] for x in json.loads(wh("runs", "--json").output)) - 1
+        assert r.exit_code == 0 and bad_id not in res["checked"][0]["window"], (name, r.output[:2000])
+        ids = [str(x["id"]) for x in json.loads(wh("runs", "--json").output)][-2:]
+        assert wh("rm", *ids, "--yes").exit_code == 0
+
+
+def test_a_history_of_broken_captures_is_no_baseline(db_url, tmp_path):
+    import json
+    wh = make_invoke(db_url)
+    variants = _broken_variants(cases()["dlv3_same"], tmp_path / "b")
+    assert wh("ingest", variants["header_only"], "--label", "z").exit_code == 0
+    later = tmp_path / "ops_perf_results_2026_12_30_02_00_00.csv"
+    later.write_bytes(cases()["dlv3_same"].read_bytes())
+    assert wh("ingest", later, "--label", "z").exit_code == 0
+    r = wh("regressions", "--label", "z", "--format", "json")
+    res = json.loads(r.stdout)
+    assert not res["checked"] and any("no earlier valid run" in w for w in res["warnings"]), r.output
+
+
+# ================================================================================ 4. per-file isolation
+def test_device_minus_one_is_its_files_warning_not_the_commands_end(db_url, tmp_path):
+    """A capture whose ops sit on DEVICE ID -1 and 0 (two devices, one of them -1, which is the rollups' "all
+    devices") goes in with a warning; the next file of the folder goes in too."""
+    import csv as _csv
+    src = cases()["dlv3_same"]
+    rows = list(_csv.reader(src.open(newline="", encoding="utf-8-sig")))
+    dev = rows[0].index("DEVICE ID")
+    folder = tmp_path / "nightly"
+    folder.mkdir()
+    with (folder / "ops_perf_results_2026_11_01_02_00_00.csv").open("w", newline="") as f:
+        w = _csv.writer(f)
+        w.writerow(rows[0])
+        for k, r in enumerate(rows[1:]):
+            if r[dev] != "":
+                r = r[:dev] + ["-1" if k % 2 else "0"] + r[dev + 1:]
+            w.writerow(r)
+    (folder / "ops_perf_results_2026_11_02_02_00_00.csv").write_bytes(cases()[SMALL].read_bytes())
+    wh = make_invoke(db_url)
+    r = wh("ingest", folder)
+    assert r.exit_code == 0 and r.output.count(": run ") == 2, r.output
+    assert "negative device id" in wh("runs", "--warnings").output
+    assert wh("check").exit_code == 0
+
+
+def test_an_unexpected_failure_is_one_files_error(db_url, tmp_path, monkeypatch):
+    """Any exception while one file is ingested (here: a bug, simulated) is that file's one Error: line naming
+    it; the other files still go in, and nothing of the failed one is stored."""
+    import warehouse.ingest as ing
+    real = ing.build_rollups
+    calls = {"n": 0}
+
+    def flaky(conn, run_id, freq):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise KeyError("boom")
+        return real(conn, run_id, freq)
+    monkeypatch.setattr(ing, "build_rollups", flaky)
+    a, b = tmp_path / "a" / "ops_perf_results_x.csv", tmp_path / "b" / "ops_perf_results_y.csv"
+    for p, case in ((a, SMALL), (b, "dlv3_same")):
+        p.parent.mkdir()
+        p.write_bytes(cases()[case].read_bytes())
+    wh = make_invoke(db_url)
+    r = wh("ingest", a, b)
+    errs = _errors(r.output)
+    assert r.exit_code == 1 and len(errs) == 1 and str(a) in errs[0] and "KeyError" in errs[0], r.output
+    assert "1 of 2 path(s) failed; the others were ingested" in r.output
+    eng = open_db(db_url, create=False)
+    with eng.connect() as c:
+        assert c.execute(text("SELECT COUNT(*) FROM run")).scalar() == 1
+        assert c.execute(text("SELECT COUNT(*) FROM op WHERE run_id NOT IN (SELECT id FROM run)")).scalar() == 0
+    eng.dispose()
+    monkeypatch.setattr(ing, "build_rollups", lambda *a: (_ for _ in ()).throw(KeyError("again")))
+    c_ = tmp_path / "c" / "ops_perf_results_z.csv"
+    c_.parent.mkdir()
+    c_.write_bytes(cases()["oft_mismatch"].read_bytes())
+    r = wh("ingest", c_)
+    assert r.exit_code == 1 and "1 path(s) failed; nothing was ingested" in r.output, r.output
+
+
+def test_scratch_folders_of_a_killed_parallel_ingest_are_cleaned(tmp_path):
+    import subprocess
+    import time as _time
+    from warehouse.parallel import SCRATCH_PREFIX, clean_scratch
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = tmp_path / f"{SCRATCH_PREFIX}{dead.pid}-abc"
+    live = tmp_path / f"{SCRATCH_PREFIX}{os.getpid()}-def"
+    old = tmp_path / f"{SCRATCH_PREFIX}xyz"
+    young = tmp_path / f"{SCRATCH_PREFIX}uvw"
+    for d in (stale, live, old, young):
+        d.mkdir()
+        (d / "empty.db").write_bytes(b"")
+    os.utime(old, (_time.time() - 2 * 86400,) * 2)
+    removed = clean_scratch(str(tmp_path))
+    assert sorted(removed) == sorted([str(stale), str(old)])
+    assert live.exists() and young.exists() and not stale.exists()

@@ -180,7 +180,8 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], label: str | None, tags: 
         if bar:
             bar.__exit__(None, None, None)
     if failed:
-        click.echo(f"{failed} of {len(found)} path(s) failed; the others were ingested", err=True)
+        click.echo(f"{failed} of {len(found)} path(s) failed; the others were ingested" if failed < len(found)
+                   else f"{failed} path(s) failed; nothing was ingested", err=True)
         ctx.exit(1)
 
 
@@ -420,6 +421,8 @@ def regressions(ctx: click.Context, label: str | None, tags: tuple[str, ...], la
         click.echo(reg.verdict(res))
         if res["regressions"] or res["improvements"]:
             click.echo(render.table(reg.COLUMNS, reg.as_rows(res)))
+    if res["invalid"]:
+        ctx.exit(4)
     if res["regressions"]:
         ctx.exit(3)
 
@@ -681,9 +684,11 @@ def create_reader(ctx: click.Context, role: str, password_env: str | None) -> No
         if not password:
             raise click.BadParameter(f"environment variable {password_env} is empty or unset",
                                      param_hint="--password-env")
-    do_create(_engine(ctx, create=False), role, password)
+    left = do_create(_engine(ctx, create=False), role, password)
     click.echo(f"role {role}: SELECT on the warehouse's tables and views, read-only transactions, "
-               "nothing else")
+               "no temporary tables" + ("" if left else ", large objects, advisory locks or NOTIFY"))
+    for what in left:
+        click.echo(f"warning: still open to every role of this database: {what}", err=True)
 
 
 def main() -> None:

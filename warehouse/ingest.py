@@ -410,8 +410,20 @@ def ingest_file(engine: Engine, path: Path, *, label: str | None = None, tags: d
     :class:`warehouse.rowprep.RowSource`; ``worker`` forces either way). ``meta`` overrides run columns
     (``warehouse copy`` keeps a run's hash, paths, times and frequency) and may carry ``warnings``, a list of
     ``(row, column, message)`` that replaces those found."""
+    try:
+        return _ingest_file(engine, Path(path), label, tags, freq_mhz, progress, meta, worker)
+    except WarehouseError:
+        raise
+    except Exception as e:  # anything else is this file's failure, never the command's (its transaction rolled back)
+        msg = " ".join(str(e).split()) or type(e).__name__
+        raise WarehouseError(f"{shown(path)}: could not be ingested ({type(e).__name__}: {msg[:300]}); nothing of "
+                             "it was stored. Please report this with the file") from e
+
+
+def _ingest_file(engine: Engine, path: Path, label: str | None, tags: dict[str, str] | None,
+                 freq_mhz: float | None, progress: Callable[[int], None] | None, meta: dict | None,
+                 worker: bool | None) -> IngestResult:
     t0 = time.perf_counter()
-    path = Path(path)
     meta = dict(meta or {})
     warnings = meta.pop("warnings", None)  # taken out once: a retry must see the same meta
     source = RowSource(path, worker=worker)  # the worker hashes, then parses ahead while we check
@@ -510,6 +522,7 @@ _IMPLAUSIBLE = [
     ("kernel_ns > 1e9", "DEVICE KERNEL DURATION [ns]", "kernel durations over a second"),
     ("kernel_ns > fw_ns AND fw_ns > 0", "DEVICE KERNEL DURATION [ns]", "kernel durations longer than the FW duration"),
     ("fw_end_cycle < fw_start_cycle AND fw_end_cycle > 0", "DEVICE FW END CYCLE", "FW end cycles before the start"),
+    ("device_id < 0", "DEVICE ID", "a negative device id (counted in the all-devices figures, not as a device)"),
 ]
 
 

@@ -48,6 +48,43 @@ _RUN_OWNED = ("run", "run_tag", "run_column", "run_warning", "section", "signpos
 MERGED_TABLES = frozenset(_INTERNED + _RUN_OWNED)
 
 
+SCRATCH_PREFIX = ".warehouse-scratch-"
+_STALE_S = 24 * 3600  # a scratch folder without a live owner's pid in its name is left this long
+
+
+def clean_scratch(folder: str) -> list[str]:
+    """Remove the scratch folders that a killed ``ingest --jobs`` left in ``folder``: those whose owner process
+    (its pid is in the name) no longer runs, and nameless ones a day old. Returns what was removed."""
+    import time
+
+    removed: list[str] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for e in entries:
+        if not e.name.startswith(SCRATCH_PREFIX) or not e.is_dir(follow_symlinks=False):
+            continue
+        pid_s = e.name[len(SCRATCH_PREFIX):].split("-", 1)[0]
+        if pid_s.isdigit():
+            try:
+                os.kill(int(pid_s), 0)
+                continue  # its owner still runs
+            except ProcessLookupError:
+                pass
+            except PermissionError:
+                continue  # another user's live process
+        else:
+            try:
+                if time.time() - e.stat(follow_symlinks=False).st_mtime < _STALE_S:
+                    continue
+            except OSError:
+                continue
+        shutil.rmtree(e.path, ignore_errors=True)
+        removed.append(e.path)
+    return removed
+
+
 def auto_jobs(sizes: list[int]) -> int:
     """The default ``--jobs``: every core for a folder with several files and real work, else one."""
     if len(sizes) >= AUTO_MIN_FILES and sum(sizes) >= AUTO_MIN_BYTES:
@@ -86,7 +123,8 @@ def ingest_parallel(engine: Engine, files: list[Path], jobs: int, *, label: str 
     sqlite = engine.dialect.name == "sqlite"
     # scratch warehouses beside the warehouse: the disk the user chose for it, not a small /tmp
     near = os.path.dirname(engine.url.database or "") if sqlite else None
-    with tempfile.TemporaryDirectory(prefix=".warehouse-scratch-", dir=near or None) as tmp:
+    clean_scratch(near or tempfile.gettempdir())
+    with tempfile.TemporaryDirectory(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-", dir=near or None) as tmp:
         scratch = None
         if sqlite:
             from warehouse.db import open_db
@@ -121,6 +159,12 @@ def ingest_parallel(engine: Engine, files: list[Path], jobs: int, *, label: str 
                             merged: IngestResult | WarehouseError = merge_run(engine, Path(db), value)
                         except DBAPIError as e:  # locked past the busy timeout, disk full...: this file only
                             merged = WarehouseError(f"{value.path}: {dialect.explain(e)}")
+                        except WarehouseError as e:
+                            merged = e
+                        except Exception as e:  # anything else is this file's failure, never the command's
+                            merged = WarehouseError(f"{value.path}: could not be moved into the warehouse "
+                                                    f"({type(e).__name__}: {' '.join(str(e).split())[:300]}); "
+                                                    "nothing of it was stored")
                         yield f, merged
                     else:
                         yield f, value

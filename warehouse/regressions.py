@@ -20,10 +20,12 @@ from sqlalchemy import Connection, Engine
 
 from warehouse.errors import NotFound
 from warehouse.measures import DRILL_DOWN, METRIC, METRICS
+from warehouse.quality import judge
 from warehouse.series import (ALL_DEVICES, attribution_gaps, by_run, fetch, resolve_sections, run_meta,
                               section_label, select_runs)
 
 SIGMAS = 3.0
+QUALITY_WINDOW = 7
 DEFAULT_BY = ["section", "block", "layer", "op-code"]
 TOP_CONTRIBUTORS = 3
 
@@ -121,14 +123,25 @@ def find_regressions(engine: Engine, *, label: str | None = None, tags: dict[str
             raise NotFound("no runs in the warehouse; ingest a CSV first")
         scope = runs[-(last + window):]
         sections = resolve_sections(conn, section, scope)
-        meta = run_meta(conn, scope)
+        # capture quality of the checked runs and of every run that could be in their windows
+        quality = judge(conn, runs[-(last + 2 * window + QUALITY_WINDOW):], QUALITY_WINDOW)
+        valid = [r for r in runs if not quality.get(r)]
+        pos = {r: k for k, r in enumerate(runs)}
+        meta = run_meta(conn, runs[-(last + 2 * window):])
         if keys is not None:
             _check_keys(conn, scope, sections, by, keys)
-        checked = []
+        checked, invalid = [], []
         for i in range(max(0, len(runs) - last), len(runs)):
-            cand, hist = runs[i], runs[max(0, i - window):i]
+            cand = runs[i]
+            if quality.get(cand):
+                invalid.append({**meta[cand].as_dict(), "problems": quality[cand]})
+                continue
+            # the window: the newest valid runs before it (an invalid night is in no baseline)
+            before = [r for r in valid if pos[r] < i]
+            hist = before[-window:]
             if not hist:
-                warnings.append(f"{meta[cand].short()} has no earlier run to compare with")
+                warnings.append(f"{meta[cand].short()} has no earlier valid run to compare with" if i else
+                                f"{meta[cand].short()} has no earlier run to compare with")
                 continue
             if label is None and len({meta[r].label for r in [cand, *hist]}) > 1:
                 warnings.append(f"the window of run {cand} mixes labels "
@@ -149,7 +162,7 @@ def find_regressions(engine: Engine, *, label: str | None = None, tags: dict[str
                             f.contributors = _contributors(conn, f, cand, hist, sec)
                     findings += found
     findings.sort(key=lambda f: (f.kind != "regression", -abs(f.delta_pct or 0), -abs(f.delta_us)))
-    return {"checked": checked, "threshold": threshold, "min_us": min_us, "window": window,
+    return {"checked": checked, "invalid": invalid, "threshold": threshold, "min_us": min_us, "window": window,
             "metrics": metrics, "by": by, "warnings": warnings, "runs": {r: m.as_dict() for r, m in meta.items()},
             "regressions": [asdict(f) for f in findings if f.kind == "regression"],
             "improvements": [asdict(f) for f in findings if f.kind == "improvement"]}
@@ -185,12 +198,19 @@ def verdict(res: dict[str, Any]) -> str:
     n, m = len(res["regressions"]), len(res["improvements"])
     runs = ", ".join(f"{c['short'][:-1] if c['short'].endswith(')') else c['short'] + ' ('}; vs {len(c['window'])} "
                      "runs)" for c in res["checked"])
-    return f"{n} regression(s), {m} improvement(s) in {runs or 'no run with history'}"
+    head = f"{n} regression(s), {m} improvement(s) in {runs or 'no run with history'}"
+    for bad in res.get("invalid", []):
+        head = (f"INVALID CAPTURE: {bad['short']}: {'; '.join(bad['problems'])} (not compared; left out of every "
+                "baseline)\n") + head
+    return head
 
 
 def markdown(res: dict[str, Any]) -> str:
     """A CI summary: a verdict line and one table."""
-    head = f"**{verdict(res)}** (threshold {100 * res['threshold']:g} %, min {res['min_us']:g} us; metrics " \
+    bad = "".join(f"**INVALID CAPTURE: {b['short']}**: {'; '.join(b['problems'])} (not compared; left out of every "
+                  "baseline)\n\n" for b in res.get("invalid", []))
+    head = bad + f"**{verdict({**res, 'invalid': []})}** " \
+        f"(threshold {100 * res['threshold']:g} %, min {res['min_us']:g} us; metrics " \
            f"{', '.join(res['metrics'])})"
     if not res["regressions"] and not res["improvements"]:
         return head

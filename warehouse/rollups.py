@@ -72,7 +72,8 @@ def rollup_columns() -> list[str]:
 def _per_grouping(g: Grouping, per_device: bool) -> str:
     device = "device" if per_device else "-1"
     group_device = ", device" if per_device else ""
-    where = "WHERE device IS NOT NULL AND (SELECT n FROM devices) > 1" if per_device else ""
+    # (a device id below 0 is no device: -1 is "all devices"; such ops count in the all-devices rows only)
+    where = "WHERE device IS NOT NULL AND device >= 0 AND (SELECT n FROM devices) > 1" if per_device else ""
     metrics = [f"{'CAST(NULL AS DOUBLE PRECISION)' if m.total_only and g.key != 'section' else m.expr} AS {m.column}"
                for m in METRICS]
     outer = []

@@ -1,0 +1,98 @@
+"""Capture quality: is a night's capture a measurement at all, before anyone compares its numbers?
+
+A capture that crashed, was cut, or was written without device timings (0 ops, only signposts, every kernel
+duration empty, zero or NaN, a section missing that its history always has, half the ops of each iteration) is an
+*invalid capture*. The gate says so (it never passes one as "N improvements"), and such a run is left out of
+every baseline so that it widens no noise and moves no median.
+
+The rules are relative to the run's valid history where they can be (a model with 40 ops is not "cut" because
+another has 4,000), absolute where nothing can excuse them (no ops, no timings). A change of replay count is not
+a problem: history compares per-iteration figures.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from sqlalchemy import Connection, text
+
+# A night with fewer than this share of its history's per-iteration ops, or of its history's share of timed ops,
+# has lost part of its capture (a real change of model that large is a new history: see compare's warning).
+COLLAPSE = 0.5
+
+
+@dataclass
+class RunQuality:
+    """What the rules read of one run."""
+
+    run_id: int
+    ops: int  # device ops in the file
+    timed_ops: int  # ops with a kernel duration above zero
+    sections: dict[str, float] = field(default_factory=dict)  # section -> ops per iteration (all devices)
+
+    @property
+    def timed_share(self) -> float:
+        return self.timed_ops / self.ops if self.ops else 0.0
+
+
+def measure(conn: Connection, run_ids: list[int]) -> dict[int, RunQuality]:
+    """The quality figures of runs: op counts from ``run``, timed ops from ``op``, sections from the rollups."""
+    ids = [int(r) for r in dict.fromkeys(run_ids)]
+    if not ids:
+        return {}
+    inlist = ", ".join(map(str, ids))
+    out = {rid: RunQuality(rid, int(n or 0), 0) for rid, n in conn.execute(text(
+        f"SELECT id, op_count FROM run WHERE id IN ({inlist})"))}
+    for rid, timed in conn.execute(text(
+            f"SELECT run_id, COUNT(*) FROM op WHERE run_id IN ({inlist}) AND kernel_ns > 0 GROUP BY run_id")):
+        out[rid].timed_ops = int(timed)
+    for rid, sec, ops in conn.execute(text(
+            "SELECT run_id, section, ops FROM rollup WHERE grouping = 'section' AND device = -1 "
+            f"AND run_id IN ({inlist})")):
+        out[rid].sections[sec] = float(ops or 0)
+    return out
+
+
+def problems(cand: RunQuality, history: list[RunQuality]) -> list[str]:
+    """Why ``cand`` is not a valid capture, given its (valid) history; empty when it is one."""
+    if cand.ops == 0:
+        return ["no device ops (a header only, or only signposts): the capture recorded nothing"]
+    out = []
+    if cand.timed_ops == 0:
+        out.append(f"none of its {cand.ops} ops has a kernel duration (every one empty, zero or not a number)")
+    if not history:
+        return out
+    share = statistics.median(h.timed_share for h in history)
+    if cand.timed_ops and cand.timed_share < COLLAPSE * share:
+        out.append(f"only {100 * cand.timed_share:.0f} % of its ops have a kernel duration, against "
+                   f"{100 * share:.0f} % in its history")
+    names = [s for s in history[0].sections if s != "" and all(s in h.sections for h in history)]
+    for sec in names:
+        if sec not in cand.sections:
+            out.append(f"section {sec} is missing (every run of its history has it): the capture stopped early?")
+            continue
+        usual = statistics.median(h.sections[sec] for h in history)
+        if cand.sections[sec] < COLLAPSE * usual:
+            out.append(f"section {sec} has {cand.sections[sec]:g} ops per iteration, against {usual:g} in its "
+                       "history: a cut or partial capture")
+    if not names:  # no sections to compare: the whole run
+        usual = statistics.median(h.ops for h in history)
+        if cand.ops < COLLAPSE * usual:
+            out.append(f"{cand.ops} ops, against {usual:g} in its history: a cut or partial capture")
+    return out
+
+
+def judge(conn: Connection, runs: list[int], window: int = 7) -> dict[int, list[str]]:
+    """Each run's problems (runs oldest first), each judged against up to ``window`` runs before it that have
+    ops and timings: the median of several nights, so that one cut night moves nothing, and a model that really
+    changed size is the new normal after a few nights. Callers leave runs with problems out of baselines."""
+    q = measure(conn, runs)
+    usable: list[RunQuality] = []
+    out: dict[int, list[str]] = {}
+    for rid in runs:
+        if rid not in q:
+            continue
+        out[rid] = problems(q[rid], usable[-window:])
+        if q[rid].ops and q[rid].timed_ops:
+            usable.append(q[rid])
+    return out
