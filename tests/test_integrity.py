@@ -391,3 +391,54 @@ def test_scratch_folders_of_a_killed_parallel_ingest_are_cleaned(tmp_path):
     removed = clean_scratch(str(tmp_path))
     assert sorted(removed) == sorted([str(stale), str(old)])
     assert live.exists() and young.exists() and not stale.exists()
+
+
+# ================================================================================ 5. bounds
+def test_a_header_past_the_column_cap_is_one_error(db_url, tmp_path):
+    from warehouse.csvfile import MAX_COLUMNS
+    p = tmp_path / "ops_perf_results_wide.csv"
+    cols = ["OP CODE", "OP TYPE"] + [f"C{i}" for i in range(MAX_COLUMNS)]
+    p.write_text(",".join(cols) + "\n" + ",".join(["x", "tt_dnn_device"] + ["1"] * MAX_COLUMNS) + "\n")
+    r = make_invoke(db_url)("ingest", p)
+    assert r.exit_code == 1 and "columns, over the limit" in r.output and len(_errors(r.output)) == 1, r.output
+
+
+def test_distinct_attributes_cost_one_analysis_per_distinct_shape(tmp_path, monkeypatch):
+    """Rows that differ only in an ATTRIBUTES that the per-op analysis ignores share one computed shape (a
+    capture whose every row has its own ATTRIBUTES was 5 times slower than the same rows repeated)."""
+    import csv as _csv
+    from warehouse.perffacts import Analyzer
+    rows = list(_csv.reader(cases()["ttperfreport__bh_64_clip_encoder_1"].open(newline="", encoding="utf-8-sig")))
+    head = rows[0]
+    a_i, c_i, t_i = head.index("ATTRIBUTES"), head.index("OP CODE"), head.index("OP TYPE")
+    ops = [r for r in rows[1:] if r[t_i] != "signpost"]
+    calls = {"n": 0}
+    real = Analyzer._shape
+
+    def counting(self, cells, op_code):
+        calls["n"] += 1
+        return real(self, cells, op_code)
+    monkeypatch.setattr(Analyzer, "_shape", counting)
+    an = Analyzer(head)
+    plain = [r for r in ops if "Matmul" not in r[c_i] and "Conv" not in r[c_i] and "Halo" not in r[c_i]
+             and "program_config" not in r[a_i]]
+    distinct_static = {tuple(c for i, c in enumerate(r) if i != a_i) + (r[c_i],) for r in plain}
+    for k in range(5):
+        for r in plain:
+            cells = list(r)
+            cells[a_i] = f"{r[a_i]}; 'seed': {k}"
+            assert an.shape(cells, r[c_i]) == real(an, r, r[c_i])
+    assert calls["n"] <= len(distinct_static), (calls["n"], len(distinct_static))
+
+
+def test_sql_value_and_result_bounds(db_url):
+    wh = make_invoke(db_url)
+    assert wh("ingest", cases()[SMALL]).exit_code == 0
+    big = "zeroblob(300000000)" if not db_url.startswith("postgresql") else "repeat('x', 30000000)"
+    r = wh("sql", f"SELECT {big} AS b")
+    assert r.exit_code == 2 and len(_errors(r.output)) == 1 and "limit" in r.output, r.output[:500]
+    r = wh("sql", "SELECT row_no FROM op", "--max-result-bytes", "100")
+    assert r.exit_code == 2 and "passed 100 bytes" in r.output, r.output[:500]
+    r = wh("sql", "SELECT COUNT(*) AS n FROM json_each('[1,2,3]')" if not db_url.startswith("postgresql")
+           else "SELECT COUNT(*) AS n FROM json_array_elements('[1,2,3]')", "--format", "csv")
+    assert r.exit_code == 0 and r.output.splitlines()[1] == "3", r.output

@@ -23,6 +23,9 @@ from warehouse.errors import InputError
 # The longest line (and so the longest cell, or header) read: a 10 MB cell is legal CSV, but memory must not
 # follow whatever a damaged file holds (the csv module keeps a cell as 4-byte characters while it parses it).
 MAX_LINE = 16 * 1024 * 1024
+# tt-metal writes 63 to 139 columns (about 290 with every hardware counter); a header far wider is not a capture,
+# and every row of it would cost time and memory in proportion
+MAX_COLUMNS = 10_000
 csv.field_size_limit(MAX_LINE)
 
 LONG_TEXT = 48
@@ -346,6 +349,9 @@ class CsvReader:
             header = self._next()
         except StopIteration:
             raise self._fail(None, "the file is empty; expected an ops_perf_results CSV with a header row") from None
+        if len(header) > MAX_COLUMNS:
+            raise self._fail(0, f"the header has {len(header):,} columns, over the limit of {MAX_COLUMNS:,} (a "
+                                "tt-metal capture has a few hundred at most); is this an ops_perf_results CSV?")
         name_column = next((n for n in NAME_COLUMNS if n in header), None)
         if name_column is None:
             raise self._fail(0, "the header has no 'OP CODE' or 'OP NAME' column; is this a tt-metal "

@@ -150,6 +150,13 @@ def _check_sqlite_path(path: str) -> None:
         raise UsageError(f"--db {path} is {kind}; pass the path of a warehouse file (or a new one)")
 
 
+def sqlite_unwritable(path: str) -> bool:
+    """Whether this process cannot write a SQLite warehouse file or its folder (a read-only share, a read-only
+    mount, another user's folder): it can still be read, read-only."""
+    p = Path(path)
+    return p.exists() and (not os.access(p, os.W_OK) or not os.access(p.parent, os.W_OK))
+
+
 def make_engine(url: str | URL, readonly: bool = False) -> Engine:
     """An engine for ``url``; SQLite gets WAL, a busy timeout and explicit BEGIN handling."""
     u = resolve_url(url)
@@ -160,9 +167,14 @@ def make_engine(url: str | URL, readonly: bool = False) -> Engine:
             if readonly:
                 if not Path(path).exists():
                     raise UsageError(f"no warehouse at {path}: run `warehouse ingest` or `warehouse db upgrade`")
-                # The read-only URI, with the path escaped: '?', '#' and '%' are legal in file names.
-                u = URL.create("sqlite", database=f"file:{urllib.parse.quote(path)}?mode=ro",
-                               query={"uri": "true"})
+                # The read-only URI, with the path escaped: '?', '#' and '%' are legal in file names. In a folder
+                # that cannot be written, WAL cannot make its -shm file: open it immutable (nobody can write it
+                # there), unless a -wal file still holds pages that only WAL readers see.
+                wal = Path(path + "-wal")
+                immutable = (not os.access(Path(path).parent, os.W_OK)
+                             and not (wal.exists() and wal.stat().st_size > 0))
+                u = URL.create("sqlite", database=f"file:{urllib.parse.quote(path)}?mode=ro"
+                               + ("&immutable=1" if immutable else ""), query={"uri": "true"})
         engine = create_engine(u)
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin)
@@ -288,7 +300,9 @@ def open_db(db: str | URL | None, *, create: bool = True, readonly: bool = False
             and not Path(url.database).exists():
         # never create an empty file for a command that only reads
         raise UsageError(f"no warehouse at {url.database}: run `warehouse ingest` or `warehouse db upgrade`")
-    engine = make_engine(url)
+    if url.get_backend_name() == "sqlite" and url.database and sqlite_unwritable(url.database):
+        readonly = True  # nothing could be written anyway: read it as it is (a writing command fails clearly)
+    engine = make_engine(url, readonly=readonly)
     head = head_revision_fast()
     try:
         with engine.connect() as conn:
@@ -303,11 +317,21 @@ def open_db(db: str | URL | None, *, create: bool = True, readonly: bool = False
     elif rev != head:
         raise SchemaOutdated(f"the warehouse {display(url)} is at revision {rev}, this "
                              f"version needs {head}: run `warehouse db upgrade`")
-    _refresh_views(engine)
     if readonly:
-        engine.dispose()
-        return make_engine(url, readonly=True)
+        _warn_stale_views(engine)
+        return engine
+    _refresh_views(engine)
     return engine
+
+
+def _warn_stale_views(engine: Engine) -> None:
+    """A read-only opening never rewrites the views: say so when they are another version's."""
+    from warehouse.views import views_current
+
+    with engine.connect() as conn:
+        if not views_current(conn):
+            sys.stderr.write("warning: the warehouse's views are another version's; reading them as they are "
+                             "(`warehouse db upgrade` by a writer refreshes them)\n")
 
 
 def _refresh_views(engine: Engine) -> None:

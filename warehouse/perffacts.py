@@ -20,8 +20,10 @@ import hashlib
 import json
 import math
 import re
+
+from warehouse.csvfile import VOLATILE
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 
 # --- Facts (tt-perf-report 1.4.1, perf_report.py: ArchitectureSpec registrations) -------------------------------
 # name: (worker cores, cores of a DRAM-sharded matmul, DRAM GB/s, TFLOPs per core for HiFi4, HiFi3, HiFi2, LoFi).
@@ -173,10 +175,21 @@ class PerfShape:
     tensors: tuple = ()
 
     def digest(self) -> bytes:
-        """The interning key: a hash of every fact."""
-        return hashlib.blake2b(json.dumps(asdict(self), sort_keys=True).encode(), digest_size=16).digest()
+        """The interning key: a hash of every fact. (The same JSON as ``asdict``, whose recursive deep copy
+        cost 0.4 ms a shape: a file whose every row has its own ATTRIBUTES has a shape per row.)"""
+        got = self.__dict__.get("_digest")  # (memoised shapes are shared by many rows: hash each once)
+        if got is None:
+            facts = {f: getattr(self, f) for f in _SHAPE_FIELDS}
+            got = self.__dict__["_digest"] = hashlib.blake2b(json.dumps(facts, sort_keys=True).encode(),
+                                                             digest_size=16).digest()
+        return got
 
 
+_SHAPE_FIELDS = tuple(f.name for f in fields(PerfShape))
+# op codes whose analysis reads ATTRIBUTES (a matmul's program config, a conv's, a halo's); any other op reads
+# only its program_config
+_ATTRS_READ_BY = ("Matmul", "OptimizedConvNew", "Conv2d", "HaloDeviceOperation")
+_MEMO_MAX = 8192
 _ORACLE_DIM = re.compile(r"\s*([0-9]+)(?:\[([0-9]+)\])?")
 
 
@@ -246,6 +259,10 @@ class Analyzer:
         self.header = header
         self.index = {h: i for i, h in enumerate(header)}  # the last of duplicate names, as pandas keeps
         self.suffix = "" if csv_format(header) == "v1" else "_PAD[LOGICAL]"
+        # every column a shape may read: all but ATTRIBUTES (keyed apart) and the measured ones, which it never
+        # reads (durations, cycles, times, call counts, trace ids, utilisation, device id)
+        self._shape_cols = [i for i, h in enumerate(header) if h != "ATTRIBUTES" and not VOLATILE.search(h)]
+        self._memo: dict[tuple, PerfShape] = {}
         # (io, idx) -> field -> column index; a field is W..X (plain), W_PAD..X_PAD (padded[logical]) or a text
         self.tensor_cols: dict[tuple[str, int], dict[str, int]] = {}
         for name, i in self.index.items():
@@ -288,7 +305,22 @@ class Analyzer:
         return [dim(get(f"{tensor}_{d}{self.suffix}")) for d in "WZYX"]
 
     def shape(self, cells: list[str] | tuple[str, ...], op_code: str) -> PerfShape:
-        """The static facts of an op row whose op code is ``op_code``."""
+        """The static facts of an op row whose op code is ``op_code``; memoised on the cells they read, so that
+        rows that differ only in an ATTRIBUTES the analysis ignores (a program's ids and seeds, on every row of
+        some captures) cost one computation, not one each."""
+        attrs = self._cell(cells, "ATTRIBUTES")
+        code = sanitize(op_code)
+        uses_attrs = "program_config" in attrs or any(k in code for k in _ATTRS_READ_BY)
+        key = (op_code, attrs if uses_attrs else None,
+               tuple(cells[i] if i < len(cells) else None for i in self._shape_cols))
+        hit = self._memo.get(key)
+        if hit is None:
+            if len(self._memo) >= _MEMO_MAX:
+                self._memo.clear()
+            hit = self._memo[key] = self._shape(cells, op_code)
+        return hit
+
+    def _shape(self, cells: list[str] | tuple[str, ...], op_code: str) -> PerfShape:
         get = self.getter(cells)
         code = sanitize(op_code)
         attrs = get("ATTRIBUTES") or ""
