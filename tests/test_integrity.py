@@ -442,3 +442,177 @@ def test_sql_value_and_result_bounds(db_url):
     r = wh("sql", "SELECT COUNT(*) AS n FROM json_each('[1,2,3]')" if not db_url.startswith("postgresql")
            else "SELECT COUNT(*) AS n FROM json_array_elements('[1,2,3]')", "--format", "csv")
     assert r.exit_code == 0 and r.output.splitlines()[1] == "3", r.output
+
+
+# ================================================================================ 6. the rest of the list
+def _files(folder: Path) -> set[str]:
+    return {p.name for p in folder.iterdir()}
+
+
+def test_a_warehouse_in_an_unwritable_folder_is_readable(tmp_path, monkeypatch):
+    """Every reading command works on a warehouse whose folder cannot be written (WAL cannot make its -shm
+    there): opened immutable, nothing is created beside it."""
+    import warehouse.db as dbmod
+    folder = tmp_path / "share"
+    folder.mkdir()
+    db = str(folder / "warehouse.db")
+    wh = make_invoke(db)
+    assert wh("ingest", cases()[SMALL]).exit_code == 0
+    before = _files(folder)
+    real_access = os.access
+    monkeypatch.setattr(dbmod.os, "access", lambda p, mode: False if mode == os.W_OK else real_access(p, mode))
+    for args in (["runs"], ["report", "latest", "-q"], ["sql", "SELECT COUNT(*) FROM op"], ["check"],
+                 ["export", "1", "-o", str(tmp_path / "x.csv")], ["trend", "--by", "op-code"]):
+        r = wh(*args)
+        assert r.exit_code == 0, (args, r.output)
+    assert _files(folder) == before, _files(folder) - before
+
+
+def test_a_warehouse_on_a_read_only_mount(tmp_path):
+    """The same on a real read-only file system (a read-only bind mount, as a share is): every reading command
+    works, a writing one is one Error: line, nothing is created."""
+    import shutil
+    import subprocess
+    import sys
+    src, mnt = tmp_path / "src", tmp_path / "mnt"
+    src.mkdir()
+    mnt.mkdir()
+    assert make_invoke(str(src / "warehouse.db"))("ingest", cases()[SMALL]).exit_code == 0
+    if os.geteuid() != 0 or not shutil.which("mount"):
+        pytest.skip("needs root for a read-only bind mount (CI runs as root)")
+    if subprocess.run(["mount", "--bind", str(src), str(mnt)], capture_output=True).returncode != 0:
+        pytest.skip("bind mounts are not allowed here")
+    try:
+        assert subprocess.run(["mount", "-o", "remount,bind,ro", str(mnt)], capture_output=True).returncode == 0
+        db = mnt / "warehouse.db"
+        before = _files(src)
+        for args in (["runs"], ["report", "latest", "-q"], ["sql", "SELECT COUNT(*) FROM op"], ["check"]):
+            r = subprocess.run([sys.executable, "-m", "warehouse", "--db", str(db), *args], capture_output=True,
+                               text=True)
+            assert r.returncode == 0, (args, r.stdout, r.stderr)
+        r = subprocess.run([sys.executable, "-m", "warehouse", "--db", str(db), "ingest", str(cases()["dlv3_same"])],
+                           capture_output=True, text=True)
+        assert r.returncode == 1 and r.stderr.count("Error:") == 1, r.stderr
+        assert _files(src) == before
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+def test_dashboard_checks_the_host_header_and_never_sniffs(tmp_path):
+    pytest.importorskip("httpx")
+    from starlette.testclient import TestClient
+    from warehouse.web.app import allowed_hosts_for, create_app
+    db = str(tmp_path / "w.db")
+    assert make_invoke(db)("ingest", cases()[SMALL]).exit_code == 0
+    client = TestClient(create_app(db, allowed_hosts_for("127.0.0.1")), base_url="http://127.0.0.1:8000")
+    r = client.get("/")
+    assert r.status_code == 200 and r.headers["x-content-type-options"] == "nosniff"
+    r = client.get("/sql", params={"q": "SELECT 1 AS a", "format": "csv"})
+    assert r.status_code == 200 and r.headers["x-content-type-options"] == "nosniff"
+    assert r.headers["content-disposition"].startswith("attachment")
+    # DNS rebinding: a page on evil.example whose name now points at 127.0.0.1
+    r = client.get("/sql", params={"q": "SELECT 1"}, headers={"host": "evil.example:8000"})
+    assert r.status_code == 400
+    assert allowed_hosts_for("0.0.0.0") == ["*"] and "dash.lab" in allowed_hosts_for("dash.lab")
+
+
+def test_impossible_file_name_dates_are_warned_about(db_url, tmp_path):
+    p = tmp_path / "ops_perf_results_2026_02_30_02_00_00.csv"
+    p.write_bytes(cases()[SMALL].read_bytes())
+    wh = make_invoke(db_url)
+    assert wh("ingest", p).exit_code == 0
+    assert "2026_02_30_02_00_00 is not a real date" in wh("runs", "--warnings").output
+
+
+def test_db_current_on_a_future_revision_says_to_install_the_newer_version(db_url):
+    wh = make_invoke(db_url)
+    assert wh("ingest", cases()[SMALL]).exit_code == 0
+    eng = open_db(db_url, create=False)
+    with eng.begin() as c:
+        c.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+    eng.dispose()
+    r = wh("db", "current")
+    assert "newer warehouse" in r.output and "db upgrade" not in r.output, r.output
+
+
+def test_rfc4180_quoted_newline_is_a_cell_and_exports_exactly(db_url, tmp_path):
+    p = tmp_path / "ops_perf_results_q.csv"
+    p.write_bytes(b'OP CODE,OP TYPE,GLOBAL CALL COUNT,ATTRIBUTES,DEVICE KERNEL DURATION [ns]\n'
+                  b'Matmul,tt_dnn_device,1,"{a\nb}",1000\nMatmul,tt_dnn_device,2,x,1000\n')
+    wh = make_invoke(db_url)
+    r = wh("ingest", p)
+    assert r.exit_code == 0 and ": 2 ops" in r.output, r.output
+    out = tmp_path / "back.csv"
+    assert wh("export", "1", "-o", out).exit_code == 0 and out.read_bytes() == p.read_bytes()
+    r = wh("sql", "SELECT value FROM csv_cell WHERE run_id = 1 AND column_name = 'ATTRIBUTES' AND row_no = 1",
+           "--format", "json")
+    assert "{a\\nb}" in r.output, r.output
+
+
+def test_sqlite_table_valued_pragmas_are_allowed(sqlite_db):
+    wh = make_invoke(sqlite_db)
+    assert wh("ingest", cases()[SMALL]).exit_code == 0
+    r = wh("sql", "SELECT name FROM pragma_table_info('run') WHERE name = 'sha256'", "--format", "csv")
+    assert r.exit_code == 0 and r.output.splitlines() == ["name", "sha256"], r.output
+    r = wh("sql", "SELECT sqlite_compileoption_get(0)")
+    assert r.exit_code == 2 and "refused" in r.output
+
+
+def test_outputs_are_made_with_the_umask_not_0600(db_url, tmp_path):
+    wh = make_invoke(db_url)
+    assert wh("ingest", cases()[SMALL]).exit_code == 0
+    old = os.umask(0o022)
+    try:
+        assert wh("report", "latest", "-q", "--json", tmp_path / "r.json").exit_code == 0
+        assert wh("export", "1", "-o", tmp_path / "x.csv").exit_code == 0
+    finally:
+        os.umask(old)
+    for name in ("r.json", "x.csv"):
+        assert oct(os.stat(tmp_path / name).st_mode & 0o777) == oct(0o644), name
+
+
+def test_labels_are_one_line_and_tables_stay_one_row_a_line(db_url):
+    from warehouse import render
+    wh = make_invoke(db_url)
+    for bad in ("a\nb", "a\rb", "x\x1b[31m"):
+        r = wh("ingest", cases()[SMALL], "--label", bad)
+        assert r.exit_code == 2 and "control character" in r.output, r.output
+        r = wh("ingest", cases()[SMALL], "--tag", f"commit={bad}")
+        assert r.exit_code == 2, r.output
+    assert render.table(["label"], [["a\nb"]]).splitlines()[2] == "a\\nb"
+
+
+def _oracle_case(tmp_path, name, mutate, bom=False):
+    import csv as _csv
+    src = cases()["dlv3_same"]
+    rows = list(_csv.reader(src.open(newline="", encoding="utf-8-sig")))
+    head, body = mutate(rows[0], rows[1:])
+    p = tmp_path / f"ops_perf_results_{name}.csv"
+    with p.open("w", newline="", encoding="utf-8-sig" if bom else "utf-8") as f:
+        _csv.writer(f).writerows([head] + body)
+    return p
+
+
+def test_where_the_report_is_saner_than_the_oracle(db_url, tmp_path):
+    """The README's list of the report's deliberate differences from the oracle, each as the warehouse does it."""
+    import json as _json
+    import math
+
+    def nan_kernels(h, body):
+        k, t = h.index("DEVICE KERNEL DURATION [ns]"), h.index("OP TYPE")
+        return h, [r if r[t] == "signpost" or i % 7 else r[:k] + ["nan"] + r[k + 1:] for i, r in enumerate(body)]
+    wh = make_invoke(db_url)
+    docs = {}
+    for name, mutate, bom in (("nan", nan_kernels, False), ("bom", lambda h, b: (h, b), True),
+                              ("header", lambda h, b: (h, []), False),
+                              ("dup", lambda h, b: (h + ["OP CODE"], [r + ["X"] for r in b]), False)):
+        p = _oracle_case(tmp_path, name, mutate, bom)
+        assert wh("ingest", p).exit_code == 0, name
+        out = tmp_path / f"{name}.json"
+        assert wh("report", "latest", "-q", "--json", out).exit_code == 0
+        docs[name] = _json.loads(out.read_text())
+    eager = docs["nan"]["eager"]
+    assert all(math.isfinite(v) for v in eager.values() if isinstance(v, float)), eager  # counted as 0
+    assert docs["bom"]["columns"][0] == "OP CODE" and docs["bom"]["eager"]["ops"] > 0
+    assert len(docs["header"]["columns"]) == len(docs["bom"]["columns"])
+    assert docs["dup"]["columns"][-1] == "OP CODE" and len(docs["dup"]["columns"]) == len(docs["bom"]["columns"]) + 1

@@ -129,8 +129,10 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], label: str | None, tags: 
     from warehouse.files import shown
     from warehouse.ingest import find_csvs
     from warehouse.parallel import auto_jobs, ingest_files
+    from warehouse.runs import check_names
 
     tag_map = _tags(tags)
+    check_names(label, tag_map)
     check_freq_option(freq_mhz)
     found = list(find_csvs(paths, pattern))
     files = [f for f in found if isinstance(f, Path)]
@@ -635,13 +637,18 @@ def upgrade(ctx: click.Context, revision: str) -> None:
 @click.pass_context
 def current(ctx: click.Context) -> None:
     """Print the warehouse's revision and the code's head."""
-    from warehouse.db import current_revision, head_revision_fast, make_engine
+    from warehouse.db import current_revision, head_revision_fast, known_revisions, make_engine
 
     engine = make_engine(ctx.obj["db"])
     with engine.connect() as conn:
         rev = current_revision(conn)
     head = head_revision_fast()
-    click.echo(f"{rev or 'empty'} (head {head}){'' if rev == head else ': run `warehouse db upgrade`'}")
+    if rev is not None and rev not in known_revisions():
+        advice = (": written by a newer warehouse (or a damaged stamp); install the newer tt-profile-warehouse to "
+                  "use it")
+    else:
+        advice = "" if rev == head else ": run `warehouse db upgrade`"
+    click.echo(f"{rev or 'empty'} (head {head}){advice}")
 
 
 @db.command()

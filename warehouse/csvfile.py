@@ -26,6 +26,7 @@ MAX_LINE = 16 * 1024 * 1024
 # tt-metal writes 63 to 139 columns (about 290 with every hardware counter); a header far wider is not a capture,
 # and every row of it would cost time and memory in proportion
 MAX_COLUMNS = 10_000
+MAX_CELL_LINES = 1_000  # a quoted cell may hold line ends (RFC 4180): up to this many lines
 csv.field_size_limit(MAX_LINE)
 
 LONG_TEXT = 48
@@ -321,8 +322,12 @@ class CsvReader:
             cells = next(self._reader)
         except csv.Error as e:
             raise self._fail(self.rows_read + 1, f"not valid CSV ({e})") from None
-        if self._line_no - before > 1:
-            # A quoted cell ran over line ends: a stray quote swallows the rest of the file into one cell.
+        layout = getattr(self, "layout", None)
+        if self._line_no - before > 1 and not (layout is not None and len(cells) == len(layout.header)
+                                               and self._line_no - before <= MAX_CELL_LINES):
+            # A quoted cell ran over line ends. RFC 4180 allows it (a re-saved file can hold one), and such a row
+            # has the header's width; a stray quote instead swallows the rest of the file (or many rows) into one
+            # cell, and the row comes out narrow.
             row = self.rows_read + 1 if before else 0
             col = next((i for i, c in enumerate(cells) if "\n" in c or "\r" in c), None)
             name = None

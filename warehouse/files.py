@@ -65,6 +65,12 @@ def is_regular(path: Path) -> bool:
         return False
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)  # (reading the umask means setting it: set it straight back)
+    os.umask(mask)
+    return mask
+
+
 def write_output(path: str | os.PathLike, data: str | bytes) -> None:
     """Write a whole output file: through a temporary file and a rename for regular files (a failed write
     leaves the old file), directly for devices and pipes (never replace /dev/stdout or /dev/full with a file).
@@ -90,6 +96,13 @@ def output_stream(path: str | os.PathLike) -> Iterator[IO[bytes]]:
             raise UsageError(f"cannot write {shown(p)}: folder {shown(p.parent)} does not exist")
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".part", dir=p.parent)
         try:
+            # mkstemp makes the file 0600; an output is made as open() would make it (0666 less the umask), or
+            # keeps the mode of the file it replaces
+            try:
+                mode = stat.S_IMODE(os.stat(p).st_mode)
+            except FileNotFoundError:
+                mode = 0o666 & ~_umask()
+            os.fchmod(fd, mode)
             with os.fdopen(fd, "wb") as f:
                 yield f
             os.replace(tmp, p)

@@ -108,6 +108,15 @@ def captured_at(file_name: str) -> datetime | None:
         return None
 
 
+def captured_at_problem(file_name: str) -> str | None:
+    """Why a capture time in the file name (``_2026_02_30_...``) is no time, when it is none."""
+    m = _CAPTURED.search(file_name)
+    if m and captured_at(file_name) is None:
+        return (f"the file name's capture time {m.group(0).strip('_')} is not a real date and time; the run is "
+                "ordered by its ingest time instead (rename the file to fix it)")
+    return None
+
+
 # The columns of an op row as _FileIngest builds it, in this order.
 OP_COLUMNS = (["run_id", "row_no", "section_id", "pos", "place_id", "attribution", "occurrence",
                "marker_row", "op_code_id"] + [c for c, _, _ in TYPED]
@@ -410,6 +419,8 @@ def ingest_file(engine: Engine, path: Path, *, label: str | None = None, tags: d
     :class:`warehouse.rowprep.RowSource`; ``worker`` forces either way). ``meta`` overrides run columns
     (``warehouse copy`` keeps a run's hash, paths, times and frequency) and may carry ``warnings``, a list of
     ``(row, column, message)`` that replaces those found."""
+    from warehouse.runs import check_names
+    check_names(label, tags)
     try:
         return _ingest_file(engine, Path(path), label, tags, freq_mhz, progress, meta, worker)
     except WarehouseError:
@@ -491,6 +502,8 @@ def _ingest_once(engine: Engine, path: Path, source: RowSource, scan: FileScan, 
                                              "line ends that differ from the first line's, a CR alone, or rows "
                                              "padded or skipped)"))
         job.warnings += implausible(conn, run_id)
+        if (bad_time := captured_at_problem(shown(path.name))) and "captured_at" not in meta:
+            job.warnings.append((None, None, bad_time))
         if warnings is not None:
             job.warnings = list(warnings)
         if len(job.warnings) > MAX_WARNINGS:  # a damaged file can warn on every row: keep the first ones

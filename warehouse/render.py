@@ -20,9 +20,14 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
+def _one_line(s: str) -> str:
+    return s if s.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in s)
+
+
 def table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A plain aligned text table (numbers right-aligned)."""
-    cells = [[_cell(v) for v in r] for r in rows]
+    """A plain aligned text table (numbers right-aligned; control characters shown escaped, so that a row is
+    one line)."""
+    cells = [[_one_line(_cell(v)) for v in r] for r in rows]
     widths = [len(c) for c in columns]
     for r in cells:
         for i, v in enumerate(r):

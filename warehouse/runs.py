@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from sqlalchemy import Connection, Engine, func, select
@@ -70,6 +71,19 @@ def list_runs(engine: Engine, label: str | None = None, warnings: bool = False, 
     return runs
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def check_names(label: str | None, tags: dict[str, str] | None) -> None:
+    """A label, tag key or tag value is one line of printable text (a newline would break every table and
+    comment that shows it)."""
+    for what, v in [("--label", label)] + [(f"--tag {k}", k) for k in tags or {}] + \
+            [(f"--tag {k}", v) for k, v in (tags or {}).items()]:
+        if v is not None and _CONTROL.search(v):
+            raise UsageError(f"{what}: {v!r} holds a control character (a newline, a tab...); use printable "
+                             "text")
+
+
 def retag(engine: Engine, ref: str, *, label: str | None = None, tags: dict[str, str] | None = None,
           untag: list[str] | None = None) -> dict[str, Any]:
     """Change a run's label (``''`` removes it) and tags; returns ``{"id", "label", "tags"}`` after."""
@@ -78,6 +92,7 @@ def retag(engine: Engine, ref: str, *, label: str | None = None, tags: dict[str,
     from warehouse.db import write_tx
     from warehouse.dialect import insert_ignore
 
+    check_names(label, tags)
     with write_tx(engine) as conn:
         run_id = resolve_run(conn, ref)
         if label is not None:

@@ -42,8 +42,39 @@ def _json(data: Any, status: int = 200) -> Response:
                     media_type="application/json")
 
 
-def create_app(url: str | None) -> Starlette:
-    """The app for the warehouse at ``url`` (opened read-only once, shared by requests)."""
+LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1", "[::1]"]
+
+
+def allowed_hosts_for(host: str) -> list[str]:
+    """The Host headers the app answers when it listens on ``host``: on loopback only the loopback names (a
+    page elsewhere that rebinds its DNS name to 127.0.0.1 gets 400, never /sql); on a named address that name
+    too; on every address (0.0.0.0, ::), any."""
+    if host in ("0.0.0.0", "::", ""):
+        return ["*"]
+    return LOOPBACK_HOSTS + ([host] if host not in LOOPBACK_HOSTS else [])
+
+
+class _SecurityHeaders:
+    """ASGI middleware: every response says ``X-Content-Type-Options: nosniff`` (a CSV is never run as a page)
+    and may not be framed by another site."""
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        async def send_with_headers(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message.setdefault("headers", [])
+                message["headers"] = list(message["headers"]) + [
+                    (b"x-content-type-options", b"nosniff"), (b"x-frame-options", b"DENY"),
+                    (b"referrer-policy", b"same-origin")]
+            await send(message)
+        await self.app(scope, receive, send_with_headers)
+
+
+def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starlette:
+    """The app for the warehouse at ``url`` (opened read-only once, shared by requests); it answers only
+    requests whose Host is in ``allowed_hosts`` (default: the loopback names)."""
     from warehouse.db import open_db
 
     engine: Engine = open_db(url, create=False, readonly=True)
@@ -175,7 +206,8 @@ def create_app(url: str | None) -> Starlette:
             truncated = res.truncated
         if q.get("format") == "csv":
             from warehouse import render
-            return Response(render.to_csv(cols, rows) + "\n", media_type="text/csv")
+            return Response(render.to_csv(cols, rows) + "\n", media_type="text/csv",
+                            headers={"Content-Disposition": 'attachment; filename="query.csv"'})
         data = {"columns": cols, "rows": rows, "truncated": truncated, "max_rows": SQL_MAX_ROWS}
         if q.get("format") == "json":
             return _json(data)
@@ -192,7 +224,11 @@ def create_app(url: str | None) -> Starlette:
         Route("/sql", guarded(sql_page)),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
-    app = Starlette(routes=routes)
+    from starlette.middleware import Middleware
+    from starlette.middleware.trustedhost import TrustedHostMiddleware
+    app = Starlette(routes=routes, middleware=[
+        Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or LOOPBACK_HOSTS),
+        Middleware(_SecurityHeaders)])
     app.state.engine = engine
     return app
 
@@ -200,5 +236,5 @@ def create_app(url: str | None) -> Starlette:
 def serve(url: str | None, host: str = "127.0.0.1", port: int = 8000) -> None:
     """Run the dashboard with uvicorn until interrupted."""
     import uvicorn
-    uvicorn.run(create_app(url), host=host, port=port, log_level="warning")
+    uvicorn.run(create_app(url, allowed_hosts_for(host)), host=host, port=port, log_level="warning")
 
