@@ -1,0 +1,248 @@
+"""Change points of one nightly series: pure functions, a series in, its steps, creep and outliers out.
+
+The database never reaches this module (:mod:`warehouse.changes` feeds it). The method, for a series ``x`` of
+positive per-iteration figures (one a night, already divided by the night's run-wide level):
+
+1. **Log scale**: ``log(x)``, so a change is relative and noise is comparable across keys.
+2. **Noise**: ``sigma`` is the series' own robust night-to-night noise (1.4826 x the median absolute first
+   difference / sqrt 2: a step moves one difference, an outlier two, neither moves the median), floored by the
+   noise the trace replays show within each night (their spread) and by ``floor``.
+3. **Outliers**: a night more than ``OUTLIER_SIGMAS`` from the level of the nights before it and from that of the
+   nights after it, on the same side, is a one-night outlier: reported apart and replaced by that median before steps are looked for, so that a hiccup
+   is never a change and never hides one.
+4. **Steps**: binary segmentation: the split is where the two-sample statistic ``|mean(after) - mean(before)| /
+   (sigma * sqrt(1/n1 + 1/n2))`` peaks (every split at once, with cumulative sums), and it counts when the same
+   statistic on medians (noise 1.2533 sigma / sqrt n: a few hiccuped nights cannot move it) passes
+   ``tau`` (which :mod:`warehouse.changes` sets so that the false-discovery rate over all of a model's series
+   stays under control) and the relative change passes ``min_change``. A new level must hold ``MIN_AFTER``
+   nights: the newest night alone is the gate's business (``warehouse regressions``), not a change yet.
+5. **Creep**: when a ramp (flat, then a constant rate per night) explains the series better than its steps do,
+   by ``CREEP_GAIN``, it is one creep from the first night its excess passes the noise, not many small steps.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+OUTLIER_SIGMAS = 6.0
+MIN_AFTER = 3  # nights a new level must hold before it is a change (fewer: the gate's business)
+MIN_BEFORE = 3
+CREEP_GAIN = 0.6  # a ramp must leave at most this share of the steps' squared residual
+CREEP_MIN_NIGHTS = 5
+MAX_EXCURSION = 4  # nights a level may last and return before it is a change
+
+
+@dataclass
+class Step:
+    """A lasting change: ``index`` is the first night of the new level; levels are medians (not logs)."""
+
+    index: int
+    before: float
+    after: float
+    z: float  # the split statistic, in noise units
+
+    @property
+    def change(self) -> float:
+        return self.after / self.before - 1 if self.before else 0.0
+
+
+@dataclass
+class Creep:
+    """A slow drift: from ``index`` (the first night its excess passes the noise) to the end of the series."""
+
+    index: int
+    start_index: int  # where the fitted ramp begins
+    before: float
+    after: float  # the fitted level on the last night
+    per_night: float  # relative change a night
+    z: float
+
+    @property
+    def change(self) -> float:
+        return self.after / self.before - 1 if self.before else 0.0
+
+
+@dataclass
+class Outlier:
+    index: int
+    value: float
+    expected: float
+    z: float
+
+
+@dataclass
+class SeriesChanges:
+    """What a series holds: its noise (relative), steps, creep (or None) and one-night outliers."""
+
+    sigma: float
+    steps: list[Step] = field(default_factory=list)
+    creep: Creep | None = None
+    outliers: list[Outlier] = field(default_factory=list)
+    best_z: float = 0.0  # the largest split statistic of the whole series (for the false-discovery rule)
+
+
+def robust_sigma(z: np.ndarray) -> float:
+    """Night-to-night noise of a log series: 1.4826 x median |first difference| / sqrt 2."""
+    if len(z) < 3:
+        return 0.0
+    return float(1.4826 * np.median(np.abs(np.diff(z))) / math.sqrt(2))
+
+
+def clean(z: np.ndarray, sigma: float) -> tuple[np.ndarray, list[int]]:
+    """The series with its one-night outliers replaced, and their indices. A night is an outlier when it stands
+    ``OUTLIER_SIGMAS`` from the level of the three nights before it *and* from that of the three after it, on the
+    same side (a step's first night agrees with the nights after it, so it is never taken for one); the first
+    and the newest night have one side only and are judged by it."""
+    n = len(z)
+    if sigma <= 0 or n < 4:
+        return z.copy(), []
+    out = z.copy()
+    bad = []
+    lim = OUTLIER_SIGMAS * sigma
+    for i in range(n):
+        left = float(np.median(z[max(0, i - 3):i])) if i else None
+        right = float(np.median(z[i + 1:i + 4])) if i < n - 1 else None
+        sides = [x for x in (left, right) if x is not None]
+        devs = [z[i] - x for x in sides]
+        if all(abs(d) > lim for d in devs) and (len(devs) == 1 or devs[0] * devs[1] > 0):
+            bad.append(i)
+            out[i] = min(sides, key=lambda x: abs(z[i] - x))
+    return out, bad
+
+
+def split_stats(z: np.ndarray, a: int, b: int) -> np.ndarray:
+    """The two-sample statistic (unit noise) of every split k of z[a:b] into z[a:k], z[k:b]; NaN where a side is
+    shorter than its minimum."""
+    seg = z[a:b]
+    n = len(seg)
+    out = np.full(n, np.nan)
+    if n < MIN_BEFORE + MIN_AFTER:
+        return out
+    c = np.cumsum(seg)
+    k = np.arange(MIN_BEFORE, n - MIN_AFTER + 1)
+    left = c[k - 1] / k
+    right = (c[-1] - c[k - 1]) / (n - k)
+    out[k] = np.abs(right - left) / np.sqrt(1.0 / k + 1.0 / (n - k))
+    return out
+
+
+def segment(z: np.ndarray, sigma: float, tau: float, min_change: float) -> list[int]:
+    """Binary segmentation: the first indices of each new level whose split passes ``tau`` and
+    ``min_change`` (log units), in order."""
+    found: list[int] = []
+    stack = [(0, len(z))]
+    while stack:
+        a, b = stack.pop()
+        st = split_stats(z, a, b)
+        if not np.isfinite(st).any():
+            continue
+        k = int(np.nanargmax(st))
+        left, right = z[a:a + k], z[a + k:b]
+        if median_z(left, right, sigma) < tau:
+            continue
+        if abs(float(np.median(right) - np.median(left))) < min_change:
+            continue
+        found.append(a + k)
+        stack += [(a, a + k), (a + k, b)]
+    return sorted(found)
+
+
+def _drop_excursions(z: np.ndarray, cps: list[int]) -> tuple[list[int], list[int]]:
+    """A level that lasts at most ``MAX_EXCURSION`` nights and returns to where it came from (up, then down as
+    far) is a passing excursion, not two changes: its split points are dropped and its nights returned."""
+    keep, nights = list(cps), []
+    i = 0
+    while i + 1 < len(keep):
+        a, b = keep[i], keep[i + 1]
+        prev = keep[i - 1] if i else 0
+        nxt = keep[i + 2] if i + 2 < len(keep) else len(z)
+        before, inside, after = np.median(z[prev:a]), np.median(z[a:b]), np.median(z[b:nxt])
+        up, back = inside - before, inside - after
+        if b - a <= MAX_EXCURSION and up * back > 0 and abs(after - before) < 0.5 * min(abs(up), abs(back)):
+            nights += list(range(a, b))
+            del keep[i:i + 2]
+            continue
+        i += 1
+    return keep, nights
+
+
+def median_z(before: np.ndarray, after: np.ndarray, sigma: float) -> float:
+    """The split's statistic on medians (a median's noise is 1.2533 sigma / sqrt n): the split is chosen on means,
+    which cumulative sums make cheap, and judged on medians, which a few hiccuped nights cannot move."""
+    if not len(before) or not len(after) or sigma <= 0:
+        return 0.0
+    return float(abs(np.median(after) - np.median(before))
+                 / (1.2533 * sigma * math.sqrt(1 / len(before) + 1 / len(after))))
+
+
+def _sse_steps(z: np.ndarray, cps: list[int]) -> float:
+    edges = [0, *cps, len(z)]
+    return float(sum(((z[s:e] - z[s:e].mean()) ** 2).sum() for s, e in zip(edges, edges[1:]) if e > s))
+
+
+def fit_creep(z: np.ndarray, sigma: float, tau: float) -> tuple[int, float, float, float] | None:
+    """The best ramp (flat until c, then a constant slope): ``(c, slope, sse, z)``, or None when no ramp of at
+    least ``CREEP_MIN_NIGHTS`` nights has a slope that passes ``tau``."""
+    n = len(z)
+    best = None
+    t = np.arange(n, dtype=float)
+    for c in range(MIN_BEFORE, n - CREEP_MIN_NIGHTS + 1):
+        h = np.maximum(0.0, t - c + 1)  # night c is the first above the flat level
+        X = np.column_stack([np.ones(n), h])
+        coef, *_ = np.linalg.lstsq(X, z, rcond=None)
+        sse = float(((z - X @ coef) ** 2).sum())
+        if best is None or sse < best[2]:
+            # the slope's standard error with the series' own noise
+            hc = h - h.mean()
+            se = sigma / math.sqrt(float((hc ** 2).sum())) if (hc ** 2).sum() > 0 else math.inf
+            best = (c, float(coef[1]), sse, abs(float(coef[1])) / se if se > 0 else 0.0)
+    if best is None or best[3] < tau:
+        return None
+    return best
+
+
+def analyse(values: np.ndarray, *, tau: float, min_change: float = 0.01, floor: float = 0.0,
+            replay_noise: float = 0.0) -> SeriesChanges:
+    """Steps, creep and outliers of one series of positive values (NaN or <= 0 nights are left out and the
+    indices still count nights)."""
+    ok = np.isfinite(values) & (values > 0)
+    idx = np.nonzero(ok)[0]
+    z = np.log(values[ok])
+    sigma = max(robust_sigma(z), floor, replay_noise)
+    res = SeriesChanges(sigma)
+    if len(z) < MIN_BEFORE + MIN_AFTER or sigma <= 0:
+        return res
+    zc, bad = clean(z, sigma)
+    res.outliers = [Outlier(int(idx[i]), float(math.exp(z[i])), float(math.exp(zc[i])),
+                            float(abs(z[i] - zc[i]) / sigma)) for i in bad]
+    st = split_stats(zc, 0, len(zc))
+    if np.isfinite(st).any():
+        k = int(np.nanargmax(st))
+        res.best_z = median_z(zc[:k], zc[k:], sigma)
+    cps = segment(zc, sigma, tau, math.log1p(min_change))
+    cps, bumps = _drop_excursions(zc, cps)
+    for i in bumps:
+        res.outliers.append(Outlier(int(idx[i]), float(math.exp(z[i])), float(math.exp(np.median(zc))), 0.0))
+    edges = [0, *cps, len(zc)]
+    for j, k in enumerate(cps):
+        before = zc[edges[j]:k]
+        after = zc[k:edges[j + 2]]
+        zstat = median_z(before, after, sigma)
+        res.steps.append(Step(int(idx[k]), float(math.exp(np.median(before))), float(math.exp(np.median(after))),
+                              float(zstat)))
+    if cps:
+        ramp = fit_creep(zc, sigma, tau)
+        same_way = len({s.after > s.before for s in res.steps}) == 1
+        if ramp is not None and same_way and (len(cps) > 1 or ramp[0] < cps[0] - 1) \
+                and ramp[2] <= CREEP_GAIN * _sse_steps(zc, cps):
+            c, slope, _, zr = ramp
+            # the first night the ramp's excess passes twice the noise: never before the drift began
+            rise = max(1, math.ceil(2 * sigma / abs(slope))) if slope else 1
+            first = min(len(zc) - 1, c - 1 + rise)
+            base = float(np.median(zc[:c])) if c > 0 else float(zc[0])
+            res.creep = Creep(int(idx[first]), int(idx[c]), math.exp(base),
+                              math.exp(base + slope * (len(zc) - c)), math.expm1(slope), zr)
+            res.steps = []
+    return res

@@ -1,0 +1,490 @@
+"""The change points of a label's whole history, one finding per cause.
+
+Fed from the rollups (runs x keys, never ops) and handed to the pure detector of :mod:`warehouse.changepoints`:
+
+1. **Series**: per section (eager, trace, custom; the whole run for captures without sections), the section total
+   (all devices, and each device of a multi-device capture), every block and every op code, on every metric
+   (kernel, FW, op-to-op; span for totals), per iteration (the mean over trace replays; the replays' spread is
+   the night's own noise).
+2. **The run-wide level**: each night's level is the median, over every (block, op code) pair, of its value
+   against its own median over the history: a clock, firmware or driver change moves every pair, one slowed block
+   or op code moves few. Series are divided by it (devices by the median over devices), so that a night where
+   everything is 0.4 % faster is one whole-run change, not one per key; the level itself is a series too.
+3. **False alarms controlled over the model**: every series gets the p-value of its best split (Bonferroni over
+   the splits, normal noise), and the threshold is the Benjamini-Hochberg cut at ``fdr`` over all series, never
+   below ``min_sigmas``: more keys do not mean more false alarms.
+4. **Causes**: detections on the same night and in the same direction are nested: the whole run over everything,
+   a device over everything, then by impact (us per iteration), a block over the op codes inside it and an op code
+   over the blocks it runs in; the same key seen in several sections or metrics is one finding listing where it
+   shows. Contributors (the op codes of a block, the blocks of an op code) come from the same rows, in one pass.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Connection, Engine, text
+
+from warehouse.changepoints import MIN_AFTER, MIN_BEFORE, analyse
+from warehouse.errors import NotFound, UsageError
+from warehouse.series import RunMeta, run_meta, select_runs
+
+METRICS = ("kernel", "fw", "op2op", "span")
+_COLUMNS = {"kernel": "kernel_us", "fw": "fw_us", "op2op": "op2op_us", "span": "span_us"}
+_GROUPINGS = ("section", "block", "op-code", "block/op-code")
+TOP_CONTRIBUTORS = 5
+NEST_SLACK = 1.25  # a candidate is explained by a cause whose change is at least this share of its own
+NEST_NIGHTS = 3  # ... and whose night is this close to its own (a noisy child may name a neighbouring night)
+
+
+@dataclass
+class Change:
+    """One cause: a lasting step, a creep, or (in ``outliers``) a one-night outlier."""
+
+    id: str
+    kind: str  # step | creep | outlier
+    by: str  # section | device | block | op-code
+    key: str
+    time: str | None  # the first night of the new level (a creep: the first night past the noise)
+    run_id: int
+    before: float  # us per iteration, before and after (medians of the levels)
+    after: float
+    change_pct: float
+    delta_us: float
+    confidence: float
+    z: float
+    sections: list[str]
+    metrics: list[str]
+    devices: list[str]
+    tags: dict[str, str] = field(default_factory=dict)
+    since: str | None = None  # a creep: where its fitted ramp begins
+    per_night_pct: float | None = None
+    contributors: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ChangesResult:
+    """``changes`` (causes, by impact), ``outliers`` (one-night), what was read and the warnings."""
+
+    label: str | None
+    runs: list[dict[str, Any]]
+    series: int
+    threshold_sigmas: float
+    fdr: float
+    changes: list[Change]
+    outliers: list[Change]
+    warnings: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"label": self.label, "runs": self.runs, "series": self.series,
+                "threshold_sigmas": self.threshold_sigmas, "fdr": self.fdr,
+                "changes": [c.to_json() for c in self.changes], "outliers": [c.to_json() for c in self.outliers],
+                "warnings": self.warnings}
+
+
+@dataclass
+class _Detection:
+    section: str
+    by: str
+    key: str
+    device: int
+    metric: str
+    kind: str
+    night: int
+    before: float
+    after: float
+    z: float
+    p: float
+    start: int | None = None
+    per_night: float | None = None
+
+    @property
+    def up(self) -> bool:
+        return self.after > self.before
+
+    @property
+    def delta(self) -> float:
+        return self.after - self.before
+
+
+def _fetch(conn: Connection, runs: list[int]) -> dict[tuple[str, str, str, int], dict[str, np.ndarray]]:
+    """Every needed rollup row of ``runs`` as arrays over the nights: (section, grouping, key, device) ->
+    metric -> values (and ``<metric>_spread``, ``iterations``)."""
+    pos = {r: i for i, r in enumerate(runs)}
+    n = len(runs)
+    out: dict[tuple[str, str, str, int], dict[str, np.ndarray]] = {}
+    cols = ", ".join(f"{c}, {c.rsplit('_', 1)[0]}_spread_us" for c in _COLUMNS.values())
+    groupings = ", ".join(f"'{g}'" for g in _GROUPINGS)
+    for k in range(0, n, 500):
+        part = runs[k:k + 500]
+        rows = conn.execute(text(
+            f"SELECT run_id, section, grouping, key, device, iterations, {cols} FROM rollup "
+            f"WHERE run_id IN ({', '.join(str(int(r)) for r in part)}) AND grouping IN ({groupings}) "
+            "AND (device = -1 OR grouping = 'section')"))
+        for row in rows:
+            sk = (row[1], row[2], row[3], int(row[4]))
+            d = out.get(sk)
+            if d is None:
+                d = out[sk] = {m: np.full(n, np.nan) for m in METRICS}
+                d.update({f"{m}_spread": np.full(n, np.nan) for m in METRICS})
+                d["iterations"] = np.ones(n)
+            i = pos[row[0]]
+            d["iterations"][i] = row[5] or 1
+            for j, m in enumerate(METRICS):
+                v, s = row[6 + 2 * j], row[7 + 2 * j]
+                if v is not None:
+                    d[m][i] = v
+                if s is not None:
+                    d[f"{m}_spread"][i] = s
+    return out
+
+
+def _level(series: list[np.ndarray], n: int) -> np.ndarray:
+    """Each night's level: the median over series of the value against the series' own median (1 when no
+    series has the night)."""
+    ratios = []
+    for v in series:
+        ok = np.isfinite(v) & (v > 0)
+        if ok.sum() < 0.9 * n:
+            continue
+        med = np.median(v[ok])
+        if med > 0:
+            ratios.append(np.where(ok, v / med, np.nan))
+    if not ratios:
+        return np.ones(n)
+    with np.errstate(all="ignore"):
+        lv = np.nanmedian(np.vstack(ratios), axis=0)
+    return np.where(np.isfinite(lv) & (lv > 0), lv, 1.0)
+
+
+def _robust_night(d: dict[str, np.ndarray], metric: str) -> np.ndarray:
+    """Each night's figure, robust to one hiccuped replay: the mean over the k replays less the spread / k. A
+    hiccup (one replay slowed, which tt-metal's noise does a few times a night) raises the mean by its excess / k
+    and the spread by its excess, so this takes it out exactly; a real change moves every replay and stays; a
+    night of one replay is its value."""
+    v, s, k = d[metric], d[f"{metric}_spread"], d["iterations"]
+    adj = np.where((k > 1) & np.isfinite(s), s / np.maximum(k, 1), 0.0)
+    return v - adj
+
+
+def _replay_noise(d: dict[str, np.ndarray], metric: str) -> float:
+    """Relative noise of a night's mean that its replays show: spread (max - min) of k replays is about
+    d2(k) sigma (d2: 1.13, 1.69, 2.06, 2.33 for 2..5; ~3 beyond), and the mean of k has sigma / sqrt(k)."""
+    k = d["iterations"]
+    v, s = d[metric], d[f"{metric}_spread"]
+    ok = np.isfinite(s) & np.isfinite(v) & (v > 0) & (k > 1)
+    if ok.sum() < 3:
+        return 0.0
+    d2 = np.interp(k[ok], [2, 3, 4, 5, 10], [1.13, 1.69, 2.06, 2.33, 3.08])
+    return float(np.median(s[ok] / d2 / np.sqrt(k[ok]) / v[ok]))
+
+
+def _p(z: float, n: int) -> float:
+    """The p-value of the best of ``n`` splits reaching ``z`` (two-sided normal, Bonferroni over the splits)."""
+    return min(1.0, max(1, n - MIN_BEFORE - MIN_AFTER + 1) * math.erfc(z / math.sqrt(2)))
+
+
+def _bh_threshold(best: list[tuple[float, int]], fdr: float, floor: float) -> float:
+    """The smallest split statistic the Benjamini-Hochberg rule at ``fdr`` accepts over all series (never below
+    ``floor``)."""
+    if not best:
+        return floor
+    ps = sorted((_p(z, n), z) for z, n in best)
+    m = len(ps)
+    cut = None
+    for i, (p, z) in enumerate(ps, 1):
+        if p <= fdr * i / m:
+            cut = z
+    return max(floor, cut if cut is not None else math.inf)
+
+
+def find_changes(engine: Engine, *, label: str | None = None, tags: dict[str, str] | None = None,
+                 since: str | None = None, until: str | None = None, fdr: float = 0.01, min_sigmas: float = 6.0,
+                 min_change: float = 0.01, min_us: float = 1.0, metrics: list[str] | None = None,
+                 excluded: set[int] | None = None) -> ChangesResult:
+    """The change points of the history of ``label`` (and ``tags``), between ``since`` and ``until`` (ISO dates,
+    inclusive), one :class:`Change` per cause. ``min_change`` is the smallest relative change and ``min_us`` the
+    smallest change in us per iteration reported; ``excluded`` run ids are left out of every series (invalid
+    captures, nights triaged as invalid)."""
+    metrics = list(metrics or METRICS)
+    for m in metrics:
+        if m not in METRICS:
+            raise UsageError(f"metric {m!r}: expected one of {', '.join(METRICS)}")
+    warnings: list[str] = []
+    with engine.connect() as conn:
+        runs = select_runs(conn, label, tags)
+        if not runs:
+            raise NotFound("no runs in the warehouse; ingest a CSV first")
+        meta = run_meta(conn, runs)
+        runs = [r for r in runs if _in_range(meta[r], since, until)]
+        from warehouse.quality import judge
+        quality = judge(conn, runs)
+        bad = {r for r, p in quality.items() if p} | set(excluded or ())
+        for r in sorted(bad & set(runs)):
+            if quality.get(r):
+                warnings.append(f"{meta[r].short()} is an invalid capture ({'; '.join(quality[r])}): left out")
+        runs = [r for r in runs if r not in bad]
+        if len(runs) < MIN_BEFORE + MIN_AFTER:
+            raise NotFound(f"{len(runs)} valid run(s) in the history; changes need at least "
+                           f"{MIN_BEFORE + MIN_AFTER} nights")
+        data = _fetch(conn, runs)
+    return _detect(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_us, warnings)
+
+
+def _in_range(m: RunMeta, since: str | None, until: str | None) -> bool:
+    day = (m.time or "")[:10]
+    return (since is None or day >= since[:10]) and (until is None or day <= until[:10])
+
+
+def _detect(data: dict[tuple[str, str, str, int], dict[str, np.ndarray]], runs: list[int], meta: dict[int, RunMeta],
+            label: str | None, metrics: list[str], fdr: float, min_sigmas: float, min_change: float,
+            min_us: float, warnings: list[str]) -> ChangesResult:
+    n = len(runs)
+    sections = sorted({s for (s, _, _, _) in data})
+    if any(s for s in sections):
+        sections = [s for s in sections if s]  # the whole run would count replays k times
+    first = _pass(data, n, sections, metrics, fdr, min_sigmas, min_change, min_us, set())
+    moved = {(d.section, d.by, d.key) for d in first[1]}
+    return _finish(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_us, warnings, sections, moved)
+
+
+def _finish(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_us, warnings, sections, moved):
+    n = len(runs)
+    todo, found, outliers, tau = _pass(data, n, sections, metrics, fdr, min_sigmas, min_change, min_us, moved)
+    changes = _causes(found, data, runs, meta, label)
+    outs = _outlier_nights(outliers, runs, meta, label)
+    return ChangesResult(label, [meta[r].as_dict() for r in runs], len(todo), round(tau, 2), fdr, changes, outs,
+                         warnings)
+
+
+def _pass(data, n: int, sections: list[str], metrics: list[str], fdr: float, min_sigmas: float, min_change: float,
+          min_us: float, moved: set[tuple[str, str, str]]):
+    """One detection pass. The run-wide level leaves out the (block, op code) pairs of the keys in ``moved``
+    (what a first pass found changed), so that one op code that many blocks hold cannot move it."""
+    def steady(s: str, k: str) -> bool:
+        b, _, c = k.partition(" / ")
+        return (s, "block", b) not in moved and (s, "op-code", c) not in moved
+    levels = {m: _level([d[m] for (s, g, k, dev), d in data.items()
+                         if g == "block/op-code" and s in sections and steady(s, k)], n)
+              for m in ("kernel", "fw", "op2op")}
+    levels["span"] = levels["kernel"]
+    dev_levels: dict[tuple[str, str], np.ndarray] = {}
+    for s in sections:
+        for m in metrics:
+            devs = [d[m] for (s2, g, _, dev), d in data.items() if s2 == s and g == "section" and dev >= 0]
+            if devs:
+                dev_levels[(s, m)] = _level(devs, n)
+
+    # the series to look at, each divided by its level
+    todo: list[tuple[str, str, str, int, str, np.ndarray, float]] = []
+    for (s, g, key, dev), d in data.items():
+        if s not in sections or g == "block/op-code":
+            continue
+        for m in metrics:
+            if m == "span" and g != "section":
+                continue
+            v = d[m]
+            ok = np.isfinite(v)
+            if ok.sum() < MIN_BEFORE + MIN_AFTER or np.nanmedian(v) < min_us:
+                continue
+            lv = dev_levels.get((s, m)) if dev >= 0 else levels[m]
+            todo.append((s, g, key, dev, m, _robust_night(d, m) / lv, _replay_noise(d, m)))
+    for m in metrics:
+        if m != "span":
+            todo.append(("", "run", "all", -1, m, levels[m], 0.0))
+
+    floor = 1e-4
+    best = [(analyse(y, tau=math.inf, floor=floor, replay_noise=rn).best_z, int(np.isfinite(y).sum()))
+            for (*_, y, rn) in todo]
+    tau = _bh_threshold(best, fdr, min_sigmas)
+    found: list[_Detection] = []
+    outliers: list[_Detection] = []
+    for (s, g, key, dev, m, y, rn) in todo:
+        res = analyse(y, tau=tau, min_change=min_change, floor=floor, replay_noise=rn)
+        scale = _scale(data, s, g, key, dev, m, g == "run")
+        for st in res.steps:
+            if abs(st.after - st.before) * scale < min_us and g != "run":
+                continue
+            found.append(_Detection(s, g, key, dev, m, "step", st.index, st.before * scale, st.after * scale, st.z,
+                                    _p(st.z, n)))
+        if res.creep is not None:
+            c = res.creep
+            if abs(c.after - c.before) * scale >= min_us or g == "run":
+                found.append(_Detection(s, g, key, dev, m, "creep", c.index, c.before * scale, c.after * scale, c.z,
+                                        _p(c.z, n), start=c.start_index, per_night=c.per_night))
+        for o in res.outliers:
+            if o.z >= 2 * tau:
+                outliers.append(_Detection(s, g, key, dev, m, "outlier", o.index, o.expected * scale, o.value * scale,
+                                           o.z, 0.0))
+    return todo, found, outliers, tau
+
+
+def _scale(data, s: str, g: str, key: str, dev: int, m: str, run_level: bool) -> float:
+    """What a normalised level of 1.0 is in us per iteration (the whole run: the sum of the section totals)."""
+    if run_level:
+        tot = [np.nanmedian(d[m]) for (s2, g2, _, d2), d in data.items() if g2 == "section" and d2 == -1 and s2]
+        tot = tot or [np.nanmedian(d[m]) for (s2, g2, _, d2), d in data.items() if g2 == "section" and d2 == -1]
+        return float(np.nansum(tot)) if tot else 1.0
+    return 1.0
+
+
+_BY = {"section": "section", "block": "block", "op-code": "op-code", "run": "section"}
+
+
+def _by_of(d: _Detection) -> tuple[str, str]:
+    if d.by == "run":
+        return "section", "all"
+    if d.by == "section" and d.device >= 0:
+        return "device", str(d.device)
+    return d.by, d.key
+
+
+def _causes(found: list[_Detection], data, runs: list[int], meta: dict[int, RunMeta],
+            label: str | None) -> list[Change]:
+    """Nest detections into causes (see the module docstring), ordered by impact."""
+    # 1. one finding per (by, key, kind, night, direction): the sections and metrics where it shows
+    # (a key's creeps are one whichever night each says; its steps within a night of each other are one: eager
+    # and trace, kernel and FW may name neighbouring nights when one of them is noisier)
+    by_key: dict[tuple, list[_Detection]] = defaultdict(list)
+    for d in found:
+        by_key[(*_by_of(d), d.kind, d.up)].append(d)
+    groups = []
+    for (by, key, kind, up), ds in by_key.items():
+        ds.sort(key=lambda d: -d.z)
+        sets: list[list[_Detection]] = []
+        for d in ds:
+            home = next((g for g in sets if kind == "creep" or abs(g[0].night - d.night) <= 1), None)
+            if home is None:
+                sets.append([d])
+            else:
+                home.append(d)
+        for g in sets:
+            main = max(g, key=lambda d: (d.metric == "kernel", d.z))
+            main = max((d for d in g if d.metric == main.metric), key=lambda d: abs(d.delta))
+            groups.append((by, key, kind, up, main, g))
+    # 2. nest: the whole run over everything, a device over everything, then by impact; a child must overlap its
+    # cause (a block holds the op code, an op code runs in the block, a section total holds anything of its
+    # section), move the same way, no more than the cause does, and on a night close to the cause's (or, under a
+    # creep, any night after it began)
+    pairs = {(s, k) for (s, g, k, dev) in data if g == "block/op-code"}
+
+    def overlap(top, cand) -> bool:
+        tb, tk, cb, ck = top[0], top[1], cand[0], cand[1]
+        if tb == "device" or (tb == "section" and tk == "all"):
+            return True
+        secs = {d.section for d in top[5]} & {d.section for d in cand[5]}
+        if cb == "section" and ck == "total":
+            return bool(secs)
+        if tb == "block" and cb == "op-code":
+            return any((s, f"{tk} / {ck}") in pairs for s in secs)
+        if tb == "op-code" and cb == "block":
+            return any((s, f"{ck} / {tk}") in pairs for s in secs)
+        return False
+
+    def when(top, cand) -> bool:
+        t, c = top[4], cand[4]
+        if top[2] == "creep":
+            return c.night >= (t.start if t.start is not None else t.night) - 1
+        return cand[2] == "step" and abs(c.night - t.night) <= NEST_NIGHTS
+
+    def rank(gr) -> tuple:
+        by, key = gr[0], gr[1]
+        tier = 0 if key == "all" else 1 if by == "device" else 3 if key == "total" else 2
+        return (tier, -abs(gr[4].delta))
+
+    tops: list[tuple[Any, list]] = []
+    for gr in sorted(groups, key=rank):
+        home = next((t for t in tops if t[0][3] == gr[3] and overlap(t[0], gr) and when(t[0], gr) and (
+            t[0][0] == "device" or t[0][1] == "all" or gr[1] == "total"
+            or abs(gr[4].delta) <= NEST_SLACK * abs(t[0][4].delta))), None)
+        if home is None:
+            tops.append((gr, []))
+        else:
+            home[1].append(gr)
+    out = [_change(top, nested, data, runs, meta, label) for top, nested in tops]
+    out.sort(key=lambda c: -abs(c.delta_us))
+    return out
+
+
+def _window_delta(v: np.ndarray, night: int, w: int = 7) -> tuple[float, float]:
+    before = v[max(0, night - w):night]
+    after = v[night:night + w]
+    b = float(np.nanmedian(before)) if np.isfinite(before).any() else 0.0
+    a = float(np.nanmedian(after)) if np.isfinite(after).any() else 0.0
+    return b, a
+
+
+def _change(top, nested, data, runs: list[int], meta: dict[int, RunMeta], label: str | None) -> Change:
+    by, key, kind, up, main, ds = top
+    night = main.night
+    run = runs[night]
+    m = meta[run]
+    pct = 100 * (main.after / main.before - 1) if main.before else 0.0
+    conf = max(0.0, 1 - min(1.0, min(d.p for d in ds)))
+    ident = hashlib.sha1(f"{label}|{kind}|{by}|{key}|{run}|{up}".encode()).hexdigest()[:12]
+    contributors = [_change(gr, [], data, runs, meta, label).to_json() for gr in nested]
+    contributors += _drill(by, key, main, data, night, {(c["by"], c["key"]) for c in contributors})
+    contributors.sort(key=lambda c: -abs(c["delta_us"]))
+    return Change(
+        id=f"c-{ident}", kind=kind, by=by, key=key, time=m.time, run_id=run, before=round(main.before, 3),
+        after=round(main.after, 3), change_pct=round(pct, 2), delta_us=round(main.delta, 3),
+        confidence=round(conf, 6), z=round(main.z, 1), sections=sorted({d.section or "(whole run)" for d in ds}),
+        metrics=[x for x in METRICS if x in {d.metric for d in ds}],
+        devices=sorted({"all" if d.device < 0 else str(d.device) for d in ds}), tags=m.tags,
+        since=meta[runs[main.start]].time if main.start is not None else None,
+        per_night_pct=round(100 * main.per_night, 3) if main.per_night is not None else None,
+        contributors=contributors[:TOP_CONTRIBUTORS + len(nested)])
+
+
+def _drill(by: str, key: str, main: _Detection, data, night: int, seen: set) -> list[dict[str, Any]]:
+    """What moved inside a cause on its night: a block's op codes, an op code's blocks (us per iteration)."""
+    if by not in ("block", "op-code"):
+        return []
+    out = []
+    for (s, g, k, _), d in data.items():
+        if g != "block/op-code" or s != main.section:
+            continue
+        b, _, c = k.partition(" / ")
+        if (by == "block" and b == key) or (by == "op-code" and c == key):
+            other = ("op-code", c) if by == "block" else ("block", b)
+            if other in seen:
+                continue
+            before, after = _window_delta(d[main.metric], night)
+            out.append({"kind": "contributor", "by": other[0], "key": other[1], "section": s,
+                        "metric": main.metric, "before": round(before, 3), "after": round(after, 3),
+                        "delta_us": round(after - before, 3),
+                        "change_pct": round(100 * (after / before - 1), 2) if before else None})
+    out.sort(key=lambda c: -abs(c["delta_us"]))
+    return out[:TOP_CONTRIBUTORS]
+
+
+def _outlier_nights(outs: list[_Detection], runs: list[int], meta: dict[int, RunMeta],
+                    label: str | None) -> list[Change]:
+    """One entry per night with outliers: its strongest series, the others as contributors."""
+    by_night: dict[int, list[_Detection]] = defaultdict(list)
+    for o in outs:
+        by_night[o.night].append(o)
+    res = []
+    for night, os_ in sorted(by_night.items()):
+        os_.sort(key=lambda o: -abs(o.delta))
+        main = os_[0]
+        by, key = _by_of(main)
+        run = runs[night]
+        m = meta[run]
+        ident = hashlib.sha1(f"{label}|outlier|{run}".encode()).hexdigest()[:12]
+        res.append(Change(
+            id=f"o-{ident}", kind="outlier", by=by, key=key, time=m.time, run_id=run, before=round(main.before, 3),
+            after=round(main.after, 3), change_pct=round(100 * (main.after / main.before - 1), 2) if main.before else 0,
+            delta_us=round(main.delta, 3), confidence=1.0, z=round(main.z, 1),
+            sections=sorted({o.section or "(whole run)" for o in os_}), metrics=sorted({o.metric for o in os_}),
+            devices=sorted({"all" if o.device < 0 else str(o.device) for o in os_}), tags=m.tags,
+            contributors=[{"by": _by_of(o)[0], "key": _by_of(o)[1], "section": o.section, "metric": o.metric,
+                           "delta_us": round(o.delta, 3), "z": round(o.z, 1)} for o in os_[1:TOP_CONTRIBUTORS + 1]]))
+    return res
