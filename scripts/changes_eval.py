@@ -24,7 +24,7 @@ sys.path.insert(0, str(TESTS))
 DLV3 = "seedfmt/dlv3_same/ops_perf_results_2026_11_01_02_00_00.csv"
 CLIP = "seedfmt/clip_replays3/reports/ops_perf_results_2026_11_04_02_00_00.csv"
 DEEPSEEK = "ttperf_extra/bh_8xp150_deepseek_v3_d_p.csv"
-OFT = "seedfmt/oft_mismatch"
+OFT = "seedfmt/oft_mismatch/ops_perf_results_2026_11_02_02_00_00.csv"
 
 # name: (source under tests/data, mkhistory arguments)
 HISTORIES: dict[str, tuple[str, list[str]]] = {
@@ -37,20 +37,24 @@ HISTORIES: dict[str, tuple[str, list[str]]] = {
     "device_step": (DEEPSEEK, ["--step", "device:5:14:1.05"]),
     "two_steps": (CLIP, ["--step", "block:stage6.block1:9:1.04", "--step", "op:LayerNormDeviceOperation:21:1.06",
                          "--blip", "all:all:15:1.2"]),
+    "op_improvement": (OFT, ["--step", "op:GridSampleOperation:19:0.93"]),
+    "op_creep": (CLIP, ["--creep", "op:MinimalMatmulOp:14:0.004"]),
+    "big_step_late": (DLV3, ["--step", "block:stage3.block3:25:1.10", "--blip", "block:stage1.block0:11:1.5"]),
+    "noise_oft": (OFT, []),
     "noise_dlv3": (DLV3, []),
     "noise_clip": (CLIP, ["--replays", "12:2"]),
     "noise_deepseek": (DEEPSEEK, []),
 }
 
 
-def build(out: Path, names: list[str]) -> Path:
+def build(out: Path, names: list[str], seed_base: int = 101) -> Path:
     """Make the histories and one warehouse holding them all (reused when present)."""
     from click.testing import CliRunner
 
     from warehouse.cli import cli
 
     db = out / "warehouse.db"
-    for seed, name in enumerate(names, 101):
+    for seed, name in enumerate(names, seed_base):
         src, args = HISTORIES[name]
         folder = out / name
         if not (folder / "truth.json").exists():
@@ -67,6 +71,7 @@ def main() -> int:
     ap.add_argument("--otava", help="a python that has apache-otava (the reference)")
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--seed", type=int, default=101, help="the first history's seed (the others count on)")
     a = ap.parse_args()
     from score_changes import score
 
@@ -76,7 +81,7 @@ def main() -> int:
     names = a.only or list(HISTORIES)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    db = build(out, names)
+    db = build(out, names, a.seed)
     engine = open_db(str(db), create=False)
     rows = []
     for name in names:

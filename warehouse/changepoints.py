@@ -8,7 +8,8 @@ positive per-iteration figures (one a night, already divided by the night's run-
    difference / sqrt 2: a step moves one difference, an outlier two, neither moves the median), floored by the
    noise the trace replays show within each night (their spread) and by ``floor``.
 3. **Outliers**: a night more than ``OUTLIER_SIGMAS`` from the level of the nights before it and from that of the
-   nights after it, on the same side, is a one-night outlier: reported apart and replaced by that median before steps are looked for, so that a hiccup
+   nights after it, on the same side, is a one-night outlier, and since timing noise only slows things down, a night
+   above its neighbours' median counts at most ``HICCUP_SIGMAS`` above it: reported apart and replaced by that median before steps are looked for, so that a hiccup
    is never a change and never hides one.
 4. **Steps**: binary segmentation: the split is where the two-sample statistic ``|mean(after) - mean(before)| /
    (sigma * sqrt(1/n1 + 1/n2))`` peaks (every split at once, with cumulative sums), and it counts when the same
@@ -27,8 +28,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 OUTLIER_SIGMAS = 6.0
+HICCUP_SIGMAS = 2.0
 MIN_AFTER = 3  # nights a new level must hold before it is a change (fewer: the gate's business)
-MIN_BEFORE = 3
+MIN_BEFORE = 5  # nights of the old level a change needs (a median of fewer is moved by two hiccups)
 CREEP_GAIN = 0.6  # a ramp must leave at most this share of the steps' squared residual
 CREEP_MIN_NIGHTS = 5
 MAX_EXCURSION = 4  # nights a level may last and return before it is a change
@@ -109,6 +111,12 @@ def clean(z: np.ndarray, sigma: float) -> tuple[np.ndarray, list[int]]:
         if all(abs(d) > lim for d in devs) and (len(devs) == 1 or devs[0] * devs[1] > 0):
             bad.append(i)
             out[i] = min(sides, key=lambda x: abs(z[i] - x))
+    # Timing noise is one-sided: interference, throttling and a hiccuped op only ever slow a night down. A night
+    # above the median of the five around it by more than HICCUP_SIGMAS counts at that bound: a few slow nights
+    # in a row cannot fake a level (a step's nights agree with their neighbours, so a step is untouched).
+    n = len(out)
+    roll = np.array([np.median(out[max(0, i - 2):min(n, i + 3)]) for i in range(n)])
+    out = np.minimum(out, roll + HICCUP_SIGMAS * sigma)
     return out, bad
 
 
@@ -138,7 +146,7 @@ def segment(z: np.ndarray, sigma: float, tau: float, min_change: float) -> list[
         st = split_stats(z, a, b)
         if not np.isfinite(st).any():
             continue
-        k = int(np.nanargmax(st))
+        k = _refine(z[a:b], int(np.nanargmax(st)))
         left, right = z[a:a + k], z[a + k:b]
         if median_z(left, right, sigma) < tau:
             continue
@@ -147,6 +155,17 @@ def segment(z: np.ndarray, sigma: float, tau: float, min_change: float) -> list[
         found.append(a + k)
         stack += [(a, a + k), (a + k, b)]
     return sorted(found)
+
+
+def _refine(seg: np.ndarray, k: int, reach: int = 2) -> int:
+    """The split near ``k`` (means chose it) that leaves the least absolute deviation from the two sides'
+    medians: a hiccup next to a step cannot pull the first night of the new level to its side."""
+    n = len(seg)
+
+    def cost(j: int) -> float:
+        return float(np.abs(seg[:j] - np.median(seg[:j])).sum() + np.abs(seg[j:] - np.median(seg[j:])).sum())
+    cands = [j for j in range(k - reach, k + reach + 1) if MIN_BEFORE <= j <= n - MIN_AFTER]
+    return min(cands, key=lambda j: (cost(j), abs(j - k))) if cands else k
 
 
 def _drop_excursions(z: np.ndarray, cps: list[int]) -> tuple[list[int], list[int]]:
@@ -173,8 +192,10 @@ def median_z(before: np.ndarray, after: np.ndarray, sigma: float) -> float:
     which cumulative sums make cheap, and judged on medians, which a few hiccuped nights cannot move."""
     if not len(before) or not len(after) or sigma <= 0:
         return 0.0
-    return float(abs(np.median(after) - np.median(before))
-                 / (1.2533 * sigma * math.sqrt(1 / len(before) + 1 / len(after))))
+    # the lower quartile, not the median: slow nights (the noise is one-sided) move it least; its noise is
+    # 1.3626 sigma / sqrt n
+    lo_a, lo_b = np.percentile(after, 25), np.percentile(before, 25)
+    return float(abs(lo_a - lo_b) / (1.3626 * sigma * math.sqrt(1 / len(before) + 1 / len(after))))
 
 
 def _sse_steps(z: np.ndarray, cps: list[int]) -> float:

@@ -38,7 +38,9 @@ _COLUMNS = {"kernel": "kernel_us", "fw": "fw_us", "op2op": "op2op_us", "span": "
 _GROUPINGS = ("section", "block", "op-code", "block/op-code")
 TOP_CONTRIBUTORS = 5
 NEST_SLACK = 1.25  # a candidate is explained by a cause whose change is at least this share of its own
-NEST_NIGHTS = 3  # ... and whose night is this close to its own (a noisy child may name a neighbouring night)
+NEST_NIGHTS = 3
+SECTIONS = ("eager", "trace")  # the oracle's sections, which run the same ops
+CORROBORATE = 2.0  # ... and whose night is this close to its own (a noisy child may name a neighbouring night)
 
 
 @dataclass
@@ -258,7 +260,7 @@ def _detect(data: dict[tuple[str, str, str, int], dict[str, np.ndarray]], runs: 
 def _finish(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_us, warnings, sections, moved):
     n = len(runs)
     todo, found, outliers, tau = _pass(data, n, sections, metrics, fdr, min_sigmas, min_change, min_us, moved)
-    changes = _causes(found, data, runs, meta, label)
+    changes = _causes(found, data, runs, meta, label, tau)
     outs = _outlier_nights(outliers, runs, meta, label)
     return ChangesResult(label, [meta[r].as_dict() for r in runs], len(todo), round(tau, 2), fdr, changes, outs,
                          warnings)
@@ -347,7 +349,7 @@ def _by_of(d: _Detection) -> tuple[str, str]:
 
 
 def _causes(found: list[_Detection], data, runs: list[int], meta: dict[int, RunMeta],
-            label: str | None) -> list[Change]:
+            label: str | None, tau: float) -> list[Change]:
     """Nest detections into causes (see the module docstring), ordered by impact."""
     # 1. one finding per (by, key, kind, night, direction): the sections and metrics where it shows
     # (a key's creeps are one whichever night each says; its steps within a night of each other are one: eager
@@ -368,6 +370,8 @@ def _causes(found: list[_Detection], data, runs: list[int], meta: dict[int, RunM
         for g in sets:
             main = max(g, key=lambda d: (d.metric == "kernel", d.z))
             main = max((d for d in g if d.metric == main.metric), key=lambda d: abs(d.delta))
+            if not _corroborated(g, data, tau):
+                continue
             groups.append((by, key, kind, up, main, g))
     # 2. nest: the whole run over everything, a device over everything, then by impact; a child must overlap its
     # cause (a block holds the op code, an op code runs in the block, a section total holds anything of its
@@ -377,7 +381,7 @@ def _causes(found: list[_Detection], data, runs: list[int], meta: dict[int, RunM
 
     def overlap(top, cand) -> bool:
         tb, tk, cb, ck = top[0], top[1], cand[0], cand[1]
-        if tb == "device" or (tb == "section" and tk == "all"):
+        if tb == "device" or (tb == "section" and tk == "all") or (tb, tk) == (cb, ck):
             return True
         secs = {d.section for d in top[5]} & {d.section for d in cand[5]}
         if cb == "section" and ck == "total":
@@ -390,8 +394,8 @@ def _causes(found: list[_Detection], data, runs: list[int], meta: dict[int, RunM
 
     def when(top, cand) -> bool:
         t, c = top[4], cand[4]
-        if top[2] == "creep":
-            return c.night >= (t.start if t.start is not None else t.night) - 1
+        if top[2] == "creep":  # a drift shows in its parts as drifts (from any night) or steps after it began
+            return cand[2] == "creep" or c.night >= (t.start if t.start is not None else t.night) - 1
         return cand[2] == "step" and abs(c.night - t.night) <= NEST_NIGHTS
 
     def rank(gr) -> tuple:
@@ -411,6 +415,17 @@ def _causes(found: list[_Detection], data, runs: list[int], meta: dict[int, RunM
     out = [_change(top, nested, data, runs, meta, label) for top, nested in tops]
     out.sort(key=lambda c: -abs(c.delta_us))
     return out
+
+
+def _corroborated(ds: list[_Detection], data, tau: float) -> bool:
+    """A key that runs in several sections (eager and its trace run the same ops) and moved in one of them only
+    must be twice as clear: the same kernels rarely change in one section alone, noise often does."""
+    secs = {d.section for d in ds}
+    if len(secs) > 1 or ds[0].by == "run":
+        return True
+    d0 = ds[0]
+    elsewhere = any((s, d0.by, d0.key, d0.device) in data for s in SECTIONS if s not in secs)
+    return not elsewhere or max(d.z for d in ds) >= CORROBORATE * tau
 
 
 def _window_delta(v: np.ndarray, night: int, w: int = 7) -> tuple[float, float]:
