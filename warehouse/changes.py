@@ -129,7 +129,7 @@ def _fetch(conn: Connection, runs: list[int]) -> dict[tuple[str, str, str, int],
         rows = conn.execute(text(
             f"SELECT run_id, section, grouping, key, device, iterations, {cols} FROM rollup "
             f"WHERE run_id IN ({', '.join(str(int(r)) for r in part)}) AND grouping IN ({groupings}) "
-            "AND (device = -1 OR grouping = 'section')"))
+            "AND (device = -1 OR grouping IN ('section', 'op-code'))"))
         for row in rows:
             sk = (row[1], row[2], row[3], int(row[4]))
             d = out.get(sk)
@@ -283,12 +283,28 @@ def _pass(data, n: int, sections: list[str], metrics: list[str], fdr: float, min
             devs = [d[m] for (s2, g, _, dev), d in data.items() if s2 == s and g == "section" and dev >= 0]
             if devs:
                 dev_levels[(s, m)] = _level(devs, n)
+    # Each device's own level, the median over its op codes (all sections) of their values against their own
+    # medians: far steadier than its total, which one long op dominates; divided by the median over devices.
+    dev_series: dict[int, dict[str, np.ndarray]] = {}
+    devices = sorted({dev for (s, g, _, dev) in data if g == "op-code" and dev >= 0 and s in sections})
+    if len(devices) > 1:
+        for m in metrics:
+            if m == "span":
+                continue
+            per = {dev: _level([_robust_night(d, m) for (s, g, _, d2), d in data.items()
+                                if g == "op-code" and d2 == dev and s in sections], n) for dev in devices}
+            with np.errstate(all="ignore"):
+                common = np.nanmedian(np.vstack(list(per.values())), axis=0)
+            for dev in devices:
+                dev_series.setdefault(dev, {})[m] = per[dev] / common
 
     # the series to look at, each divided by its level
     todo: list[tuple[str, str, str, int, str, np.ndarray, float]] = []
     for (s, g, key, dev), d in data.items():
-        if s not in sections or g == "block/op-code":
+        if s not in sections or g == "block/op-code" or (dev >= 0 and g != "section"):
             continue
+        if dev >= 0 and dev in dev_series:
+            continue  # a device is looked at through its level over its op codes (below)
         for m in metrics:
             if m == "span" and g != "section":
                 continue
@@ -301,6 +317,9 @@ def _pass(data, n: int, sections: list[str], metrics: list[str], fdr: float, min
     for m in metrics:
         if m != "span":
             todo.append(("", "run", "all", -1, m, levels[m], 0.0))
+    for dev, per_metric in dev_series.items():
+        for m, y in per_metric.items():
+            todo.append(("", "device", str(dev), dev, m, y, 0.0))
 
     floor = 1e-4
     best = [(analyse(y, tau=math.inf, floor=floor, replay_noise=rn).best_z, int(np.isfinite(y).sum()))
@@ -329,7 +348,11 @@ def _pass(data, n: int, sections: list[str], metrics: list[str], fdr: float, min
 
 
 def _scale(data, s: str, g: str, key: str, dev: int, m: str, run_level: bool) -> float:
-    """What a normalised level of 1.0 is in us per iteration (the whole run: the sum of the section totals)."""
+    """What a normalised level of 1.0 is in us per iteration (the whole run: the sum of the section totals; a
+    device: the sum of its section totals)."""
+    if g == "device":
+        tot = [np.nanmedian(d[m]) for (s2, g2, _, d2), d in data.items() if g2 == "section" and d2 == dev]
+        return float(np.nansum(tot)) if tot else 1.0
     if run_level:
         tot = [np.nanmedian(d[m]) for (s2, g2, _, d2), d in data.items() if g2 == "section" and d2 == -1 and s2]
         tot = tot or [np.nanmedian(d[m]) for (s2, g2, _, d2), d in data.items() if g2 == "section" and d2 == -1]
@@ -343,6 +366,8 @@ _BY = {"section": "section", "block": "block", "op-code": "op-code", "run": "sec
 def _by_of(d: _Detection) -> tuple[str, str]:
     if d.by == "run":
         return "section", "all"
+    if d.by == "device":
+        return "device", d.key
     if d.by == "section" and d.device >= 0:
         return "device", str(d.device)
     return d.by, d.key
@@ -377,7 +402,7 @@ def _causes(found: list[_Detection], data, runs: list[int], meta: dict[int, RunM
     # cause (a block holds the op code, an op code runs in the block, a section total holds anything of its
     # section), move the same way, no more than the cause does, and on a night close to the cause's (or, under a
     # creep, any night after it began)
-    pairs = {(s, k) for (s, g, k, dev) in data if g == "block/op-code"}
+    pair_keys = {k for (s, g, k, dev) in data if g == "block/op-code"}
 
     def overlap(top, cand) -> bool:
         tb, tk, cb, ck = top[0], top[1], cand[0], cand[1]
@@ -387,9 +412,9 @@ def _causes(found: list[_Detection], data, runs: list[int], meta: dict[int, RunM
         if cb == "section" and ck == "total":
             return bool(secs)
         if tb == "block" and cb == "op-code":
-            return any((s, f"{tk} / {ck}") in pairs for s in secs)
+            return f"{tk} / {ck}" in pair_keys
         if tb == "op-code" and cb == "block":
-            return any((s, f"{ck} / {tk}") in pairs for s in secs)
+            return f"{ck} / {tk}" in pair_keys
         return False
 
     def when(top, cand) -> bool:
