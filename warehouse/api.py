@@ -104,6 +104,15 @@ class Warehouse:
         from warehouse.regressions import find_regressions
         return find_regressions(self._reader(), **options)
 
+    def changes(self, *, label: str | None = None, tags: dict[str, str] | None = None, since: str | None = None,
+                until: str | None = None, fdr: float = 0.01, min_sigmas: float = 6.0, min_change: float = 0.01,
+                min_us: float = 1.0, metrics: list[str] | None = None) -> Any:
+        """The change points of a label's history, one per cause: a :class:`warehouse.changes.ChangesResult`
+        (``.changes``, ``.outliers``, ``.to_json()``). See :func:`warehouse.changes.find_changes`."""
+        from warehouse.changes import find_changes
+        return find_changes(self._reader(), label=label, tags=tags, since=since, until=until, fdr=fdr,
+                            min_sigmas=min_sigmas, min_change=min_change, min_us=min_us, metrics=metrics)
+
     def trend(self, **options: Any) -> dict[str, Any]:
         """A grouping's series over the runs (see :func:`warehouse.trend.trend`)."""
         from warehouse.trend import trend

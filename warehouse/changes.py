@@ -166,6 +166,15 @@ def _level(series: list[np.ndarray], n: int) -> np.ndarray:
     return np.where(np.isfinite(lv) & (lv > 0), lv, 1.0)
 
 
+def _without_outliers(level: np.ndarray) -> np.ndarray:
+    """A level series with its one-night outliers replaced by their neighbours' level."""
+    from warehouse.changepoints import clean, robust_sigma
+
+    z = np.log(level)
+    out, _ = clean(z, max(robust_sigma(z), 1e-4))
+    return np.exp(out)
+
+
 def _robust_night(d: dict[str, np.ndarray], metric: str) -> np.ndarray:
     """Each night's figure, robust to one hiccuped replay: the mean over the k replays less the spread / k. A
     hiccup (one replay slowed, which tt-metal's noise does a few times a night) raises the mean by its excess / k
@@ -277,6 +286,9 @@ def _pass(data, n: int, sections: list[str], metrics: list[str], fdr: float, min
                          if g == "block/op-code" and s in sections and steady(s, k)], n)
               for m in ("kernel", "fw", "op2op")}
     levels["span"] = levels["kernel"]
+    # the series are divided by the level without its own one-night outliers: a night when everything was slow
+    # stays an outlier night in every series (and in the level), never a dip of every key
+    steady_levels = {m: _without_outliers(lv) for m, lv in levels.items()}
     dev_levels: dict[tuple[str, str], np.ndarray] = {}
     for s in sections:
         for m in metrics:
@@ -312,7 +324,7 @@ def _pass(data, n: int, sections: list[str], metrics: list[str], fdr: float, min
             ok = np.isfinite(v)
             if ok.sum() < MIN_BEFORE + MIN_AFTER or np.nanmedian(v) < min_us:
                 continue
-            lv = dev_levels.get((s, m)) if dev >= 0 else levels[m]
+            lv = dev_levels.get((s, m)) if dev >= 0 else steady_levels[m]
             todo.append((s, g, key, dev, m, _robust_night(d, m) / lv, _replay_noise(d, m)))
     for m in metrics:
         if m != "span":
@@ -513,7 +525,15 @@ def _outlier_nights(outs: list[_Detection], runs: list[int], meta: dict[int, Run
         by_night[o.night].append(o)
     res = []
     for night, os_ in sorted(by_night.items()):
-        os_.sort(key=lambda o: -abs(o.delta))
+        # a night is worth naming when the whole run or a device was off, or a key was off in several sections
+        # (every Matmul slower one night); one op hiccuping in one section is noise, not news
+        keys = defaultdict(set)
+        for o in os_:
+            keys[_by_of(o)].add(o.section)
+        wide = [o for o in os_ if o.by in ("run", "device") or len(keys[_by_of(o)]) > 1]
+        if not wide:
+            continue
+        os_ = sorted(wide, key=lambda o: (o.by != "run", o.by != "device", -o.z))
         main = os_[0]
         by, key = _by_of(main)
         run = runs[night]

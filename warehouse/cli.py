@@ -429,6 +429,52 @@ def regressions(ctx: click.Context, label: str | None, tags: tuple[str, ...], la
         ctx.exit(3)
 
 
+def _iso_date(_ctx: Any, param: click.Parameter, value: str | None) -> str | None:
+    from datetime import date
+    if value is None:
+        return None
+    try:
+        return date.fromisoformat(value[:10]).isoformat()
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: expected a date, YYYY-MM-DD", param=param) from None
+
+
+@cli.command()
+@label_option()
+@tag_option()
+@click.option("--since", callback=_iso_date, metavar="DATE", help="Only nights from this date (YYYY-MM-DD).")
+@click.option("--until", callback=_iso_date, metavar="DATE", help="Only nights up to this date (YYYY-MM-DD).")
+@click.option("--metric", "metrics", type=click.Choice(["kernel", "fw", "op2op", "span"]), multiple=True,
+              help="Metrics to look at (repeatable; default: all).")
+@click.option("--fdr", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01, show_default=True,
+              help="False-discovery rate over all series of the history.")
+@click.option("--min-sigmas", type=click.FloatRange(min=0), default=6.0, show_default=True,
+              help="Smallest change, in noise units, whatever the false-discovery rule allows.")
+@click.option("--min-change", default="1%", show_default=True, help="Smallest relative change reported.")
+@click.option("--min-us", type=float, default=1.0, show_default=True, callback=_finite_min_us,
+              help="Smallest change in us per iteration reported.")
+@format_option()
+@click.pass_context
+def changes(ctx: click.Context, label: str | None, tags: tuple[str, ...], since: str | None, until: str | None,
+            metrics: tuple[str, ...], fdr: float, min_sigmas: float, min_change: str, min_us: float,
+            fmt: str) -> None:
+    """The change points of a label's whole history, one per cause: lasting steps named by the first night of
+    their new level, slow creeps, one-night outliers apart."""
+    from warehouse import changes_render as cr
+
+    res = _api(ctx).changes(label=label, tags=_tags(tags), since=since, until=until, fdr=fdr,
+                            min_sigmas=min_sigmas, min_change=_percent(min_change), min_us=min_us,
+                            metrics=list(metrics) or None)
+    for w in res.warnings:
+        click.echo(f"warning: {w}", err=True)
+    if fmt == "json":
+        click.echo(cr.to_json(res))
+    elif fmt == "md":
+        click.echo(cr.markdown(res))
+    else:
+        click.echo(cr.text(res))
+
+
 @cli.command()
 @click.option("--by", type=_by_choice(), default="block", show_default=True, help="The grouping of the keys.")
 @click.option("--metric", type=_metric_choice(), default="kernel", show_default=True, help="The figure shown.")

@@ -1,0 +1,87 @@
+"""Text, Markdown and JSON of :class:`warehouse.changes.ChangesResult` (and of cause trees in general).
+
+Markdown always fits a pull-request comment: causes are listed by impact until the budget is spent, then
+"N more" with the command that lists them all.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from warehouse.changes import Change, ChangesResult
+
+# GitHub refuses a comment over 65,536 characters; leave room for what a CI job adds around it
+MD_BUDGET = 60_000
+
+
+def _where(c: Change | dict[str, Any]) -> str:
+    d = c if isinstance(c, dict) else c.to_json()
+    bits = [", ".join(d.get("sections") or []), "+".join(d.get("metrics") or [])]
+    devs = [x for x in d.get("devices") or [] if x != "all"]
+    if devs:
+        bits.append("device " + ",".join(devs))
+    return "; ".join(b for b in bits if b)
+
+
+def _name(d: dict[str, Any]) -> str:
+    if d["by"] == "section" and d["key"] == "all":
+        return "whole run"
+    return f"{d['by']} {d['key']}"
+
+
+def headline(c: Change) -> str:
+    """One line per cause."""
+    d = c.to_json()
+    when = (d["time"] or "")[:16]
+    what = {"step": "step", "creep": "creep", "outlier": "outlier"}.get(d["kind"], d["kind"])
+    extra = f", since {d['since'][:10]} at {d['per_night_pct']:+.2f} %/night" if d["kind"] == "creep" and \
+        d.get("since") else ""
+    tags = " ".join(f"{k}={v}" for k, v in (d.get("tags") or {}).items())
+    return (f"{what} {_name(d)}: {d['change_pct']:+.1f} % ({d['before']:.1f} -> {d['after']:.1f} us, "
+            f"{d['delta_us']:+.1f} us) from run {d['run_id']} ({when}{', ' + tags if tags else ''}){extra}; "
+            f"{_where(d)}; z {d['z']:g} [{d['id']}]")
+
+
+def text(res: ChangesResult, contributors: int = 3) -> str:
+    """The table a person reads in a terminal: causes, their top contributors indented, then outliers."""
+    out = [f"{len(res.changes)} change(s), {len(res.outliers)} outlier night(s) in {len(res.runs)} runs"
+           f"{' of ' + res.label if res.label else ''} ({res.series} series, threshold {res.threshold_sigmas:g} "
+           f"sigma, FDR {res.fdr:g})"]
+    for c in res.changes:
+        out.append(headline(c))
+        for k in c.contributors[:contributors]:
+            pct = f" ({k['change_pct']:+.1f} %)" if k.get("change_pct") is not None else ""
+            out.append(f"    {_name(k)}: {k['delta_us']:+.1f} us{pct}")
+    for o in res.outliers:
+        out.append("outlier night: " + headline(o))
+    return "\n".join(out)
+
+
+def markdown(res: ChangesResult, budget: int = MD_BUDGET) -> str:
+    """A pull-request comment: one row per cause by impact, contributors in the row, never over ``budget``."""
+    head = (f"**{len(res.changes)} change(s)** in {len(res.runs)} runs"
+            f"{' of `' + res.label + '`' if res.label else ''} ({res.series} series; threshold "
+            f"{res.threshold_sigmas:g} sigma, FDR {res.fdr:g})")
+    lines = [head, "", "| kind | cause | change | before us | after us | first night | where | contributors |",
+             "|---|---|---:|---:|---:|---|---|---|"]
+    used = sum(len(x) + 1 for x in lines)
+    shown = 0
+    for c in res.changes:
+        d = c.to_json()
+        contrib = ", ".join(f"{_name(k)} {k['delta_us']:+.1f}" for k in d["contributors"][:3])
+        row = (f"| {d['kind']} | {_name(d)} | {d['change_pct']:+.1f} % | {d['before']:.1f} | {d['after']:.1f} | "
+               f"run {d['run_id']} ({(d['time'] or '')[:10]}) | {_where(d)} | {contrib} |").replace("\n", " ")
+        if used + len(row) + 200 > budget:
+            break
+        lines.append(row)
+        used += len(row) + 1
+        shown += 1
+    if shown < len(res.changes):
+        lines.append(f"\n{len(res.changes) - shown} more: `warehouse changes --format json` lists them all")
+    if res.outliers:
+        lines.append(f"\n{len(res.outliers)} one-night outlier night(s), not changes.")
+    return "\n".join(lines)
+
+
+def to_json(res: ChangesResult) -> str:
+    return json.dumps(res.to_json(), indent=1, ensure_ascii=False)
