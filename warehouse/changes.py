@@ -78,7 +78,7 @@ class ChangesResult:
     label: str | None
     runs: list[dict[str, Any]]
     series: int
-    threshold_sigmas: float
+    threshold_sigmas: float | None  # None: no series passed the false-discovery rule
     fdr: float
     changes: list[Change]
     outliers: list[Change]
@@ -271,8 +271,8 @@ def _finish(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_u
     todo, found, outliers, tau = _pass(data, n, sections, metrics, fdr, min_sigmas, min_change, min_us, moved)
     changes = _causes(found, data, runs, meta, label, tau)
     outs = _outlier_nights(outliers, runs, meta, label)
-    return ChangesResult(label, [meta[r].as_dict() for r in runs], len(todo), round(tau, 2), fdr, changes, outs,
-                         warnings)
+    return ChangesResult(label, [meta[r].as_dict() for r in runs], len(todo),
+                         round(tau, 2) if math.isfinite(tau) else None, fdr, changes, outs, warnings)
 
 
 def _pass(data, n: int, sections: list[str], metrics: list[str], fdr: float, min_sigmas: float, min_change: float,
@@ -353,7 +353,7 @@ def _pass(data, n: int, sections: list[str], metrics: list[str], fdr: float, min
                 found.append(_Detection(s, g, key, dev, m, "creep", c.index, c.before * scale, c.after * scale, c.z,
                                         _p(c.z, n), start=c.start_index, per_night=c.per_night))
         for o in res.outliers:
-            if o.z >= 2 * tau:
+            if o.z >= 2 * (tau if math.isfinite(tau) else min_sigmas):
                 outliers.append(_Detection(s, g, key, dev, m, "outlier", o.index, o.expected * scale, o.value * scale,
                                            o.z, 0.0))
     return todo, found, outliers, tau

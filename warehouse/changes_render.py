@@ -42,11 +42,16 @@ def headline(c: Change) -> str:
             f"{_where(d)}; z {d['z']:g} [{d['id']}]")
 
 
+def _threshold(res: ChangesResult) -> str:
+    if res.threshold_sigmas is None:
+        return "no series passed the false-discovery rule"
+    return f"threshold {res.threshold_sigmas:g} sigma"
+
+
 def text(res: ChangesResult, contributors: int = 3) -> str:
     """The table a person reads in a terminal: causes, their top contributors indented, then outliers."""
     out = [f"{len(res.changes)} change(s), {len(res.outliers)} outlier night(s) in {len(res.runs)} runs"
-           f"{' of ' + res.label if res.label else ''} ({res.series} series, threshold {res.threshold_sigmas:g} "
-           f"sigma, FDR {res.fdr:g})"]
+           f"{' of ' + res.label if res.label else ''} ({res.series} series, {_threshold(res)}, FDR {res.fdr:g})"]
     for c in res.changes:
         out.append(headline(c))
         for k in c.contributors[:contributors]:
@@ -60,8 +65,8 @@ def text(res: ChangesResult, contributors: int = 3) -> str:
 def markdown(res: ChangesResult, budget: int = MD_BUDGET) -> str:
     """A pull-request comment: one row per cause by impact, contributors in the row, never over ``budget``."""
     head = (f"**{len(res.changes)} change(s)** in {len(res.runs)} runs"
-            f"{' of `' + res.label + '`' if res.label else ''} ({res.series} series; threshold "
-            f"{res.threshold_sigmas:g} sigma, FDR {res.fdr:g})")
+            f"{' of `' + res.label + '`' if res.label else ''} ({res.series} series; {_threshold(res)}, "
+            f"FDR {res.fdr:g})")
     lines = [head, "", "| kind | cause | change | before us | after us | first night | where | contributors |",
              "|---|---|---:|---:|---:|---|---|---|"]
     used = sum(len(x) + 1 for x in lines)

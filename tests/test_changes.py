@@ -1,0 +1,154 @@
+"""`warehouse changes`: the pure detector on signals with known steps, and the whole command on 30-night histories
+built with mkhistory.py (run-level and per-op noise, hiccups, heavy op-to-op tails), scored by score_changes.py:
+every step at its exact first night, the creep caught, no false, redundant or outlier finding, on both back ends."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import BACKENDS, _new_url, make_invoke
+from score_changes import score
+from warehouse.changepoints import analyse
+
+HERE = Path(__file__).parent
+DATA = HERE / "data"
+DLV3 = DATA / "seedfmt/dlv3_same/ops_perf_results_2026_11_01_02_00_00.csv"
+CLIP = DATA / "seedfmt/clip_replays3/reports/ops_perf_results_2026_11_04_02_00_00.csv"
+DEEPSEEK = DATA / "ttperf_extra/bh_8xp150_deepseek_v3_d_p.csv"
+
+# name: (source, mkhistory arguments); every seed its own
+HISTORIES = {
+    "block_step": (DLV3, ["--step", "block:stage2.block0:12:1.05", "--blip", "op:Matmul:8:1.3"]),
+    "op_creep": (CLIP, ["--creep", "op:MinimalMatmulOp:14:0.004", "--replays", "22:2"]),
+    "device_step": (DEEPSEEK, ["--step", "device:5:14:1.05"]),
+    "noise": (DLV3, ["--blip", "all:all:15:1.2"]),
+}
+
+
+# ------------------------------------------------------------------------------------------- the pure detector
+def _signal(n: int, seed: int, sigma: float = 0.005) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return 100 * np.exp(rng.normal(0, sigma, n))
+
+
+@pytest.mark.parametrize("night, factor", [(8, 1.04), (15, 0.97), (22, 1.10), (6, 1.05)])
+def test_a_step_is_found_at_its_first_night(night, factor):
+    x = _signal(30, night)
+    x[night:] *= factor
+    res = analyse(x, tau=6.0)
+    assert [s.index for s in res.steps] == [night] and res.creep is None
+    assert (res.steps[0].after > res.steps[0].before) == (factor > 1)
+    assert abs(res.steps[0].change - (factor - 1)) < 0.01
+
+
+def test_noise_and_outliers_are_not_steps():
+    for seed in range(40):
+        x = _signal(30, 100 + seed)
+        x[seed % 30] *= 1.5  # a one-night hiccup
+        x[(seed + 11) % 30] *= 1.2
+        res = analyse(x, tau=6.0)
+        assert res.steps == [] and res.creep is None, (seed, res.steps)
+        assert seed % 30 in {o.index for o in res.outliers}
+
+
+def test_a_run_of_slow_nights_is_no_level():
+    """Timing noise is one-sided: several slow nights in a row early on do not make the rest a step down."""
+    x = _signal(30, 7)
+    x[[0, 1, 3]] *= 1.03
+    assert analyse(x, tau=6.0).steps == []
+
+
+def test_a_creep_is_one_creep_from_its_start_or_later():
+    x = _signal(30, 3, 0.003)
+    x[12:] *= (1.004 ** np.arange(1, 19))
+    res = analyse(x, tau=6.0)
+    assert res.creep is not None and res.steps == []
+    assert res.creep.index >= 12 and res.creep.change > 0.05
+
+
+def test_an_excursion_is_not_two_changes():
+    x = _signal(30, 5)
+    x[14:17] *= 1.05
+    assert analyse(x, tau=6.0).steps == []
+
+
+def test_the_newest_nights_alone_are_not_a_change_yet():
+    x = _signal(30, 9)
+    x[28:] *= 1.1
+    assert analyse(x, tau=6.0).steps == []
+
+
+# ------------------------------------------------------------------------------------------- the whole command
+@pytest.fixture(scope="module", params=BACKENDS)
+def histories(request, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("hist")
+    gen = _new_url(request.param, folder)
+    url = next(gen)
+    wh = make_invoke(url)
+    for seed, (name, (src, args)) in enumerate(HISTORIES.items(), 301):
+        subprocess.run([sys.executable, str(HERE / "mkhistory.py"), str(src), str(folder / name), "--nights", "30",
+                        "--seed", str(seed), *args], check=True, capture_output=True)
+        r = wh("ingest", folder / name, "--label", name)
+        assert r.exit_code == 0, r.output
+    yield wh, folder
+    for _ in gen:
+        pass
+
+
+@pytest.mark.parametrize("name", list(HISTORIES))
+def test_changes_name_every_step_and_nothing_else(histories, name):
+    wh, folder = histories
+    r = wh("changes", "--label", name, "--format", "json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    truth = json.loads((folder / name / "truth.json").read_text())
+    s = score(truth, doc["changes"])
+    assert s["exact"] == s["events"] and s["creeps_caught"] == s["creeps"], (s, doc["changes"])
+    assert s["false"] == 0 and s["redundant"] == 0 and s["blips"] == 0, (s, doc["changes"])
+    for c in doc["changes"]:  # the JSON contract
+        for k in ("id", "kind", "by", "key", "time", "run_id", "before", "after", "change_pct", "confidence",
+                  "sections", "metrics", "devices", "contributors"):
+            assert k in c, k
+        assert c["kind"] in ("step", "creep") and c["id"].startswith("c-")
+    ids = [c["id"] for c in doc["changes"]]
+    assert ids == [c["id"] for c in json.loads(wh("changes", "--label", name, "--format", "json").stdout)["changes"]]
+
+
+def test_the_blip_nights_are_outliers_apart(histories):
+    wh, _ = histories
+    doc = json.loads(wh("changes", "--label", "noise", "--format", "json").stdout)
+    assert doc["changes"] == []
+    assert any(o["kind"] == "outlier" and o["key"] == "all" and o["time"].startswith("2026-10-15")
+               for o in doc["outliers"]), doc["outliers"]
+    doc = json.loads(wh("changes", "--label", "block_step", "--format", "json").stdout)
+    assert any(o["key"] == "Matmul" and o["time"].startswith("2026-10-08") for o in doc["outliers"])
+
+
+def test_a_block_cause_nests_its_op_codes_and_shows_where(histories):
+    wh, _ = histories
+    doc = json.loads(wh("changes", "--label", "block_step", "--format", "json").stdout)
+    (c,) = doc["changes"]
+    assert (c["by"], c["key"], c["time"][:10]) == ("block", "stage2.block0", "2026-10-12")
+    assert c["sections"] == ["eager", "trace"] and "kernel" in c["metrics"] and 4 < c["change_pct"] < 6.5
+    assert c["contributors"] and all(k["by"] == "op-code" for k in c["contributors"])
+    text = wh("changes", "--label", "block_step").output
+    assert "step block stage2.block0" in text and "2026-10-12" in text
+    md = wh("changes", "--label", "block_step", "--format", "md").output
+    assert "| step | block stage2.block0 |" in md and len(md) < 65536
+
+
+def test_since_until_and_errors(histories):
+    wh, _ = histories
+    doc = json.loads(wh("changes", "--label", "block_step", "--since", "2026-10-13", "--format", "json").stdout)
+    assert doc["changes"] == []  # the step's night is before the window
+    r = wh("changes", "--label", "nosuch")
+    assert r.exit_code == 2 and "no runs match" in r.output
+    r = wh("changes", "--label", "block_step", "--since", "yesterday")
+    assert r.exit_code == 2
+    r = wh("changes", "--label", "block_step", "--until", "2026-10-03")
+    assert r.exit_code == 2 and "changes need at least" in r.output
