@@ -7,13 +7,13 @@ positive per-iteration figures (one a night, already divided by the night's run-
 2. **Noise**: ``sigma`` is the series' own robust night-to-night noise (1.4826 x the median absolute first
    difference / sqrt 2: a step moves one difference, an outlier two, neither moves the median), floored by the
    noise the trace replays show within each night (their spread) and by ``floor``.
-3. **Outliers**: a night more than ``OUTLIER_SIGMAS`` from the level of the nights before it and from that of the
-   nights after it, on the same side, is a one-night outlier, and since timing noise only slows things down, a night
-   above its neighbours' median counts at most ``HICCUP_SIGMAS`` above it: reported apart and replaced by that median before steps are looked for, so that a hiccup
-   is never a change and never hides one.
+3. **Outliers**: a night more than ``OUTLIER_SIGMAS`` from the level of the nights before it and from that of
+   the nights after it, on the same side, is a one-night outlier: reported apart and replaced before steps are
+   looked for, so that a hiccup is never a change and never hides one. Timing noise only slows things down, so a
+   night above its neighbours' median counts at most ``HICCUP_SIGMAS`` above it.
 4. **Steps**: binary segmentation: the split is where the two-sample statistic ``|mean(after) - mean(before)| /
    (sigma * sqrt(1/n1 + 1/n2))`` peaks (every split at once, with cumulative sums), and it counts when the same
-   statistic on medians (noise 1.2533 sigma / sqrt n: a few hiccuped nights cannot move it) passes
+   statistic on lower quartiles (noise 1.3626 sigma / sqrt n: hiccuped nights cannot move them) passes
    ``tau`` (which :mod:`warehouse.changes` sets so that the false-discovery rate over all of a model's series
    stays under control) and the relative change passes ``min_change``. A new level must hold ``MIN_AFTER``
    nights: the newest night alone is the gate's business (``warehouse regressions``), not a change yet.

@@ -442,13 +442,13 @@ def _causes(found: list[_Detection], data, runs: list[int], meta: dict[int, RunM
 
     tops: list[tuple[Any, list]] = []
     for gr in sorted(groups, key=rank):
-        home = next((t for t in tops if t[0][3] == gr[3] and overlap(t[0], gr) and when(t[0], gr) and (
+        host = next((t for t in tops if t[0][3] == gr[3] and overlap(t[0], gr) and when(t[0], gr) and (
             t[0][0] == "device" or t[0][1] == "all" or gr[1] == "total"
             or abs(gr[4].delta) <= NEST_SLACK * abs(t[0][4].delta))), None)
-        if home is None:
+        if host is None:
             tops.append((gr, []))
         else:
-            home[1].append(gr)
+            host[1].append(gr)
     out = [_change(top, nested, data, runs, meta, label) for top, nested in tops]
     out.sort(key=lambda c: -abs(c.delta_us))
     return out

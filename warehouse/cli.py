@@ -421,8 +421,8 @@ def regressions(ctx: click.Context, label: str | None, tags: tuple[str, ...], la
         click.echo(reg.markdown(res))
     else:
         click.echo(reg.verdict(res))
-        if res["regressions"] or res["improvements"]:
-            click.echo(render.table(reg.COLUMNS, reg.as_rows(res)))
+        for line in reg.text_lines(res):
+            click.echo(line)
     if res["invalid"]:
         ctx.exit(4)
     if res["regressions"]:

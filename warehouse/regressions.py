@@ -12,11 +12,13 @@ layer lists the op codes inside it that moved most (the drill-down rollups).
 """
 from __future__ import annotations
 
+import hashlib
+import math
 import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, text
 
 from warehouse.errors import NotFound
 from warehouse.measures import DRILL_DOWN, METRIC, METRICS
@@ -60,8 +62,43 @@ def _noise(window: list[float], spreads: list[float | None]) -> float:
     return max(SIGMAS * 1.4826 * mad, max(known, default=0.0) / 2)
 
 
+def run_factor(conn: Connection, cand: int, hist: list[int], sections: list[str], metric: str
+               ) -> tuple[float, float]:
+    """How much the whole run moved: the median, over every (block, op code) pair of every section, of the
+    candidate's value against the pair's median over the window; and that figure's own noise (1.4826 x MAD of
+    the same figure for each night of the window against the others). One slowed block or op code moves few
+    pairs and not the median; a clock, firmware or driver change moves them all."""
+    runs = [cand, *hist]
+    per_run: dict[int, list[float]] = {r: [] for r in runs}
+    for sec in sections:
+        points = by_run(fetch(conn, runs, sec, "block/op-code"))
+        for key, _ in points.get(cand, {}):
+            vals = {r: points[r][(key, ALL_DEVICES)].values.get(metric) for r in hist
+                    if (key, ALL_DEVICES) in points.get(r, {})}
+            past = [v for v in vals.values() if v]
+            now = points[cand][(key, ALL_DEVICES)].values.get(metric)
+            if not now or len(past) < max(1, (len(hist) + 1) // 2):
+                continue
+            mid = statistics.median(past)
+            if mid <= 0:
+                continue
+            per_run[cand].append(now / mid)
+            for r, v in vals.items():
+                if v:
+                    per_run[r].append(v / mid)
+    if len(per_run[cand]) < 3:
+        return 1.0, 0.0
+    factor = statistics.median(per_run[cand])
+    levels = [statistics.median(v) for r, v in per_run.items() if r != cand and v]
+    if len(levels) < 2:
+        return factor, 0.0
+    mid = statistics.median(levels)
+    return factor, 1.4826 * statistics.median([abs(x - mid) for x in levels])
+
+
 def _check(conn: Connection, cand: int, hist: list[int], section: str, dim: str, metrics: list[str],
-           keys: set[str] | None, threshold: float, min_us: float, time: str | None) -> list[Finding]:
+           keys: set[str] | None, threshold: float, min_us: float, time: str | None,
+           factors: dict[str, float] | None = None) -> list[Finding]:
     # each device apart for the section totals (a slower device is named), all devices together for the rest
     points = by_run(fetch(conn, [cand, *hist], section, dim, devices=dim == "section",
                           keys=sorted(keys) if keys is not None else None))
@@ -72,6 +109,8 @@ def _check(conn: Connection, cand: int, hist: list[int], section: str, dim: str,
             v = p.values.get(mk)
             if v is None:
                 continue
+            # a whole-run change already found: judge what moved beyond it
+            v = v / (factors or {}).get(mk, 1.0)
             hp = [points[h][(key, dev)] for h in hist if (key, dev) in points.get(h, {})]
             past = [x for x in (q.values.get(mk) for q in hp) if x is not None]
             if len(past) < max(1, (len(hist) + 1) // 2):  # too new a key to judge
@@ -88,14 +127,22 @@ def _check(conn: Connection, cand: int, hist: list[int], section: str, dim: str,
     return out
 
 
-def _contributors(conn: Connection, f: Finding, cand: int, hist: list[int], section: str) -> list[dict[str, Any]]:
-    """The op codes inside a regressed block or layer that moved most, on the same metric and device."""
+def _contributors(conn: Connection, f: Finding, cand: int, hist: list[int], section: str,
+                  cache: dict[tuple, Any] | None = None) -> list[dict[str, Any]]:
+    """The op codes inside a regressed block or layer that moved most, on the same metric and device (the
+    drill-down rows are read once per section and grouping, whatever the number of findings)."""
     sub = DRILL_DOWN.get(f.by)
     if sub is None:
         return []
     dev = ALL_DEVICES if f.device == "all" else int(f.device)
     prefix = f.key + " / "
-    points = by_run(fetch(conn, [cand, *hist], section, sub, devices=dev != ALL_DEVICES))
+    ck = (cand, section, sub, dev != ALL_DEVICES)
+    if cache is not None and ck in cache:
+        points = cache[ck]
+    else:
+        points = by_run(fetch(conn, [cand, *hist], section, sub, devices=dev != ALL_DEVICES))
+        if cache is not None:
+            cache[ck] = points
     moved: list[dict[str, Any]] = []
     for (key, d), p in points.get(cand, {}).items():
         if d != dev or not key.startswith(prefix):
@@ -154,18 +201,130 @@ def find_regressions(engine: Engine, *, label: str | None = None, tags: dict[str
                     warnings.append(f"section {section_label(sec)} of run {cand}: {100 * gap:.0f} % of its ops have "
                                     "no block (no m: signposts, and no eager section to align with); its block "
                                     "and layer series say little, op codes and totals are still checked")
+            factors: dict[str, float] = {}
+            if keys is None:
+                whole = _whole_run(conn, cand, hist, sections, metrics, threshold, min_us, meta[cand].time)
+                for f in whole:  # (span is cycles: judged as it is)
+                    factors[f.metric] = f.value_us / f.baseline_us
+                findings += whole
+            cache: dict[tuple, Any] = {}
+            for sec in sections:
                 for dim in by:
                     found = _check(conn, cand, hist, sec, dim, metrics, set(keys) if keys else None, threshold,
-                                   min_us, meta[cand].time)
+                                   min_us, meta[cand].time, factors)
                     for f in found:
                         if f.kind == "regression":
-                            f.contributors = _contributors(conn, f, cand, hist, sec)
+                            f.contributors = _contributors(conn, f, cand, hist, sec, cache)
                     findings += found
-    findings.sort(key=lambda f: (f.kind != "regression", -abs(f.delta_pct or 0), -abs(f.delta_us)))
-    return {"checked": checked, "invalid": invalid, "threshold": threshold, "min_us": min_us, "window": window,
+        findings.sort(key=lambda f: (f.kind != "regression", -abs(f.delta_pct or 0), -abs(f.delta_us)))
+        causes = group_causes(conn, findings, meta) if findings else []
+    return {"checked": checked, "findings": causes, "invalid": invalid, "threshold": threshold, "min_us": min_us,
+            "window": window,
             "metrics": metrics, "by": by, "warnings": warnings, "runs": {r: m.as_dict() for r, m in meta.items()},
             "regressions": [asdict(f) for f in findings if f.kind == "regression"],
             "improvements": [asdict(f) for f in findings if f.kind == "improvement"]}
+
+
+def _whole_run(conn: Connection, cand: int, hist: list[int], sections: list[str], metrics: list[str],
+               threshold: float, min_us: float, time: str | None) -> list[Finding]:
+    """A change of the whole run (every op slower), per metric: one finding each, which the keys are then judged
+    beyond."""
+    out = []
+    for mk in metrics:
+        if mk == "span":
+            continue
+        factor, noise = run_factor(conn, cand, hist, sections, mk)
+        if abs(factor - 1) <= max(threshold, SIGMAS * noise):
+            continue
+        now = base = 0.0
+        for sec in sections:
+            pts = by_run(fetch(conn, [cand, *hist], sec, "section"))
+            p = pts.get(cand, {}).get(("total", ALL_DEVICES))
+            past = [pts[h][("total", ALL_DEVICES)].values.get(mk) or 0.0 for h in hist
+                    if ("total", ALL_DEVICES) in pts.get(h, {})]
+            if p is None or not past:
+                continue
+            now += p.values.get(mk) or 0.0
+            base += statistics.median(past)
+        if not base or abs(now - base) < min_us:
+            continue
+        out.append(Finding("regression" if factor > 1 else "improvement", cand, time, "(whole run)", "section", "all",
+                           "all", mk, round(now, 3), round(base, 3), round(now - base, 3),
+                           round(100 * (factor - 1), 2), round(noise * base, 3), len(hist)))
+    return out
+
+
+def group_causes(conn: Connection, findings: list[Finding], meta: dict) -> list[dict[str, Any]]:
+    """One entry per cause (the JSON contract of ``findings``): the same key seen in several sections or metrics
+    is one; the whole run and a device hold everything that moved the same way; a block holds the op codes and
+    layers inside it, an op code the blocks it runs in, a section total anything of its section; by impact."""
+    runs = sorted({f.run_id for f in findings})
+    inlist = ", ".join(str(int(r)) for r in runs)
+    pairs = {(r, k) for r, k in conn.execute(text(
+        f"SELECT DISTINCT run_id, key FROM rollup WHERE grouping = 'block/op-code' AND run_id IN ({inlist})"))}
+    layer_block = {layer: block for block, layer in conn.execute(text("SELECT block, layer FROM place")) if layer}
+    merged: dict[tuple, list[Finding]] = {}
+    for f in findings:
+        by, key = ("device", f.device) if f.by == "section" and f.key == "total" and f.device != "all" \
+            else (f.by, f.key)
+        merged.setdefault((f.run_id, f.kind, by, key), []).append(f)
+    groups = []
+    for (run, kind, by, key), fs in merged.items():
+        main = max(fs, key=lambda f: (f.metric == "kernel", abs(f.delta_us)))
+        groups.append((run, kind, by, key, main, fs))
+
+    def holds(top, cand) -> bool:
+        (r1, k1, b1, key1, m1, fs1), (r2, k2, b2, key2, m2, fs2) = top, cand
+        if r1 != r2 or k1 != k2:
+            return False
+        if key1 == "all" or b1 == "device":
+            return True
+        if abs(m2.delta_us) > 1.25 * abs(m1.delta_us):
+            return False
+        secs = {f.section for f in fs1} & {f.section for f in fs2}
+        if b2 == "section" and key2 == "total":
+            return bool(secs)
+        if b1 == "block" and b2 == "op-code":
+            return (r1, f"{key1} / {key2}") in pairs
+        if b1 == "op-code" and b2 == "block":
+            return (r1, f"{key2} / {key1}") in pairs
+        if b1 == "block" and b2 == "layer":
+            return layer_block.get(key2) == key1 or key2 == f"[{key1} glue]"
+        if b1 == "layer" and b2 == "op-code":
+            return False
+        return False
+
+    def rank(g) -> tuple:
+        tier = 0 if g[3] == "all" else 1 if g[2] == "device" else 3 if g[3] == "total" else 2
+        return (g[1] != "regression", tier, -abs(g[4].delta_us))
+
+    tops: list[tuple[Any, list]] = []
+    for g in sorted(groups, key=rank):
+        home = next((t for t in tops if holds(t[0], g)), None)
+        if home is None:
+            tops.append((g, []))
+        else:
+            home[1].append(g)
+    return [_cause_doc(top, nested, meta) for top, nested in tops]
+
+
+def _cause_doc(top, nested, meta: dict) -> dict[str, Any]:
+    run, kind, by, key, main, fs = top
+    m = meta.get(run)
+    ident = hashlib.sha1(f"{m.label if m else ''}|{kind}|{by}|{key}|{run}".encode()).hexdigest()[:12]
+    noise = max(main.noise_us, 1e-9)
+    doc = {"id": f"r-{ident}", "kind": kind, "by": by, "key": key, "time": main.time, "run_id": run,
+           "before": main.baseline_us, "after": main.value_us, "change_pct": main.delta_pct,
+           "delta_us": main.delta_us, "confidence": round(1 - math.erfc(abs(main.delta_us) / noise / math.sqrt(2)),
+                                                           6),
+           "sections": sorted({f.section for f in fs}), "metrics": [x.key for x in METRICS
+                                                                    if x.key in {f.metric for f in fs}],
+           "devices": sorted({f.device for f in fs}), "window": main.window,
+           "tags": m.tags if m else {}, "top_op_codes": main.contributors}
+    kids = [_cause_doc(g, [], meta) for g, _ in [(n, None) for n in nested]]
+    kids.sort(key=lambda d: -abs(d["delta_us"]))
+    doc["contributors"] = kids
+    return doc
 
 
 def _check_keys(conn: Connection, runs: list[int], sections: list[str], by: list[str], keys: list[str]) -> None:
@@ -193,34 +352,83 @@ def as_rows(res: dict[str, Any]) -> list[list[Any]]:
             for f in res["regressions"] + res["improvements"]]
 
 
+def _causes_of(res: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    return [c for c in res.get("findings", []) if c["kind"] == kind]
+
+
+def _name(c: dict[str, Any]) -> str:
+    return "whole run" if c["key"] == "all" and c["by"] == "section" else f"{c['by']} {c['key']}"
+
+
 def verdict(res: dict[str, Any]) -> str:
-    """The first line: counts, and which runs were checked against how many."""
-    n, m = len(res["regressions"]), len(res["improvements"])
+    """The first line: causes (and the series behind them), and which runs were checked against how many."""
+    regs, imps = _causes_of(res, "regression"), _causes_of(res, "improvement")
     runs = ", ".join(f"{c['short'][:-1] if c['short'].endswith(')') else c['short'] + ' ('}; vs {len(c['window'])} "
                      "runs)" for c in res["checked"])
-    head = f"{n} regression(s), {m} improvement(s) in {runs or 'no run with history'}"
+    head = (f"{len(regs)} regression(s), {len(imps)} improvement(s) ({len(res['regressions'])} and "
+            f"{len(res['improvements'])} series) in {runs or 'no run with history'}")
     for bad in res.get("invalid", []):
         head = (f"INVALID CAPTURE: {bad['short']}: {'; '.join(bad['problems'])} (not compared; left out of every "
                 "baseline)\n") + head
     return head
 
 
-def markdown(res: dict[str, Any]) -> str:
-    """A CI summary: a verdict line and one table."""
+def text_lines(res: dict[str, Any], contributors: int = 5) -> list[str]:
+    """One line per cause, by impact, with its contributors indented under it."""
+    out = []
+    for c in res.get("findings", []):
+        pct = f"{c['change_pct']:+.1f} %" if c["change_pct"] is not None else ""
+        out.append(f"{'🔺' if c['kind'] == 'regression' else '🟢'} {c['kind']} {_name(c)}: {pct} "
+                   f"({c['before']:.1f} -> {c['after']:.1f} us, {c['delta_us']:+.1f} us) in run {c['run_id']} "
+                   f"({(c['time'] or '')[:16]}); {', '.join(c['sections'])}; {'+'.join(c['metrics'])}"
+                   + (f"; device {','.join(d for d in c['devices'] if d != 'all')}"
+                      if any(d != "all" for d in c["devices"]) else ""))
+        for k in c["contributors"][:contributors]:
+            kp = f" ({k['change_pct']:+.1f} %)" if k["change_pct"] is not None else ""
+            out.append(f"    {_name(k)}: {k['delta_us']:+.1f} us{kp}; {', '.join(k['sections'])}")
+        if len(c["contributors"]) > contributors:
+            out.append(f"    ... {len(c['contributors']) - contributors} more inside it")
+    return out
+
+
+MD_BUDGET = 60_000  # GitHub refuses a comment over 65,536 characters
+
+
+def _md(s: str) -> str:
+    return s.replace("|", "\\|")
+
+
+def markdown(res: dict[str, Any], budget: int = MD_BUDGET) -> str:
+    """A CI summary: a verdict line and one row per cause (contributors in the row); never over ``budget``
+    characters ("N more" says what was left out)."""
     bad = "".join(f"**INVALID CAPTURE: {b['short']}**: {'; '.join(b['problems'])} (not compared; left out of every "
                   "baseline)\n\n" for b in res.get("invalid", []))
     head = bad + f"**{verdict({**res, 'invalid': []})}** " \
-        f"(threshold {100 * res['threshold']:g} %, min {res['min_us']:g} us; metrics " \
-           f"{', '.join(res['metrics'])})"
-    if not res["regressions"] and not res["improvements"]:
+        f"(threshold {100 * res['threshold']:g} %, min {res['min_us']:g} us; metrics {', '.join(res['metrics'])})"
+    causes = res.get("findings", [])
+    if not causes:
         return head
-    lines = [head, "",
-             "| | run | section | by | key | device | metric | us | baseline us | Δ us | Δ % | top op codes |",
-             "|---|---:|---|---|---|---|---|---:|---:|---:|---:|---|"]
-    for f in res["regressions"] + res["improvements"]:
-        mark = "🔺" if f["kind"] == "regression" else "🟢"
-        pct = f"{f['delta_pct']:+.1f}" if f["delta_pct"] is not None else ""
-        lines.append(f"| {mark} | {f['run_id']} | {f['section']} | {f['by']} | {f['key'].replace('|', chr(92) + '|')} "
-                     f"| {f['device']} | {METRIC[f['metric']].label} | {f['value_us']:.1f} | {f['baseline_us']:.1f} | "
-                     f"{f['delta_us']:+.1f} | {pct} | {_top(f).replace('|', chr(92) + '|')} |")
+    lines = [head, "", "| | cause | Δ % | us | baseline us | Δ us | run | where | inside it |",
+             "|---|---|---:|---:|---:|---:|---:|---|---|"]
+    used = sum(len(x) + 1 for x in lines)
+    shown = 0
+    for c in causes:
+        mark = "🔺" if c["kind"] == "regression" else "🟢"
+        pct = f"{c['change_pct']:+.1f}" if c["change_pct"] is not None else ""
+        where = f"{', '.join(c['sections'])}; {'+'.join(METRIC[m].label for m in c['metrics'])}"
+        devs = [d for d in c["devices"] if d != "all"]
+        if devs:
+            where += f"; device {','.join(devs)}"
+        inside = ", ".join(f"{_md(_name(k))} {k['delta_us']:+.1f}" for k in c["contributors"][:4])
+        if len(c["contributors"]) > 4:
+            inside += f" (+{len(c['contributors']) - 4})"
+        row = (f"| {mark} | {_md(_name(c))} | {pct} | {c['after']:.1f} | {c['before']:.1f} | {c['delta_us']:+.1f} | "
+               f"{c['run_id']} | {where} | {inside} |").replace("\n", " ")
+        if used + len(row) + 120 > budget:
+            break
+        lines.append(row)
+        used += len(row) + 1
+        shown += 1
+    if shown < len(causes):
+        lines.append(f"\n{len(causes) - shown} more: `warehouse regressions --format json` lists them all")
     return "\n".join(lines)
