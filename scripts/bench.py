@@ -313,6 +313,15 @@ def history_and_dashboard(a, out: Path) -> list[dict]:
                         f"{t['computed']:.3f}s)", "<= 0.5", r <= 0.5))
     r = t["trend40"] / t["computed"]
     results.append(line("5j. in process: trend over 40 runs / a report from ops", f"{r:.2f}", "<= 0.5", r <= 0.5))
+    # 5k-5n. change points over the whole history, and the gate, in process (a year: 365 runs of 20,000 ops)
+    results.append(line("5k. in process: changes over a year (365 runs)", f"{t['changes365']:.2f}s", "< 1 s",
+                        t["changes365"] < 1))
+    results.append(line("5l. in process: the gate on a year (365 runs)", f"{t['gate365']:.2f}s", "< 1 s",
+                        t["gate365"] < 1))
+    r = t["changes365"] / t["changes40"]
+    results.append(line("5m. changes: 365 runs / 40 runs (growth with runs)", f"{r:.1f} ({t['changes40']:.3f}s; "
+                        f"8 runs {t['changes8']:.3f}s)", "~ 9 (linear)", None))
+    results.append(line("5n. rollup rows (keys x devices x sections) per run", f"{t['keys365']}", "", None))
     # 6. the dashboard's server time on 40 runs, against one `warehouse report` of such a run (the process)
     for name in ("runs", "run"):
         r = t[f"page_{name}"] / t_rep20
@@ -344,10 +353,18 @@ def computed():
     with e8.connect() as c:
         compute_parts(c, 1, 1000.0)
 res["computed"] = best(computed)
+from warehouse.changes import find_changes
+e365 = open_db(str(out / "history365.db"), create=False)
+res["changes8"] = best(lambda: find_changes(e8))
+res["changes40"] = best(lambda: find_changes(e40))
+res["changes365"] = best(lambda: find_changes(e365))
+res["gate365"] = best(lambda: find_regressions(e365))
+with e365.connect() as c_:
+    res["keys365"] = c_.exec_driver_sql("SELECT COUNT(*) FROM rollup WHERE run_id = 1").scalar()
 try:
     from starlette.testclient import TestClient
     from warehouse.web.app import create_app
-    c = TestClient(create_app(str(out / "history40.db")))
+    c = TestClient(create_app(str(out / "history40.db")), base_url="http://127.0.0.1")
     c.get("/"); c.get("/runs/1")
     res["page_runs"] = best(lambda: c.get("/"))
     res["page_run"] = best(lambda: c.get("/runs/1"))
