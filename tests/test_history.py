@@ -63,8 +63,8 @@ def test_threshold_and_by(nightly):
     r = nightly("regressions", "--label", "dlv3", "--by", "category", "--metric", "kernel", "--section", "trace",
                 "--format", "md")
     assert r.exit_code == 3
-    assert r.output.startswith("**1 regression(s), 0 improvement(s) in run 12 (2026-01-12 02:00, dlv3, phase=after; "
-                               "vs 7 runs)**")
+    assert r.output.startswith("**1 regression(s), 0 improvement(s) (1 and 0 series) in run 12 (2026-01-12 02:00, "
+                               "dlv3, phase=after; vs 7 runs)**")
     assert "conv2d / conv_transpose2d" in r.output
     r = nightly("regressions", "--label", "nope")
     assert r.exit_code == 2 and r.output.startswith("Error: no runs match")

@@ -92,6 +92,30 @@ def robust_sigma(z: np.ndarray) -> float:
     return float(1.4826 * np.median(np.abs(np.diff(z))) / math.sqrt(2))
 
 
+def _window_medians(z: np.ndarray, before: int, after: int) -> np.ndarray:
+    """For each night i, the median of the finite values of z[i - before .. i + after] (fewer at the ends, NaN
+    when none), all interior nights at once (a sliding window), the few at the ends one by one."""
+    n = len(z)
+    out = np.full(n, np.nan)
+    w = before + after + 1
+    if n >= w:
+        inner = np.median(np.lib.stride_tricks.sliding_window_view(z, w), axis=1)  # nights before .. n-1-after
+        out[before:n - after] = inner
+    for i in list(range(min(before, n))) + list(range(max(before, n - after), n)):
+        part = z[max(0, i - before):i + after + 1]
+        part = part[np.isfinite(part)]
+        if len(part):
+            out[i] = np.median(part)
+    # interior windows holding a NaN (the shifted ends) are recomputed without it
+    bad = ~np.isfinite(out)
+    for i in np.nonzero(bad)[0]:
+        part = z[max(0, i - before):i + after + 1]
+        part = part[np.isfinite(part)]
+        if len(part):
+            out[i] = np.median(part)
+    return out
+
+
 def clean(z: np.ndarray, sigma: float) -> tuple[np.ndarray, list[int]]:
     """The series with its one-night outliers replaced, and their indices. A night is an outlier when it stands
     ``OUTLIER_SIGMAS`` from the level of the three nights before it *and* from that of the three after it, on the
@@ -100,22 +124,25 @@ def clean(z: np.ndarray, sigma: float) -> tuple[np.ndarray, list[int]]:
     n = len(z)
     if sigma <= 0 or n < 4:
         return z.copy(), []
-    out = z.copy()
-    bad = []
     lim = OUTLIER_SIGMAS * sigma
-    for i in range(n):
-        left = float(np.median(z[max(0, i - 3):i])) if i else None
-        right = float(np.median(z[i + 1:i + 4])) if i < n - 1 else None
-        sides = [x for x in (left, right) if x is not None]
-        devs = [z[i] - x for x in sides]
-        if all(abs(d) > lim for d in devs) and (len(devs) == 1 or devs[0] * devs[1] > 0):
-            bad.append(i)
-            out[i] = min(sides, key=lambda x: abs(z[i] - x))
+    shifted = np.concatenate([np.full(1, np.nan), z[:-1]])  # left windows end the night before
+    left = _window_medians(shifted, 2, 0)  # nights i-3 .. i-1
+    right = _window_medians(np.concatenate([z[1:], np.full(1, np.nan)]), 0, 2)  # nights i+1 .. i+3
+    dl, dr = z - left, z - right
+    has_l, has_r = np.isfinite(left), np.isfinite(right)
+    far_l = ~has_l | (np.abs(np.where(has_l, dl, 0)) > lim)
+    far_r = ~has_r | (np.abs(np.where(has_r, dr, 0)) > lim)
+    same = ~(has_l & has_r) | (np.where(has_l, dl, 0) * np.where(has_r, dr, 0) > 0)
+    bad_mask = far_l & far_r & same & (has_l | has_r)
+    out = z.copy()
+    pick = np.where(~has_r | (has_l & (np.abs(np.where(has_l, dl, np.inf)) <= np.abs(np.where(has_r, dr, np.inf)))),
+                    left, right)
+    out[bad_mask] = pick[bad_mask]
+    bad = [int(i) for i in np.nonzero(bad_mask)[0]]
     # Timing noise is one-sided: interference, throttling and a hiccuped op only ever slow a night down. A night
     # above the median of the five around it by more than HICCUP_SIGMAS counts at that bound: a few slow nights
     # in a row cannot fake a level (a step's nights agree with their neighbours, so a step is untouched).
-    n = len(out)
-    roll = np.array([np.median(out[max(0, i - 2):min(n, i + 3)]) for i in range(n)])
+    roll = _window_medians(out, 2, 2)
     out = np.minimum(out, roll + HICCUP_SIGMAS * sigma)
     return out, bad
 
@@ -224,24 +251,50 @@ def fit_creep(z: np.ndarray, sigma: float, tau: float) -> tuple[int, float, floa
     return best
 
 
-def analyse(values: np.ndarray, *, tau: float, min_change: float = 0.01, floor: float = 0.0,
-            replay_noise: float = 0.0) -> SeriesChanges:
-    """Steps, creep and outliers of one series of positive values (NaN or <= 0 nights are left out and the
-    indices still count nights)."""
+@dataclass
+class Prepared:
+    """A series made ready once (log scale, noise, outliers out) for :func:`analyse` to judge at any threshold."""
+
+    idx: np.ndarray
+    z: np.ndarray
+    zc: np.ndarray
+    bad: list[int]
+    sigma: float
+    best_z: float
+
+
+def prepare(values: np.ndarray, *, floor: float = 0.0, replay_noise: float = 0.0) -> Prepared:
+    """Log scale, noise and cleaning of a series, and the statistic of its best split (what the false-discovery
+    rule ranks), computed once."""
     ok = np.isfinite(values) & (values > 0)
     idx = np.nonzero(ok)[0]
     z = np.log(values[ok])
     sigma = max(robust_sigma(z), floor, replay_noise)
-    res = SeriesChanges(sigma)
     if len(z) < MIN_BEFORE + MIN_AFTER or sigma <= 0:
-        return res
+        return Prepared(idx, z, z, [], sigma, 0.0)
     zc, bad = clean(z, sigma)
-    res.outliers = [Outlier(int(idx[i]), float(math.exp(z[i])), float(math.exp(zc[i])),
-                            float(abs(z[i] - zc[i]) / sigma)) for i in bad]
+    best = 0.0
     st = split_stats(zc, 0, len(zc))
     if np.isfinite(st).any():
         k = int(np.nanargmax(st))
-        res.best_z = median_z(zc[:k], zc[k:], sigma)
+        best = median_z(zc[:k], zc[k:], sigma)
+    return Prepared(idx, z, zc, bad, sigma, best)
+
+
+def analyse(values: np.ndarray | Prepared, *, tau: float, min_change: float = 0.01, floor: float = 0.0,
+            replay_noise: float = 0.0) -> SeriesChanges:
+    """Steps, creep and outliers of one series of positive values (NaN or <= 0 nights are left out and the
+    indices still count nights), or of a :func:`prepare`d one."""
+    p = values if isinstance(values, Prepared) else prepare(values, floor=floor, replay_noise=replay_noise)
+    idx, z, zc, bad, sigma = p.idx, p.z, p.zc, p.bad, p.sigma
+    res = SeriesChanges(sigma)
+    if len(z) < MIN_BEFORE + MIN_AFTER or sigma <= 0:
+        return res
+    res.best_z = p.best_z
+    res.outliers = [Outlier(int(idx[i]), float(math.exp(z[i])), float(math.exp(zc[i])),
+                            float(abs(z[i] - zc[i]) / sigma)) for i in bad]
+    if p.best_z < 0.5 * tau:  # (no split of the series comes near: nothing to segment)
+        return res
     cps = segment(zc, sigma, tau, math.log1p(min_change))
     cps, bumps = _drop_excursions(zc, cps)
     for i in bumps:
