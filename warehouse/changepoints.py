@@ -108,11 +108,11 @@ def _window_medians(z: np.ndarray, before: int, after: int) -> np.ndarray:
             out[i] = np.median(part)
     # interior windows holding a NaN (the shifted ends) are recomputed without it
     bad = ~np.isfinite(out)
-    for i in np.nonzero(bad)[0]:
-        part = z[max(0, i - before):i + after + 1]
+    for j in np.nonzero(bad)[0]:
+        part = z[max(0, int(j) - before):int(j) + after + 1]
         part = part[np.isfinite(part)]
         if len(part):
-            out[i] = np.median(part)
+            out[j] = np.median(part)
     return out
 
 

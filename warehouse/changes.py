@@ -118,36 +118,53 @@ class _Detection:
 
 def _fetch(conn: Connection, runs: list[int]) -> dict[tuple[str, str, str, int], dict[str, np.ndarray]]:
     """Every needed rollup row of ``runs`` as arrays over the nights: (section, grouping, key, device) ->
-    metric -> values (and ``<metric>_spread``, ``iterations``)."""
+    metric -> values (and ``<metric>_spread``, ``iterations``). The (block, op code) pairs, the most rows by far,
+    serve the run-wide level only: their values, not their spreads."""
     pos = {r: i for i, r in enumerate(runs)}
     n = len(runs)
     out: dict[tuple[str, str, str, int], dict[str, np.ndarray]] = {}
     cols = ", ".join(f"{c}, {c.rsplit('_', 1)[0]}_spread_us" for c in _COLUMNS.values())
-    groupings = ", ".join(f"'{g}'" for g in _GROUPINGS)
-    for k in range(0, n, 500):
-        part = runs[k:k + 500]
+    groupings = ", ".join(f"'{g}'" for g in _GROUPINGS if g != "block/op-code")
+    level_metrics = ("kernel", "fw", "op2op")
+
+    def rows_of(sql: str) -> list[tuple]:
         # (the driver's own cursor: plain tuples, no per-row processing; a year is 200,000 rows)
         cur = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-        cur.execute(f"SELECT run_id, section, grouping, key, device, iterations, {cols} FROM rollup "
-                    f"WHERE run_id IN ({', '.join(str(int(r)) for r in part)}) AND grouping IN ({groupings}) "
-                    "AND (device = -1 OR grouping IN ('section', 'op-code'))")
-        rows = cur.fetchall()
-        cur.close()
-        for row in rows:
-            sk = (row[1], row[2], row[3], int(row[4]))
-            d = out.get(sk)
-            if d is None:
-                d = out[sk] = {m: np.full(n, np.nan) for m in METRICS}
-                d.update({f"{m}_spread": np.full(n, np.nan) for m in METRICS})
-                d["iterations"] = np.ones(n)
+        try:
+            cur.execute(sql)
+            return list(cur.fetchall())
+        finally:
+            cur.close()
+
+    def arrays(sk: tuple[str, str, str, int], full: bool) -> dict[str, np.ndarray]:
+        d = out.get(sk)
+        if d is None:
+            d = out[sk] = {m: np.full(n, np.nan) for m in METRICS}
+            d.update({f"{m}_spread": np.full(n, np.nan) for m in METRICS})
+            d["iterations"] = np.ones(n)
+        return d
+
+    for k in range(0, n, 500):
+        ids = ", ".join(str(int(r)) for r in runs[k:k + 500])
+        for row in rows_of(f"SELECT run_id, section, grouping, key, device, iterations, {cols} FROM rollup "
+                           f"WHERE run_id IN ({ids}) AND grouping IN ({groupings}) "
+                           "AND (device = -1 OR grouping IN ('section', 'op-code'))"):
+            d = arrays((row[1], row[2], row[3], int(row[4])), True)
             i = pos[row[0]]
             d["iterations"][i] = row[5] or 1
             for j, m in enumerate(METRICS):
-                v, s = row[6 + 2 * j], row[7 + 2 * j]
+                v, sp = row[6 + 2 * j], row[7 + 2 * j]
                 if v is not None:
                     d[m][i] = v
-                if s is not None:
-                    d[f"{m}_spread"][i] = s
+                if sp is not None:
+                    d[f"{m}_spread"][i] = sp
+        for row in rows_of(f"SELECT run_id, section, key, {', '.join(_COLUMNS[m] for m in level_metrics)} "
+                           f"FROM rollup WHERE run_id IN ({ids}) AND grouping = 'block/op-code' AND device = -1"):
+            d = arrays((row[1], "block/op-code", row[2], -1), False)
+            i = pos[row[0]]
+            for j, m in enumerate(level_metrics):
+                if row[3 + j] is not None:
+                    d[m][i] = row[3 + j]
     return out
 
 
