@@ -215,3 +215,43 @@ def test_gate_markdown_stays_within_a_pr_comment():
            "threshold": 0.05, "min_us": 1.0, "metrics": ["kernel"]}
     md = markdown(res)
     assert len(md) < 65536 and "more: `warehouse regressions --format json`" in md
+
+
+# ------------------------------------------------------------------------------------------- PR gating
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_pr_capture_against_mains_nights(backend, tmp_path):
+    """Main's nights carry branch=main; a PR's capture (another label, its own tag) is checked against them with
+    --run and --baseline-tag / --baseline-label, exit 3 on a regression, 0 when it is only noise."""
+    gen = _new_url(backend, tmp_path)
+    url = next(gen)
+    try:
+        wh = make_invoke(url)
+        subprocess.run([sys.executable, str(MKSERIES), str(OFT), str(tmp_path / "main"), "--runs", "8", "--seed",
+                        "41"], check=True, capture_output=True)
+        assert wh("ingest", tmp_path / "main", "--label", "oft", "--tag", "branch=main").exit_code == 0
+        subprocess.run([sys.executable, str(MKSERIES), str(OFT), str(tmp_path / "pr"), "--runs", "2", "--seed", "42",
+                        "--slow-block", "stage2.block1"], check=True, capture_output=True)
+        pr = sorted((tmp_path / "pr").glob("*.csv"))
+        r = wh("ingest", pr[0], "--label", "pr-17", "--tag", "branch=pr-17")
+        assert r.exit_code == 0
+        quiet = int(r.output.split(": run ")[1].split(":")[0])
+        r = wh("ingest", pr[1], "--label", "pr-17", "--tag", "branch=pr-17")
+        slow = int(r.output.split(": run ")[1].split(":")[0])
+        r = wh("regressions", "--run", str(quiet), "--baseline-tag", "branch=main")
+        assert r.exit_code == 0, r.output
+        r = wh("regressions", "--run", str(slow), "--baseline-tag", "branch=main", "--format", "json")
+        assert r.exit_code == 3, r.output
+        doc = json.loads(r.stdout)
+        assert [(c["by"], c["key"]) for c in doc["findings"] if c["kind"] == "regression"] == \
+            [("block", "stage2.block1")]
+        assert len(doc["baseline"]["runs"]) == 7 and slow not in doc["baseline"]["runs"]
+        r = wh("regressions", "--label", "pr-17", "--baseline-label", "oft")  # the PR label's newest run
+        assert r.exit_code == 3, r.output
+        from warehouse.api import Warehouse
+        res = Warehouse(url).regressions(run=slow, baseline_tags={"branch": "main"})
+        assert res["findings"][0]["key"] == "stage2.block1"
+        r = wh("regressions", "--run", "999", "--baseline-tag", "branch=main")
+        assert r.exit_code == 2
+    finally:
+        for _ in gen:
+            pass

@@ -400,20 +400,26 @@ def compare(ctx: click.Context, a: str, b: str, by: str, metric: str, section: s
               help="Metrics to check (repeatable; default: all).")
 @click.option("--section", help="Only this section (default: every section of the runs).")
 @key_options
+@click.option("--run", "run_ref", metavar="ID", help="Check this run (an id or 'latest') against the baseline.")
+@click.option("--baseline-label", metavar="L", help="The baseline: the --window newest runs with this label.")
+@click.option("--baseline-tag", "baseline_tags", multiple=True, metavar="KEY=VALUE",
+              help="The baseline: the --window newest runs with this tag (repeatable), e.g. branch=main.")
 @format_option()
 @click.pass_context
 def regressions(ctx: click.Context, label: str | None, tags: tuple[str, ...], last: int, window: int,
                 threshold: str, min_us: float, dims: tuple[str, ...], metrics: tuple[str, ...],
                 section: str | None, keys: tuple[str, ...], block_key: str | None, layer_key: str | None,
-                fmt: str) -> None:
-    """Newest runs against the history of matching runs; exit status 3 when something regressed."""
+                run_ref: str | None, baseline_label: str | None, baseline_tags: tuple[str, ...], fmt: str) -> None:
+    """Newest runs against the history of matching runs (or one run against a baseline: --run,
+    --baseline-tag, --baseline-label); exit status 3 when something regressed, 4 on an invalid capture."""
     from warehouse import regressions as reg
     from warehouse import render
 
     bys, ks = _keys(dims, keys, block_key, layer_key)
     res = _api(ctx).regressions(label=label, tags=_tags(tags), last=last, window=window,
                                 threshold=_percent(threshold), min_us=min_us, by=bys, section=section,
-                                metrics=list(metrics) or None, keys=ks)
+                                metrics=list(metrics) or None, keys=ks, run=run_ref, baseline_label=baseline_label,
+                                baseline_tags=_tags(baseline_tags) or None)
     _warn(res)
     if fmt == "json":
         click.echo(render.to_json(res))

@@ -158,13 +158,23 @@ def _contributors(conn: Connection, f: Finding, cand: int, hist: list[int], sect
 def find_regressions(engine: Engine, *, label: str | None = None, tags: dict[str, str] | None = None,
                      last: int = 1, window: int = 7, threshold: float = 0.05, min_us: float = 1.0,
                      by: list[str] | None = None, section: str | None = None, metrics: list[str] | None = None,
-                     keys: list[str] | None = None) -> dict[str, Any]:
-    """Compare each of the ``last`` newest matching runs with the ``window`` matching runs before it."""
+                     keys: list[str] | None = None, run: str | int | None = None,
+                     baseline_label: str | None = None, baseline_tags: dict[str, str] | None = None
+                     ) -> dict[str, Any]:
+    """Compare each of the ``last`` newest matching runs with the ``window`` matching runs before it.
+
+    PR gating: with ``run`` (an id or 'latest'), ``baseline_label`` or ``baseline_tags``, the one run (default:
+    the newest matching ``label``/``tags``) is checked against the ``window`` newest valid runs of the baseline
+    (``baseline_label``/``baseline_tags``, default the run's own filter), e.g. a PR's capture against main's
+    nights."""
     by = by or DEFAULT_BY
     metrics = metrics or [m.key for m in METRICS]
     findings: list[Finding] = []
     warnings: list[str] = []
     with engine.connect() as conn:
+        if run is not None or baseline_label is not None or baseline_tags:
+            return _against_baseline(engine, conn, run, label, tags, baseline_label, baseline_tags, window,
+                                     threshold, min_us, by, section, metrics, keys)
         runs = select_runs(conn, label, tags)
         if not runs:
             raise NotFound("no runs in the warehouse; ingest a CSV first")
@@ -223,6 +233,63 @@ def find_regressions(engine: Engine, *, label: str | None = None, tags: dict[str
             "metrics": metrics, "by": by, "warnings": warnings, "runs": {r: m.as_dict() for r, m in meta.items()},
             "regressions": [asdict(f) for f in findings if f.kind == "regression"],
             "improvements": [asdict(f) for f in findings if f.kind == "improvement"]}
+
+
+def _against_baseline(engine: Engine, conn: Connection, run: str | int | None, label: str | None,
+                      tags: dict[str, str] | None, baseline_label: str | None, baseline_tags: dict[str, str] | None,
+                      window: int, threshold: float, min_us: float, by: list[str], section: str | None,
+                      metrics: list[str], keys: list[str] | None) -> dict[str, Any]:
+    """One run against the newest valid runs of a baseline filter (see :func:`find_regressions`)."""
+    from warehouse.runs import resolve_run
+
+    if run is not None:
+        cand = resolve_run(conn, str(run), label)
+    else:
+        mine = select_runs(conn, label, tags)
+        if not mine:
+            raise NotFound("no runs in the warehouse; ingest a CSV first")
+        cand = mine[-1]
+    pool = [r for r in select_runs(conn, baseline_label if baseline_label is not None else label,
+                                   baseline_tags if baseline_tags else tags) if r != cand]
+    if not pool:
+        raise NotFound("the baseline has no run besides the one checked")
+    quality = judge(conn, pool[-(window + QUALITY_WINDOW):] + [cand], QUALITY_WINDOW)
+    hist = [r for r in pool if not quality.get(r)][-window:]
+    meta = run_meta(conn, [cand, *hist])
+    sections = resolve_sections(conn, section, [*hist[-1:], cand])
+    if keys is not None:
+        _check_keys(conn, [*hist, cand], sections, by, keys)
+    res: dict[str, Any] = {"checked": [], "findings": [], "invalid": [], "threshold": threshold, "min_us": min_us,
+                           "window": window, "metrics": metrics, "by": by, "warnings": [],
+                           "runs": {r: m.as_dict() for r, m in meta.items()}, "regressions": [], "improvements": [],
+                           "baseline": {"label": baseline_label, "tags": baseline_tags or {}, "runs": hist}}
+    if quality.get(cand):
+        res["invalid"].append({**meta[cand].as_dict(), "problems": quality[cand]})
+        return res
+    if not hist:
+        res["warnings"].append("the baseline has no valid run to compare with")
+        return res
+    res["checked"].append({**meta[cand].as_dict(), "window": hist, "sections": [section_label(s) for s in sections]})
+    findings: list[Finding] = []
+    factors: dict[str, float] = {}
+    if keys is None:
+        whole = _whole_run(conn, cand, hist, sections, metrics, threshold, min_us, meta[cand].time)
+        factors = {f.metric: f.value_us / f.baseline_us for f in whole}
+        findings += whole
+    cache: dict[tuple, Any] = {}
+    for sec in sections:
+        for dim in by:
+            found = _check(conn, cand, hist, sec, dim, metrics, set(keys) if keys else None, threshold, min_us,
+                           meta[cand].time, factors)
+            for f in found:
+                if f.kind == "regression":
+                    f.contributors = _contributors(conn, f, cand, hist, sec, cache)
+            findings += found
+    findings.sort(key=lambda f: (f.kind != "regression", -abs(f.delta_pct or 0), -abs(f.delta_us)))
+    res["findings"] = group_causes(conn, findings, meta) if findings else []
+    res["regressions"] = [asdict(f) for f in findings if f.kind == "regression"]
+    res["improvements"] = [asdict(f) for f in findings if f.kind == "improvement"]
+    return res
 
 
 def _whole_run(conn: Connection, cand: int, hist: list[int], sections: list[str], metrics: list[str],
