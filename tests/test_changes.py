@@ -255,3 +255,19 @@ def test_a_pr_capture_against_mains_nights(backend, tmp_path):
     finally:
         for _ in gen:
             pass
+
+
+def test_changes_says_when_the_newest_night_is_an_invalid_capture(tmp_path):
+    db = str(tmp_path / "w.db")
+    wh = make_invoke(db)
+    subprocess.run([sys.executable, str(HERE / "mkhistory.py"), str(DLV3), str(tmp_path / "h"), "--nights", "10",
+                    "--seed", "77"], check=True, capture_output=True)
+    assert wh("ingest", tmp_path / "h", "--label", "m").exit_code == 0
+    head = DLV3.read_text().splitlines()[0]
+    bad = tmp_path / "ops_perf_results_2026_10_30_02_00_00.csv"
+    bad.write_text(head + "\n")
+    assert wh("ingest", bad, "--label", "m").exit_code == 0
+    r = wh("changes", "--label", "m", "--format", "json")
+    assert r.exit_code == 4 and "INVALID CAPTURE" in r.output, r.output
+    doc = json.loads(r.stdout)
+    assert doc["newest_invalid"] and doc["invalid"][-1]["problems"] and len(doc["runs"]) == 10

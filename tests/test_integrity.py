@@ -616,3 +616,23 @@ def test_where_the_report_is_saner_than_the_oracle(db_url, tmp_path):
     assert docs["bom"]["columns"][0] == "OP CODE" and docs["bom"]["eager"]["ops"] > 0
     assert len(docs["header"]["columns"]) == len(docs["bom"]["columns"])
     assert docs["dup"]["columns"][-1] == "OP CODE" and len(docs["dup"]["columns"]) == len(docs["bom"]["columns"]) + 1
+
+
+def test_check_racing_rm_reports_no_damage(db_url, monkeypatch):
+    """`check` reads one snapshot: a run removed while it runs is not corruption (PostgreSQL said so 3 of 8 tries)."""
+    import warehouse.maintenance as mt
+    from warehouse.maintenance import check_warehouse, remove_runs
+    wh = make_invoke(db_url)
+    assert wh("ingest", cases()[SMALL]).exit_code == 0
+    assert wh("ingest", cases()["dlv3_same"]).exit_code == 0
+    real = mt.check_rollups
+
+    def racing(conn, step=None):
+        other = open_db(db_url, create=False)
+        remove_runs(other, [1])  # committed while check is half-way
+        other.dispose()
+        return real(conn, step)
+    monkeypatch.setattr(mt, "check_rollups", racing)
+    eng = open_db(db_url, create=False)
+    assert check_warehouse(eng) == []
+    eng.dispose()

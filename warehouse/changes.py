@@ -83,9 +83,12 @@ class ChangesResult:
     changes: list[Change]
     outliers: list[Change]
     warnings: list[str]
+    invalid: list[dict[str, Any]] = field(default_factory=list)  # invalid captures left out (newest last)
+    newest_invalid: bool = False  # the history's newest night is an invalid capture (the CLI exits 4)
 
     def to_json(self) -> dict[str, Any]:
-        return {"label": self.label, "runs": self.runs, "series": self.series,
+        return {"label": self.label, "runs": self.runs, "series": self.series, "invalid": self.invalid,
+                "newest_invalid": self.newest_invalid,
                 "threshold_sigmas": self.threshold_sigmas, "fdr": self.fdr,
                 "changes": [c.to_json() for c in self.changes], "outliers": [c.to_json() for c in self.outliers],
                 "warnings": self.warnings}
@@ -261,12 +264,16 @@ def find_changes(engine: Engine, *, label: str | None = None, tags: dict[str, st
         for r in sorted(bad & set(runs)):
             if quality.get(r):
                 warnings.append(f"{meta[r].short()} is an invalid capture ({'; '.join(quality[r])}): left out")
+        invalid = [{**meta[r].as_dict(), "problems": quality[r]} for r in runs if quality.get(r)]
+        newest_invalid = bool(runs) and bool(quality.get(runs[-1]))
         runs = [r for r in runs if r not in bad]
         if len(runs) < MIN_BEFORE + MIN_AFTER:
             raise NotFound(f"{len(runs)} valid run(s) in the history; changes need at least "
                            f"{MIN_BEFORE + MIN_AFTER} nights")
         data = _fetch(conn, runs)
-    return _detect(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_us, warnings)
+    res = _detect(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_us, warnings)
+    res.invalid, res.newest_invalid = invalid, newest_invalid
+    return res
 
 
 def _in_range(m: RunMeta, since: str | None, until: str | None) -> bool:

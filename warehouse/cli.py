@@ -479,6 +479,10 @@ def changes(ctx: click.Context, label: str | None, tags: tuple[str, ...], since:
         click.echo(cr.markdown(res))
     else:
         click.echo(cr.text(res))
+    if res.newest_invalid:
+        bad = res.invalid[-1]
+        click.echo(f"INVALID CAPTURE: {bad['short']}: {'; '.join(bad['problems'])} (left out)", err=True)
+        ctx.exit(4)
 
 
 @cli.command()
