@@ -271,3 +271,20 @@ def test_changes_says_when_the_newest_night_is_an_invalid_capture(tmp_path):
     assert r.exit_code == 4 and "INVALID CAPTURE" in r.output, r.output
     doc = json.loads(r.stdout)
     assert doc["newest_invalid"] and doc["invalid"][-1]["problems"] and len(doc["runs"]) == 10
+
+
+def test_several_models_under_one_label_are_warned_about_and_left_out(tmp_path):
+    """Five different captures under one label: no +900,000 % 'regressions', a warning naming the runs."""
+    from corpus import cases
+    db = str(tmp_path / "w.db")
+    wh = make_invoke(db)
+    names = ["dlv3_same", "clip_replays3", "oft_mismatch", "ttperfreport__bh_64_clip_encoder_1",
+             "ttperfreport__bh20_oft"]
+    for k, name in enumerate(names):
+        p = tmp_path / f"ops_perf_results_2026_11_{k + 1:02d}_02_00_00.csv"
+        p.write_bytes(cases()[name].read_bytes())
+        assert wh("ingest", p, "--label", "mixed").exit_code == 0
+    r = wh("regressions", "--label", "mixed", "--format", "json")
+    doc = json.loads(r.stdout)
+    assert r.exit_code == 0 and not doc["regressions"], r.output[-2000:]
+    assert any("another model" in w for w in doc["warnings"]), doc["warnings"]

@@ -258,9 +258,12 @@ def find_changes(engine: Engine, *, label: str | None = None, tags: dict[str, st
             raise NotFound("no runs in the warehouse; ingest a CSV first")
         meta = run_meta(conn, runs)
         runs = [r for r in runs if _in_range(meta[r], since, until)]
-        from warehouse.quality import judge
+        from warehouse.quality import judge, other_models
         quality = judge(conn, runs)
-        bad = {r for r, p in quality.items() if p} | set(excluded or ())
+        strangers = other_models(conn, runs)
+        for r in sorted(strangers):
+            warnings.append(f"{meta[r].short()} {strangers[r]}: left out")
+        bad = {r for r, p in quality.items() if p} | set(excluded or ()) | set(strangers)
         for r in sorted(bad & set(runs)):
             if quality.get(r):
                 warnings.append(f"{meta[r].short()} is an invalid capture ({'; '.join(quality[r])}): left out")

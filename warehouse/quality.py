@@ -88,3 +88,36 @@ def judge(conn: Connection, runs: list[int], window: int = 7) -> dict[int, list[
         if q[rid].ops and q[rid].kernel_us > 0:
             usable.append(q[rid])
     return out
+
+
+# A run that shares less than this share of op codes with its history's usual set is another model.
+SAME_MODEL = 0.5
+
+
+def other_models(conn: Connection, runs: list[int]) -> dict[int, str]:
+    """Runs that look like another model than the rest of ``runs`` (several models under one label): their op
+    codes (the whole run's rollup keys) share less than ``SAME_MODEL`` with the op codes that most runs have.
+    Returns ``{run: why}``; history leaves such runs out of baselines, as ``compare`` warns about them."""
+    if len(runs) < 3:
+        return {}
+    codes: dict[int, set[str]] = {r: set() for r in runs}
+    for k in range(0, len(runs), 500):
+        inlist = ", ".join(str(int(r)) for r in runs[k:k + 500])
+        for rid, key in conn.execute(text(
+                "SELECT run_id, key FROM rollup WHERE grouping = 'op-code' AND device = -1 AND section = '' "
+                f"AND run_id IN ({inlist})")):
+            codes[rid].add(key)
+    counts: dict[str, int] = {}
+    for cs in codes.values():
+        for c in cs:
+            counts[c] = counts.get(c, 0) + 1
+    usual = {c for c, n in counts.items() if n * 2 >= len(runs)}
+    out = {}
+    for rid, cs in codes.items():
+        if not cs or not usual:
+            continue
+        share = len(cs & usual) / len(cs | usual)
+        if share < SAME_MODEL:
+            out[rid] = (f"shares {len(cs & usual)} of {len(cs | usual)} op codes with the rest of its history: "
+                        "another model?")
+    return out

@@ -22,7 +22,7 @@ from sqlalchemy import Connection, Engine, text
 
 from warehouse.errors import NotFound
 from warehouse.measures import DRILL_DOWN, METRIC, METRICS
-from warehouse.quality import judge
+from warehouse.quality import judge, other_models
 from warehouse.series import (ALL_DEVICES, attribution_gaps, by_run, fetch, resolve_sections, run_meta,
                               section_label, select_runs)
 
@@ -182,7 +182,8 @@ def find_regressions(engine: Engine, *, label: str | None = None, tags: dict[str
         sections = resolve_sections(conn, section, scope)
         # capture quality of the checked runs and of every run that could be in their windows
         quality = judge(conn, runs[-(last + 2 * window + QUALITY_WINDOW):], QUALITY_WINDOW)
-        valid = [r for r in runs if not quality.get(r)]
+        strangers = other_models(conn, runs[-(last + 2 * window + QUALITY_WINDOW):])
+        valid = [r for r in runs if not quality.get(r) and r not in strangers]
         pos = {r: k for k, r in enumerate(runs)}
         meta = run_meta(conn, runs[-(last + 2 * window):])
         if keys is not None:
@@ -193,9 +194,15 @@ def find_regressions(engine: Engine, *, label: str | None = None, tags: dict[str
             if quality.get(cand):
                 invalid.append({**meta[cand].as_dict(), "problems": quality[cand]})
                 continue
-            # the window: the newest valid runs before it (an invalid night is in no baseline)
+            if cand in strangers:
+                warnings.append(f"{meta[cand].short()} {strangers[cand]}; it is compared all the same (pass "
+                                "--label to keep one model per history)")
+            # the window: the newest valid runs before it (an invalid night, another model, in no baseline)
             before = [r for r in valid if pos[r] < i]
             hist = before[-window:]
+            for r in sorted(set(runs[max(0, i - window):i]) & set(strangers)):
+                warnings.append(f"{meta[r].short() if r in meta else f'run {r}'} {strangers[r]}: left out of the "
+                                "baseline")
             if not hist:
                 warnings.append(f"{meta[cand].short()} has no earlier valid run to compare with" if i else
                                 f"{meta[cand].short()} has no earlier run to compare with")
