@@ -288,3 +288,61 @@ def test_several_models_under_one_label_are_warned_about_and_left_out(tmp_path):
     doc = json.loads(r.stdout)
     assert r.exit_code == 0 and not doc["regressions"], r.output[-2000:]
     assert any("another model" in w for w in doc["warnings"]), doc["warnings"]
+
+
+# ------------------------------------------------------------------------------------------- triage
+def _next_night(src: Path, dst: Path) -> Path:
+    """The same capture a night later (a new file: its durations nudged by 0.1 %)."""
+    import csv as _csv
+    rows = list(_csv.reader(src.open(newline="", encoding="utf-8-sig")))
+    k = rows[0].index("DEVICE KERNEL DURATION [ns]")
+    for r in rows[1:]:
+        if r[k].strip():
+            try:
+                r[k] = f"{float(r[k]) * 1.001:.0f}"
+            except ValueError:
+                pass
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    with dst.open("w", newline="") as f:
+        _csv.writer(f).writerows(rows)
+    return dst
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_triage_moves_the_baseline_and_invalid_nights_leave_it(backend, tmp_path):
+    gen = _new_url(backend, tmp_path)
+    url = next(gen)
+    try:
+        wh = make_invoke(url)
+        subprocess.run([sys.executable, str(MKSERIES), str(OFT), str(tmp_path / "n"), "--runs", "9", "--seed", "51",
+                        "--slow-device", "0"], check=True, capture_output=True)
+        assert wh("ingest", tmp_path / "n", "--label", "fw").exit_code == 0
+        doc = json.loads(wh("regressions", "--label", "fw", "--format", "json").stdout)
+        (cause,) = [c for c in doc["findings"] if c["kind"] == "regression"]
+        last = sorted((tmp_path / "n").glob("*.csv"))[-1]
+        # the night after, at the new level: without triage the gate fires again (the window is the old level)
+        after = _next_night(last, tmp_path / "m" / "ops_perf_results_2026_11_10_02_00_00.csv")
+        assert wh("ingest", after, "--label", "fw").exit_code == 0
+        assert wh("regressions", "--label", "fw").exit_code == 3
+        r = wh("triage", cause["id"], "--status", "expected", "--label", "fw", "--note", "new firmware")
+        assert r.exit_code == 0 and "expected" in r.output, r.output
+        assert wh("regressions", "--label", "fw").exit_code == 0  # the window starts at the step now
+        assert wh("regressions", "--label", "fw", "--last", "2").exit_code == 0  # and the step's own night
+        listed = json.loads(wh("triage", "--format", "json").stdout)
+        assert [(d["id"], d["status"], d["note"]) for d in listed] == [(cause["id"], "expected", "new firmware")]
+        # a night called invalid leaves every baseline, and the gate says so when it is the newest
+        newest = max(x["id"] for x in json.loads(wh("runs", "--json").output))
+        assert wh("triage", f"run:{newest}", "--status", "invalid", "--note", "bad board").exit_code == 0
+        r = wh("regressions", "--label", "fw")
+        assert r.exit_code == 4 and "triaged invalid: bad board" in r.output, r.output
+        # errors
+        assert wh("triage", "c-nosuch", "--status", "expected", "--label", "fw").exit_code == 2
+        assert wh("triage", "run:99999", "--status", "invalid").exit_code == 2
+        assert wh("triage", cause["id"], "--status", "maybe").exit_code == 2
+        assert wh("triage", cause["id"]).exit_code == 2
+        # removing the run removes its decisions
+        assert wh("rm", str(newest), "--yes").exit_code == 0
+        assert len(json.loads(wh("triage", "--format", "json").stdout)) == 1
+    finally:
+        for _ in gen:
+            pass

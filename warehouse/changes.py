@@ -66,6 +66,7 @@ class Change:
     since: str | None = None  # a creep: where its fitted ramp begins
     per_night_pct: float | None = None
     contributors: list[dict[str, Any]] = field(default_factory=list)
+    triage: str | None = None  # what a person decided (`warehouse triage`): acknowledged, expected, invalid
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -261,6 +262,10 @@ def find_changes(engine: Engine, *, label: str | None = None, tags: dict[str, st
         from warehouse.quality import judge, other_models
         quality = judge(conn, runs)
         strangers = other_models(conn, runs)
+        from warehouse.triage import decisions, invalid_runs
+        triaged = {d.id: d.status for d in decisions(conn, runs)}
+        for r, why in invalid_runs(conn, runs).items():
+            quality[r] = [why]
         for r in sorted(strangers):
             warnings.append(f"{meta[r].short()} {strangers[r]}: left out")
         bad = {r for r, p in quality.items() if p} | set(excluded or ()) | set(strangers)
@@ -276,6 +281,8 @@ def find_changes(engine: Engine, *, label: str | None = None, tags: dict[str, st
         data = _fetch(conn, runs)
     res = _detect(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_us, warnings)
     res.invalid, res.newest_invalid = invalid, newest_invalid
+    for c in res.changes:
+        c.triage = triaged.get(c.id)
     return res
 
 

@@ -431,8 +431,46 @@ def regressions(ctx: click.Context, label: str | None, tags: tuple[str, ...], la
             click.echo(line)
     if res["invalid"]:
         ctx.exit(4)
-    if res["regressions"]:
+    if any(c["kind"] == "regression" for c in res["findings"]):
         ctx.exit(3)
+
+
+@cli.command(name="triage")
+@click.argument("ident", metavar="ID", required=False)
+@click.option("--status", type=click.Choice(["acknowledged", "expected", "invalid"]),
+              help="acknowledged / expected: the step is the new baseline; invalid: the night leaves every baseline.")
+@click.option("--note", help="Why (a ticket, a commit, a sentence).")
+@label_option("The label whose history holds the change (as `changes --label` found it).")
+@click.option("--who", help="Who decided (default: $USER).")
+@format_option(("table", "json"))
+@click.pass_context
+def triage_cmd(ctx: click.Context, ident: str | None, status: str | None, note: str | None, label: str | None,
+               who: str | None, fmt: str) -> None:
+    """Record what was decided about a change (c-...), a gate finding (r-...) or a night (run:ID); without ID,
+    list the decisions."""
+    from warehouse import render
+    from warehouse.db import open_db
+    from warehouse.triage import decisions, record
+
+    if ident is None:
+        engine = open_db(ctx.obj["db"], create=False, readonly=True)
+        with engine.connect() as conn:
+            ds = decisions(conn)
+        if fmt == "json":
+            click.echo(render.to_json([d.to_json() for d in ds]))
+        else:
+            click.echo(render.table(["id", "run", "status", "kind", "by", "key", "who", "when", "note"],
+                                    [[d.id, d.run_id, d.status, d.kind, d.by, d.key, d.who, d.decided_at, d.note]
+                                     for d in ds]))
+        return
+    if status is None:
+        raise click.UsageError("pass --status acknowledged|expected|invalid")
+    d = record(_engine(ctx, create=False), ident, status, note=note, label=label, who=who)
+    if fmt == "json":
+        click.echo(render.to_json(d.to_json()))
+    else:
+        what = f"run {d.run_id}" if d.kind == "run" else f"{d.kind} {d.by} {d.key} (first night: run {d.run_id})"
+        click.echo(f"{d.id}: {d.status}: {what}")
 
 
 def _iso_date(_ctx: Any, param: click.Parameter, value: str | None) -> str | None:

@@ -45,7 +45,8 @@ AUTO_MIN_BYTES = 64 * 2**20
 _INTERNED = ("op_code", "perf_shape", "place", "text_value", "cell_tuple")
 _RUN_OWNED = ("run", "run_tag", "run_column", "run_warning", "section", "signpost", "op", "cell_chunk", "rollup",
               "run_report", "perf_tensor")
-MERGED_TABLES = frozenset(_INTERNED + _RUN_OWNED)
+_NOT_INGESTED = ("triage",)  # written by people (`warehouse triage`), never by an ingest: nothing to merge
+MERGED_TABLES = frozenset(_INTERNED + _RUN_OWNED + _NOT_INGESTED)
 
 
 SCRATCH_PREFIX = ".warehouse-scratch-"

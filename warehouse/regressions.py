@@ -182,6 +182,11 @@ def find_regressions(engine: Engine, *, label: str | None = None, tags: dict[str
         sections = resolve_sections(conn, section, scope)
         # capture quality of the checked runs and of every run that could be in their windows
         quality = judge(conn, runs[-(last + 2 * window + QUALITY_WINDOW):], QUALITY_WINDOW)
+        from warehouse.triage import accepted_steps, invalid_runs
+        for r, why in invalid_runs(conn, runs[-(last + 2 * window + QUALITY_WINDOW):]).items():
+            quality[r] = [why]
+        accepted = accepted_steps(conn, runs[-(last + 2 * window + QUALITY_WINDOW):])
+        suppress: dict[int, set[tuple[str, str, bool]]] = {}
         strangers = other_models(conn, runs[-(last + 2 * window + QUALITY_WINDOW):])
         valid = [r for r in runs if not quality.get(r) and r not in strangers]
         pos = {r: k for k, r in enumerate(runs)}
@@ -200,6 +205,17 @@ def find_regressions(engine: Engine, *, label: str | None = None, tags: dict[str
             # the window: the newest valid runs before it (an invalid night, another model, in no baseline)
             before = [r for r in valid if pos[r] < i]
             hist = before[-window:]
+            # a step a person acknowledged or expects is the new baseline: the window starts at its first night
+            # (the old level no longer widens the noise); until the window has a night of it, the same key and
+            # direction is not reported again
+            mine = [d for d in accepted if d.run_id in pos and pos[d.run_id] <= i]
+            if mine:
+                start = max(pos[d.run_id] for d in mine)
+                since = [r for r in hist if pos[r] >= start]
+                if since:
+                    hist = since
+                else:
+                    suppress[cand] = {(d.by, d.key, d.up) for d in mine if pos[d.run_id] >= i - window}
             for r in sorted(set(runs[max(0, i - window):i]) & set(strangers)):
                 warnings.append(f"{meta[r].short() if r in meta else f'run {r}'} {strangers[r]}: left out of the "
                                 "baseline")
@@ -235,6 +251,8 @@ def find_regressions(engine: Engine, *, label: str | None = None, tags: dict[str
                     findings += found
         findings.sort(key=lambda f: (f.kind != "regression", -abs(f.delta_pct or 0), -abs(f.delta_us)))
         causes = group_causes(conn, findings, meta) if findings else []
+        causes = [c for c in causes
+                  if (c["by"], c["key"], c["kind"] == "regression") not in suppress.get(c["run_id"], set())]
     return {"checked": checked, "findings": causes, "invalid": invalid, "threshold": threshold, "min_us": min_us,
             "window": window,
             "metrics": metrics, "by": by, "warnings": warnings, "runs": {r: m.as_dict() for r, m in meta.items()},

@@ -70,6 +70,21 @@ run_tag = Table(
     UniqueConstraint("run_id", "key"),
 )
 
+triage = Table(
+    "triage", metadata,
+    Column("id", Text, primary_key=True, comment="the finding's id (c-..., r-...) or run:<id> for a night"),
+    Column("run_id", Id, ForeignKey("run.id", ondelete="CASCADE"), nullable=False,
+           comment="the night it names (a change: the first night of its new level)"),
+    Column("kind", Text, nullable=False, comment="step, creep, regression, improvement, run"),
+    Column("by", Text, nullable=False, comment="section, device, block, layer, op-code; run for a night"),
+    Column("key", Text, nullable=False),
+    Column("up", Boolean, nullable=False, comment="the change made it slower"),
+    Column("status", Text, nullable=False, comment="acknowledged, expected or invalid"),
+    Column("note", Text, nullable=True),
+    Column("who", Text, nullable=True),
+    Column("decided_at", DateTime, nullable=False),
+)
+
 run_warning = Table(
     "run_warning", metadata,
     Column("id", Id, primary_key=True, autoincrement=True),
@@ -279,6 +294,8 @@ run_report = Table(
 
 # One line per table: `warehouse schema`, PostgreSQL's table comments and the README (scripts/gen_docs.py) read it.
 TABLE_DOCS = {
+    "triage": "what a person decided about a change or a night (`warehouse triage`): acknowledged or expected "
+              "steps become the new baseline, invalid nights leave every baseline",
     "run": "one ingested CSV: sha256 (unique: re-ingest is idempotent), path, header, frequency and its source, "
            "arch, label, capture / ingest time, `trace_matches_eager`, the history attribution's counts",
     "run_tag": "`--tag key=value` pairs of a run (`warehouse tag` changes them)",

@@ -1,0 +1,116 @@
+"""Triage that persists: what a person decided about a change, a gate finding or a night.
+
+- **acknowledged** / **expected** step (a change from ``warehouse changes`` or a cause from ``warehouse
+  regressions``): it becomes the new baseline. The gate's window for the nights from its first night on starts
+  there (the old level no longer widens their noise), and on a night where the window would still be the old
+  level, findings of the same key and direction are not reported.
+- **invalid** night (``run:<id>``, or any finding of that night marked invalid): it leaves every baseline, as
+  an invalid capture does.
+
+Changes keep being listed (they happened), with their triage status beside them.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, Engine, delete, select
+
+from warehouse import schema as t
+from warehouse.db import write_tx
+from warehouse.errors import NotFound, UsageError
+
+STATUSES = ("acknowledged", "expected", "invalid")
+_RUN_REF = re.compile(r"^run:(\d+)$")
+
+
+@dataclass
+class Decision:
+    """One triage record."""
+
+    id: str
+    run_id: int
+    kind: str
+    by: str
+    key: str
+    up: bool
+    status: str
+    note: str | None
+    who: str | None
+    decided_at: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _find(engine: Engine, ident: str, label: str | None) -> dict[str, Any]:
+    """The change or gate cause with this id in ``label``'s history (top level)."""
+    from warehouse.changes import find_changes
+    from warehouse.regressions import find_regressions
+
+    if ident.startswith("c-"):
+        res = find_changes(engine, label=label)
+        for c in res.changes:
+            if c.id == ident:
+                return {"run_id": c.run_id, "kind": c.kind, "by": c.by, "key": c.key, "up": c.change_pct > 0}
+    elif ident.startswith("r-"):
+        reg = find_regressions(engine, label=label, last=30)
+        for f in reg["findings"]:
+            if f["id"] == ident:
+                return {"run_id": f["run_id"], "kind": f["kind"], "by": f["by"], "key": f["key"],
+                        "up": f["kind"] == "regression"}
+    else:
+        raise UsageError(f"{ident!r}: expected a change id (c-...), a gate finding id (r-...) or run:<id>")
+    where = f"label {label!r}" if label else "the warehouse"
+    raise NotFound(f"no change or finding {ident} in the history of {where}; `warehouse changes"
+                   f"{' --label ' + label if label else ''}` lists them (pass the --label it was found with)")
+
+
+def record(engine: Engine, ident: str, status: str, *, note: str | None = None, label: str | None = None,
+           who: str | None = None) -> Decision:
+    """Record (or replace) the decision about ``ident``: a change id, a gate finding id, or ``run:<id>``."""
+    if status not in STATUSES:
+        raise UsageError(f"--status {status!r}: expected one of {', '.join(STATUSES)}")
+    m = _RUN_REF.match(ident)
+    if m:
+        with engine.connect() as conn:
+            rid = int(m.group(1))
+            if conn.execute(select(t.run.c.id).where(t.run.c.id == rid)).scalar() is None:
+                raise NotFound(f"no run {rid}; `warehouse runs` lists them")
+        found: dict[str, Any] = {"run_id": rid, "kind": "run", "by": "run", "key": "", "up": False}
+    else:
+        found = _find(engine, ident, label)
+    who = who or os.environ.get("USER") or None
+    d = Decision(ident, int(found["run_id"]), found["kind"], found["by"], found["key"], bool(found["up"]), status,
+                 note, who, datetime.now(UTC).replace(tzinfo=None).isoformat(sep=" ", timespec="seconds"))
+    with write_tx(engine) as conn:
+        conn.execute(delete(t.triage).where(t.triage.c.id == ident))
+        conn.execute(t.triage.insert().values(
+            id=d.id, run_id=d.run_id, kind=d.kind, by=d.by, key=d.key, up=d.up, status=d.status, note=d.note,
+            who=d.who, decided_at=datetime.fromisoformat(d.decided_at)))
+    return d
+
+
+def decisions(conn: Connection, run_ids: list[int] | None = None) -> list[Decision]:
+    """Every decision (about ``run_ids`` only, when given), oldest night first."""
+    q = select(t.triage).order_by(t.triage.c.run_id, t.triage.c.id)
+    if run_ids is not None:
+        if not run_ids:
+            return []
+        q = q.where(t.triage.c.run_id.in_(run_ids))
+    return [Decision(r.id, r.run_id, r.kind, r.by, r.key, bool(r.up), r.status, r.note, r.who,
+                     r.decided_at.isoformat(sep=" ", timespec="seconds")) for r in conn.execute(q)]
+
+
+def invalid_runs(conn: Connection, run_ids: list[int]) -> dict[int, str]:
+    """Nights a person called invalid: ``{run: why}``."""
+    return {d.run_id: f"triaged invalid{': ' + d.note if d.note else ''}" for d in decisions(conn, run_ids)
+            if d.status == "invalid"}
+
+
+def accepted_steps(conn: Connection, run_ids: list[int]) -> list[Decision]:
+    """Steps a person acknowledged or expects: the new baselines."""
+    return [d for d in decisions(conn, run_ids) if d.status in ("acknowledged", "expected") and d.kind != "run"]
