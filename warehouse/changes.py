@@ -413,9 +413,6 @@ def _scale(data, s: str, g: str, key: str, dev: int, m: str, run_level: bool) ->
     return 1.0
 
 
-_BY = {"section": "section", "block": "block", "op-code": "op-code", "run": "section"}
-
-
 def _by_of(d: _Detection) -> tuple[str, str]:
     if d.by == "run":
         return "section", "all"

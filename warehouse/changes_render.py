@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from warehouse import render
 from warehouse.changes import Change, ChangesResult
 
 # GitHub refuses a comment over 65,536 characters; leave room for what a CI job adds around it
@@ -69,20 +70,13 @@ def markdown(res: ChangesResult, budget: int = MD_BUDGET) -> str:
             f"FDR {res.fdr:g})")
     lines = [head, "", "| kind | cause | change | before us | after us | first night | where | contributors |",
              "|---|---|---:|---:|---:|---|---|---|"]
-    used = sum(len(x) + 1 for x in lines)
-    shown = 0
+    rows = []
     for c in res.changes:
         d = c.to_json()
         contrib = ", ".join(f"{_name(k)} {k['delta_us']:+.1f}" for k in d["contributors"][:3])
-        row = (f"| {d['kind']} | {_name(d)} | {d['change_pct']:+.1f} % | {d['before']:.1f} | {d['after']:.1f} | "
-               f"run {d['run_id']} ({(d['time'] or '')[:10]}) | {_where(d)} | {contrib} |").replace("\n", " ")
-        if used + len(row) + 200 > budget:
-            break
-        lines.append(row)
-        used += len(row) + 1
-        shown += 1
-    if shown < len(res.changes):
-        lines.append(f"\n{len(res.changes) - shown} more: `warehouse changes --format json` lists them all")
+        rows.append(f"| {d['kind']} | {_name(d)} | {d['change_pct']:+.1f} % | {d['before']:.1f} | {d['after']:.1f} | "
+                    f"run {d['run_id']} ({(d['time'] or '')[:10]}) | {_where(d)} | {contrib} |".replace("\n", " "))
+    lines = render.within_budget(lines, rows, budget, "`warehouse changes --format json`", reserve=200)
     if res.outliers:
         lines.append(f"\n{len(res.outliers)} one-night outlier night(s), not changes.")
     return "\n".join(lines)

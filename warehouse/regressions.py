@@ -20,6 +20,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
+from warehouse import render
 from warehouse.errors import NotFound
 from warehouse.measures import DRILL_DOWN, METRIC, METRICS
 from warehouse.quality import judge, other_models
@@ -62,16 +63,15 @@ def _noise(window: list[float], spreads: list[float | None]) -> float:
     return max(SIGMAS * 1.4826 * mad, max(known, default=0.0) / 2)
 
 
-def run_factor(conn: Connection, cand: int, hist: list[int], sections: list[str], metric: str
+def run_factor(pairs: dict[str, dict[int, dict[tuple[str, int], Any]]], cand: int, hist: list[int], metric: str
                ) -> tuple[float, float]:
     """How much the whole run moved: the median, over every (block, op code) pair of every section, of the
     candidate's value against the pair's median over the window; and that figure's own noise (1.4826 x MAD of
     the same figure for each night of the window against the others). One slowed block or op code moves few
-    pairs and not the median; a clock, firmware or driver change moves them all."""
-    runs = [cand, *hist]
-    per_run: dict[int, list[float]] = {r: [] for r in runs}
-    for sec in sections:
-        points = by_run(fetch(conn, runs, sec, "block/op-code"))
+    pairs and not the median; a clock, firmware or driver change moves them all. ``pairs``: each section's
+    (block, op code) points by run."""
+    per_run: dict[int, list[float]] = {r: [] for r in [cand, *hist]}
+    for points in pairs.values():
         for key, _ in points.get(cand, {}):
             vals = {r: points[r][(key, ALL_DEVICES)].values.get(metric) for r in hist
                     if (key, ALL_DEVICES) in points.get(r, {})}
@@ -234,21 +234,7 @@ def find_regressions(engine: Engine, *, label: str | None = None, tags: dict[str
                     warnings.append(f"section {section_label(sec)} of run {cand}: {100 * gap:.0f} % of its ops have "
                                     "no block (no m: signposts, and no eager section to align with); its block "
                                     "and layer series say little, op codes and totals are still checked")
-            factors: dict[str, float] = {}
-            if keys is None:
-                whole = _whole_run(conn, cand, hist, sections, metrics, threshold, min_us, meta[cand].time)
-                for f in whole:  # (span is cycles: judged as it is)
-                    factors[f.metric] = f.value_us / f.baseline_us
-                findings += whole
-            cache: dict[tuple, Any] = {}
-            for sec in sections:
-                for dim in by:
-                    found = _check(conn, cand, hist, sec, dim, metrics, set(keys) if keys else None, threshold,
-                                   min_us, meta[cand].time, factors)
-                    for f in found:
-                        if f.kind == "regression":
-                            f.contributors = _contributors(conn, f, cand, hist, sec, cache)
-                    findings += found
+            findings += _judge(conn, cand, hist, sections, by, metrics, keys, threshold, min_us, meta[cand].time)
         findings.sort(key=lambda f: (f.kind != "regression", -abs(f.delta_pct or 0), -abs(f.delta_us)))
         causes = group_causes(conn, findings, meta) if findings else []
         causes = [c for c in causes
@@ -295,21 +281,7 @@ def _against_baseline(engine: Engine, conn: Connection, run: str | int | None, l
         res["warnings"].append("the baseline has no valid run to compare with")
         return res
     res["checked"].append({**meta[cand].as_dict(), "window": hist, "sections": [section_label(s) for s in sections]})
-    findings: list[Finding] = []
-    factors: dict[str, float] = {}
-    if keys is None:
-        whole = _whole_run(conn, cand, hist, sections, metrics, threshold, min_us, meta[cand].time)
-        factors = {f.metric: f.value_us / f.baseline_us for f in whole}
-        findings += whole
-    cache: dict[tuple, Any] = {}
-    for sec in sections:
-        for dim in by:
-            found = _check(conn, cand, hist, sec, dim, metrics, set(keys) if keys else None, threshold, min_us,
-                           meta[cand].time, factors)
-            for f in found:
-                if f.kind == "regression":
-                    f.contributors = _contributors(conn, f, cand, hist, sec, cache)
-            findings += found
+    findings = _judge(conn, cand, hist, sections, by, metrics, keys, threshold, min_us, meta[cand].time)
     findings.sort(key=lambda f: (f.kind != "regression", -abs(f.delta_pct or 0), -abs(f.delta_us)))
     res["findings"] = group_causes(conn, findings, meta) if findings else []
     res["regressions"] = [asdict(f) for f in findings if f.kind == "regression"]
@@ -317,20 +289,45 @@ def _against_baseline(engine: Engine, conn: Connection, run: str | int | None, l
     return res
 
 
+def _judge(conn: Connection, cand: int, hist: list[int], sections: list[str], by: list[str], metrics: list[str],
+           keys: list[str] | None, threshold: float, min_us: float, time: str | None) -> list[Finding]:
+    """Every series finding of one run against its window: the whole run first (without a key filter), then each
+    section x grouping judged beyond it, regressions with the op codes inside them."""
+    findings: list[Finding] = []
+    factors: dict[str, float] = {}
+    if keys is None:
+        whole = _whole_run(conn, cand, hist, sections, metrics, threshold, min_us, time)
+        factors = {f.metric: f.value_us / f.baseline_us for f in whole}  # (span is cycles: judged as it is)
+        findings += whole
+    cache: dict[tuple, Any] = {}
+    for sec in sections:
+        for dim in by:
+            found = _check(conn, cand, hist, sec, dim, metrics, set(keys) if keys else None, threshold, min_us,
+                           time, factors)
+            for f in found:
+                if f.kind == "regression":
+                    f.contributors = _contributors(conn, f, cand, hist, sec, cache)
+            findings += found
+    return findings
+
+
 def _whole_run(conn: Connection, cand: int, hist: list[int], sections: list[str], metrics: list[str],
                threshold: float, min_us: float, time: str | None) -> list[Finding]:
     """A change of the whole run (every op slower), per metric: one finding each, which the keys are then judged
     beyond."""
     out = []
+    runs = [cand, *hist]
+    pairs = {sec: by_run(fetch(conn, runs, sec, "block/op-code")) for sec in sections}  # read once, all metrics
+    totals = {sec: by_run(fetch(conn, runs, sec, "section")) for sec in sections}
     for mk in metrics:
         if mk == "span":
             continue
-        factor, noise = run_factor(conn, cand, hist, sections, mk)
+        factor, noise = run_factor(pairs, cand, hist, mk)
         if abs(factor - 1) <= max(threshold, SIGMAS * noise):
             continue
         now = base = 0.0
         for sec in sections:
-            pts = by_run(fetch(conn, [cand, *hist], sec, "section"))
+            pts = totals[sec]
             p = pts.get(cand, {}).get(("total", ALL_DEVICES))
             past = [pts[h][("total", ALL_DEVICES)].values.get(mk) or 0.0 for h in hist
                     if ("total", ALL_DEVICES) in pts.get(h, {})]
@@ -413,7 +410,7 @@ def _cause_doc(top, nested, meta: dict) -> dict[str, Any]:
                                                                     if x.key in {f.metric for f in fs}],
            "devices": sorted({f.device for f in fs}), "window": main.window,
            "tags": m.tags if m else {}, "top_op_codes": main.contributors}
-    kids = [_cause_doc(g, [], meta) for g, _ in [(n, None) for n in nested]]
+    kids = [_cause_doc(g, [], meta) for g in nested]
     kids.sort(key=lambda d: -abs(d["delta_us"]))
     doc["contributors"] = kids
     return doc
@@ -502,8 +499,7 @@ def markdown(res: dict[str, Any], budget: int = MD_BUDGET) -> str:
         return head
     lines = [head, "", "| | cause | Δ % | us | baseline us | Δ us | run | where | inside it |",
              "|---|---|---:|---:|---:|---:|---:|---|---|"]
-    used = sum(len(x) + 1 for x in lines)
-    shown = 0
+    rows = []
     for c in causes:
         mark = "🔺" if c["kind"] == "regression" else "🟢"
         pct = f"{c['change_pct']:+.1f}" if c["change_pct"] is not None else ""
@@ -514,13 +510,6 @@ def markdown(res: dict[str, Any], budget: int = MD_BUDGET) -> str:
         inside = ", ".join(f"{_md(_name(k))} {k['delta_us']:+.1f}" for k in c["contributors"][:4])
         if len(c["contributors"]) > 4:
             inside += f" (+{len(c['contributors']) - 4})"
-        row = (f"| {mark} | {_md(_name(c))} | {pct} | {c['after']:.1f} | {c['before']:.1f} | {c['delta_us']:+.1f} | "
-               f"{c['run_id']} | {where} | {inside} |").replace("\n", " ")
-        if used + len(row) + 120 > budget:
-            break
-        lines.append(row)
-        used += len(row) + 1
-        shown += 1
-    if shown < len(causes):
-        lines.append(f"\n{len(causes) - shown} more: `warehouse regressions --format json` lists them all")
-    return "\n".join(lines)
+        rows.append(f"| {mark} | {_md(_name(c))} | {pct} | {c['after']:.1f} | {c['before']:.1f} | "
+                    f"{c['delta_us']:+.1f} | {c['run_id']} | {where} | {inside} |".replace("\n", " "))
+    return "\n".join(render.within_budget(lines, rows, budget, "`warehouse regressions --format json`", reserve=120))

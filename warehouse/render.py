@@ -42,6 +42,23 @@ def table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(out)
 
 
+def within_budget(head: list[str], rows: list[str], budget: int, full: str, reserve: int = 120) -> list[str]:
+    """``head`` and as many ``rows`` as fit in ``budget`` characters (``reserve`` left for what follows), then
+    "N more: FULL lists them all" when some were left out: a PR comment never passes GitHub's limit."""
+    out = list(head)
+    used = sum(len(x) + 1 for x in out)
+    shown = 0
+    for row in rows:
+        if used + len(row) + reserve > budget:
+            break
+        out.append(row)
+        used += len(row) + 1
+        shown += 1
+    if shown < len(rows):
+        out.append(f"\n{len(rows) - shown} more: {full} lists them all")
+    return out
+
+
 def markdown(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A GitHub Markdown table."""
     out = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
