@@ -101,18 +101,16 @@ def _window_medians(z: np.ndarray, before: int, after: int) -> np.ndarray:
     if n >= w:
         inner = np.median(np.lib.stride_tricks.sliding_window_view(z, w), axis=1)  # nights before .. n-1-after
         out[before:n - after] = inner
-    for i in list(range(min(before, n))) + list(range(max(before, n - after), n)):
-        part = z[max(0, i - before):i + after + 1]
-        part = part[np.isfinite(part)]
-        if len(part):
-            out[i] = np.median(part)
-    # interior windows holding a NaN (the shifted ends) are recomputed without it
-    bad = ~np.isfinite(out)
-    for j in np.nonzero(bad)[0]:
-        part = z[max(0, int(j) - before):int(j) + after + 1]
-        part = part[np.isfinite(part)]
-        if len(part):
-            out[j] = np.median(part)
+    # the ends, and interior windows holding a NaN (the shifted ends), without the NaN; a few values each, where
+    # a sorted list is ten times quicker than np.median (and gives the same number)
+    redo = set(range(min(before, n))) | set(range(max(before, n - after), n))
+    redo.update(int(j) for j in np.nonzero(~np.isfinite(out))[0])
+    values = z.tolist()
+    for i in sorted(redo):
+        part = sorted(v for v in values[max(0, i - before):i + after + 1] if math.isfinite(v))
+        k = len(part)
+        if k:
+            out[i] = part[k // 2] if k % 2 else (part[k // 2 - 1] + part[k // 2]) / 2
     return out
 
 

@@ -122,8 +122,12 @@ class _Detection:
 
 def _fetch(conn: Connection, runs: list[int]) -> dict[tuple[str, str, str, int], dict[str, np.ndarray]]:
     """Every needed rollup row of ``runs`` as arrays over the nights: (section, grouping, key, device) ->
-    metric -> values (and ``<metric>_spread``, ``iterations``). The (block, op code) pairs, the most rows by far,
-    serve the run-wide level only: their values, not their spreads."""
+    metric -> values (and ``<metric>_spread``, ``iterations``). Only the sections the detector reads (the named
+    ones; the whole run for captures without sections), so the reads follow the primary key. The (block, op
+    code) pairs, the most rows by far, serve the run-wide level only: their values, not their spreads, one text
+    row per run and section (a year is 150,000 pairs: building a tuple for each cost more than the rest)."""
+    from warehouse.dialect import text_list_agg
+
     pos = {r: i for i, r in enumerate(runs)}
     n = len(runs)
     out: dict[tuple[str, str, str, int], dict[str, np.ndarray]] = {}
@@ -132,7 +136,7 @@ def _fetch(conn: Connection, runs: list[int]) -> dict[tuple[str, str, str, int],
     level_metrics = ("kernel", "fw", "op2op")
 
     def rows_of(sql: str) -> list[tuple]:
-        # (the driver's own cursor: plain tuples, no per-row processing; a year is 200,000 rows)
+        # (the driver's own cursor: plain tuples, no per-row processing)
         cur = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
         try:
             cur.execute(sql)
@@ -140,7 +144,7 @@ def _fetch(conn: Connection, runs: list[int]) -> dict[tuple[str, str, str, int],
         finally:
             cur.close()
 
-    def arrays(sk: tuple[str, str, str, int], full: bool) -> dict[str, np.ndarray]:
+    def arrays(sk: tuple[str, str, str, int]) -> dict[str, np.ndarray]:
         d = out.get(sk)
         if d is None:
             d = out[sk] = {m: np.full(n, np.nan) for m in METRICS}
@@ -148,12 +152,21 @@ def _fetch(conn: Connection, runs: list[int]) -> dict[tuple[str, str, str, int],
             d["iterations"] = np.ones(n)
         return d
 
-    for k in range(0, n, 500):
-        ids = ", ".join(str(int(r)) for r in runs[k:k + 500])
+    chunks = [", ".join(str(int(r)) for r in runs[k:k + 500]) for k in range(0, n, 500)]
+    present: set[str] = set()
+    for ids in chunks:
+        present |= {row[0] for row in rows_of(f"SELECT DISTINCT section FROM rollup WHERE run_id IN ({ids}) "
+                                              "AND grouping = 'section'")}
+    wanted = sorted(s for s in present if s) or [""]
+    secs = ", ".join("'" + s.replace("'", "''") + "'" for s in wanted)
+    keys_agg = text_list_agg(conn, "key", "\x1f", "key")
+    vals_agg = ", ".join(text_list_agg(conn, f"COALESCE({_COLUMNS[m]}, 'nan')", ",", "key") for m in level_metrics)
+    pair_rows: list[tuple] = []
+    for ids in chunks:
         for row in rows_of(f"SELECT run_id, section, grouping, key, device, iterations, {cols} FROM rollup "
-                           f"WHERE run_id IN ({ids}) AND grouping IN ({groupings}) "
+                           f"WHERE run_id IN ({ids}) AND section IN ({secs}) AND grouping IN ({groupings}) "
                            "AND (device = -1 OR grouping IN ('section', 'op-code'))"):
-            d = arrays((row[1], row[2], row[3], int(row[4])), True)
+            d = arrays((row[1], row[2], row[3], int(row[4])))
             i = pos[row[0]]
             d["iterations"][i] = row[5] or 1
             for j, m in enumerate(METRICS):
@@ -162,13 +175,28 @@ def _fetch(conn: Connection, runs: list[int]) -> dict[tuple[str, str, str, int],
                     d[m][i] = v
                 if sp is not None:
                     d[f"{m}_spread"][i] = sp
-        for row in rows_of(f"SELECT run_id, section, key, {', '.join(_COLUMNS[m] for m in level_metrics)} "
-                           f"FROM rollup WHERE run_id IN ({ids}) AND grouping = 'block/op-code' AND device = -1"):
-            d = arrays((row[1], "block/op-code", row[2], -1), False)
-            i = pos[row[0]]
-            for j, m in enumerate(level_metrics):
-                if row[3 + j] is not None:
-                    d[m][i] = row[3 + j]
+        pair_rows += rows_of(
+            f"SELECT run_id, section, {keys_agg}, {vals_agg} FROM rollup WHERE run_id IN ({ids}) "
+            f"AND section IN ({secs}) AND grouping = 'block/op-code' AND device = -1 GROUP BY run_id, section")
+    # the pairs as one matrix per section and metric (pair x night), filled a night at a time; a night's key
+    # list is most often the one before's, so it is split and indexed once
+    index: dict[str, dict[str, int]] = defaultdict(dict)
+    split: dict[tuple[str, str], np.ndarray] = {}
+    for _rid, sec, joined, *_t in pair_rows:
+        if (sec, joined) not in split:
+            where = index[sec]
+            split[(sec, joined)] = np.array([where.setdefault(k, len(where)) for k in joined.split("\x1f")],
+                                            dtype=np.intp)
+    mats = {sec: {m: np.full((len(where), n), np.nan) for m in level_metrics} for sec, where in index.items()}
+    for rid, sec, joined, *texts in pair_rows:
+        at = split[(sec, joined)]
+        for m, t in zip(level_metrics, texts):
+            vals = np.array(t.split(","), dtype=float)
+            if len(vals) == len(at):  # (else a key held the separator: that night has no pairs)
+                mats[sec][m][at, pos[rid]] = vals
+    for sec, where in index.items():
+        for key, j in where.items():
+            out[(sec, "block/op-code", key, -1)] = {m: mats[sec][m][j] for m in level_metrics}
     return out
 
 
@@ -443,8 +471,12 @@ def _causes(found: list[_Detection], data, runs: list[int], meta: dict[int, RunM
             else:
                 home.append(d)
         for g in sets:
-            main = max(g, key=lambda d: (d.metric == "kernel", d.z))
-            main = max((d for d in g if d.metric == main.metric), key=lambda d: abs(d.delta))
+            # the night is the clearest detection's (trace, a median over replays, is steadier than eager's one
+            # iteration, which a hiccup can move by a night); the size is the largest of that night's metric
+            night = max(g, key=lambda d: d.z).night
+            on = [d for d in g if d.night == night]
+            main = max(on, key=lambda d: (d.metric == "kernel", d.z))
+            main = max((d for d in on if d.metric == main.metric), key=lambda d: abs(d.delta))
             if not _corroborated(g, data, tau):
                 continue
             groups.append((by, key, kind, up, main, g))
@@ -539,7 +571,7 @@ def _drill(by: str, key: str, main: _Detection, data, night: int, seen: set) -> 
         return []
     out = []
     for (s, g, k, _), d in data.items():
-        if g != "block/op-code" or s != main.section:
+        if g != "block/op-code" or s != main.section or main.metric not in d:
             continue
         b, _, c = k.partition(" / ")
         if (by == "block" and b == key) or (by == "op-code" and c == key):

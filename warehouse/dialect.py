@@ -69,6 +69,16 @@ def insert_ignore(conn: Connection, table: Table) -> Any:
     return sqlite_insert(table).on_conflict_do_nothing()
 
 
+def text_list_agg(conn: Connection, expr: str, sep: str, order: str) -> str:
+    """SQL for an aggregate that joins the text of ``expr`` with ``sep`` over a group, in ``order`` (SQLite's
+    ``group_concat`` follows the scan, which is the primary key's order when ``order`` is its next column;
+    PostgreSQL's ``string_agg`` is told). Numbers come as text that round-trips (PostgreSQL) or has 15 digits
+    (SQLite): for statistics over many rows, never for a report."""
+    if name(conn) == "postgresql":
+        return f"string_agg(({expr})::text, '{sep}' ORDER BY {order})"
+    return f"group_concat({expr}, '{sep}')"
+
+
 def paramstyle_mark(conn: Connection) -> str:
     """The driver's placeholder, for plain INSERTs handed to ``executemany`` on the hot path."""
     mark = {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(conn.dialect.paramstyle)
