@@ -129,6 +129,21 @@ def test_the_blip_nights_are_outliers_apart(histories):
     assert any(o["key"] == "Matmul" and o["time"].startswith("2026-10-08") for o in doc["outliers"])
 
 
+def test_the_gate_is_quiet_over_a_noisy_month(histories):
+    """Twenty nights of the gate over realistic noise (hiccuped ops, heavy op-to-op tails): the blip night and the
+    step's night, nothing else to speak of (it was hundreds of findings: one op's hiccup in one section, a 7-night
+    MAD for the noise)."""
+    wh, _ = histories
+    doc = json.loads(wh("regressions", "--label", "noise", "--last", "20", "--format", "json").stdout)
+    assert {c["time"][:10] for c in doc["findings"]} == {"2026-10-15"}, doc["findings"]
+    assert doc["findings"][0]["by"] == "section" and doc["findings"][0]["key"] == "all"
+    doc = json.loads(wh("regressions", "--label", "block_step", "--last", "20", "--format", "json").stdout)
+    first = doc["findings"][0]
+    assert (first["time"][:10], first["by"], first["key"]) == ("2026-10-12", "block", "stage2.block0")
+    assert len(doc["findings"]) <= 4 and all(c["time"][:10] in ("2026-10-12", "2026-10-13")
+                                             for c in doc["findings"]), doc["findings"]
+
+
 def test_a_block_cause_nests_its_op_codes_and_shows_where(histories):
     wh, _ = histories
     doc = json.loads(wh("changes", "--label", "block_step", "--format", "json").stdout)
@@ -288,6 +303,25 @@ def test_several_models_under_one_label_are_warned_about_and_left_out(tmp_path):
     doc = json.loads(r.stdout)
     assert r.exit_code == 0 and not doc["regressions"], r.output[-2000:]
     assert any("another model" in w for w in doc["warnings"]), doc["warnings"]
+
+
+def test_trend_leaves_another_model_out_unless_asked(tmp_path):
+    """Four nights of one model and one capture of another under one label: the trend draws the model's four."""
+    from corpus import cases
+    db = str(tmp_path / "w.db")
+    wh = make_invoke(db)
+    subprocess.run([sys.executable, str(HERE / "mkseries.py"), str(DLV3), str(tmp_path / "n"), "--runs", "4",
+                    "--seed", "2"], check=True, capture_output=True)
+    assert wh("ingest", tmp_path / "n", "--label", "m").exit_code == 0
+    other = tmp_path / "ops_perf_results_2026_11_20_02_00_00.csv"
+    other.write_bytes(cases()["clip_replays3"].read_bytes())
+    assert wh("ingest", other, "--label", "m").exit_code == 0
+    r = wh("trend", "--label", "m", "--by", "op-code", "--format", "json")
+    doc = json.loads(r.stdout)
+    assert r.exit_code == 0 and doc["runs"] == [1, 2, 3, 4], doc["runs"]
+    assert any("run 5" in w and "--all-models" in w for w in doc["warnings"]), doc["warnings"]
+    doc = json.loads(wh("trend", "--label", "m", "--by", "op-code", "--all-models", "--format", "json").stdout)
+    assert doc["runs"] == [1, 2, 3, 4, 5]
 
 
 # ------------------------------------------------------------------------------------------- triage

@@ -20,6 +20,7 @@ from corpus import cases
 
 CHROMIUM = "/usr/bin/chromium"
 MKSERIES = Path(__file__).parent / "mkseries.py"
+MKHISTORY = Path(__file__).parent / "mkhistory.py"
 
 
 def _free_port() -> int:
@@ -40,6 +41,10 @@ def site(request, tmp_path_factory):
     subprocess.run([sys.executable, str(MKSERIES), str(cases()["clip_replays3"]), str(folder / "n"), "--runs", "9",
                     "--seed", "3", "--slow-block", "stage6.block1"], check=True, capture_output=True)
     assert wh("ingest", folder / "n", "--label", "clip", "--tag", "branch=main").exit_code == 0
+    # a 12-night history whose block stage6.block1 is 10 % slower from night 7 on (2026-10-07)
+    subprocess.run([sys.executable, str(MKHISTORY), str(cases()["clip_replays3"]), str(folder / "h"), "--nights",
+                    "12", "--seed", "5", "--step", "block:stage6.block1:7:1.10"], check=True, capture_output=True)
+    assert wh("ingest", folder / "h", "--label", "hist").exit_code == 0
     port = _free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(url), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -86,8 +91,8 @@ def test_runs_and_a_run_report(site, page, tmp_path):
     base, wh, url, shots = site
     page.goto(base + "/")
     rows = page.locator("#runs tbody tr")
-    assert rows.count() == 9
-    assert "clip" in rows.first.inner_text() and "branch=main" in rows.first.inner_text()
+    assert rows.count() == 21  # the 9 nights of clip, the 12 of hist
+    assert any("clip" in t and "branch=main" in t for t in rows.all_inner_texts())
     page.screenshot(path=str(shots / "runs.png"))
     page.select_option("select[name=label]", "clip")
     page.click("form.filters button")
@@ -132,14 +137,58 @@ def test_compare_regressions_and_trend(site, page):
     title = page.locator("#chart circle.regressed title").first.text_content()
     assert "stage6.block1: run 9, 2026-11-09" in title
     page.screenshot(path=str(shots / "trend.png"))
+    page.locator("#chart circle.regressed").first.click()  # a point is a link to its run
+    assert page.url.endswith("/runs/9")
+
+
+def test_changes_page_draws_each_cause_with_its_step(site, page):
+    base, wh, url, shots = site
+    page.goto(base + "/changes")
+    page.select_option("select[name=label]", "hist")
+    page.click("form.filters button")
+    causes = page.locator("#changes tr.cause")
+    assert causes.count() == 1, page.locator("#changes").inner_text()
+    row = causes.first.inner_text()
+    assert "stage6.block1" in row and "2026-10-07" in row and "new" in row
+    cli = json.loads(wh("changes", "--label", "hist", "--format", "json").stdout)["changes"]
+    assert [c["id"] for c in cli] == [causes.first.get_attribute("id")]
+    assert page.locator("#changes tr.contributor").count() >= 1  # its op codes, nested
+    chart = page.locator("section.change svg")
+    assert chart.count() == 1 and chart.locator("circle").count() == 12
+    assert chart.locator("line.step").count() == 1 and chart.locator("line.level").count() == 2
+    step_x = float(chart.locator("line.step").get_attribute("x1"))
+    marked = chart.locator("circle.regressed")
+    assert marked.count() == 1 and float(marked.get_attribute("cx")) == pytest.approx(step_x, abs=0.2)
+    assert f"run {cli[0]['run_id']}" in marked.locator("title").text_content()
+    page.screenshot(path=str(shots / "changes.png"), full_page=True)
+    # the triage state shows (the dashboard only reads it: recorded through the CLI)
+    assert wh("triage", cli[0]["id"], "--status", "expected", "--label", "hist", "--note", "new kernel").exit_code == 0
+    page.reload()
+    assert "expected" in page.locator("#changes tr.cause").first.inner_text()
+    marked = page.locator("section.change svg circle.regressed")
+    marked.click()
+    assert page.url.endswith(f"/runs/{cli[0]['run_id']}")
+    data = json.loads(page.goto(base + "/changes?label=hist&format=json").text())
+    assert data["res"]["changes"][0]["triage"] == "expected" and len(data["res"]["changes"][0]["series"]) == 12
+
+
+def test_regressions_page_is_one_row_per_cause(site, page):
+    base, wh, url, shots = site
+    page.goto(base + "/regressions?label=clip")
+    causes = page.locator("#findings tr.cause")
+    cli = json.loads(wh("regressions", "--label", "clip", "--format", "json").stdout)["findings"]
+    assert causes.count() == len(cli) == 1, page.locator("#findings").inner_text()
+    assert "stage6.block1" in causes.first.inner_text() and causes.first.get_attribute("id") == cli[0]["id"]
+    kids = page.locator("#findings tr.contributor")
+    assert kids.count() == len(cli[0]["contributors"]) >= 1
 
 
 def test_sql_reads_and_refuses_writes(site, page):
     base, wh, url, shots = site
     page.goto(base + "/sql")
-    page.fill("textarea[name=q]", "SELECT label, COUNT(*) AS runs FROM run GROUP BY label")
+    page.fill("textarea[name=q]", "SELECT label, COUNT(*) AS runs FROM run GROUP BY label ORDER BY label")
     page.click("form.sql button")
-    assert page.locator("#result tbody tr").inner_text().split() == ["clip", "9"]
+    assert [t.split() for t in page.locator("#result tbody tr").all_inner_texts()] == [["clip", "9"], ["hist", "12"]]
     page.screenshot(path=str(shots / "sql.png"))
     for stmt in ("DELETE FROM op", "UPDATE run SET label = 'x'", "DROP TABLE op"):
         page.goto(base + "/sql")
@@ -147,6 +196,6 @@ def test_sql_reads_and_refuses_writes(site, page):
         page.click("form.sql button")
         assert page.locator("#error").count() == 1, stmt
     r = wh("sql", "SELECT COUNT(*) AS n, MIN(label) AS l FROM run", "--format", "csv")
-    assert r.stdout.splitlines()[1] == "9,clip"
+    assert r.stdout.splitlines()[1] == "21,clip"
     csv_text = page.request.get(base + "/sql?q=SELECT+COUNT(*)+AS+n+FROM+run&format=csv").text()
-    assert csv_text.splitlines() == ["n", "9"]
+    assert csv_text.splitlines() == ["n", "21"]

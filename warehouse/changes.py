@@ -67,6 +67,9 @@ class Change:
     per_night_pct: float | None = None
     contributors: list[dict[str, Any]] = field(default_factory=list)
     triage: str | None = None  # what a person decided (`warehouse triage`): acknowledged, expected, invalid
+    # a cause's series over the history's runs (us per iteration, None where a night lacks it): what the
+    # dashboard draws with the step marked; contributors and outliers have none
+    series: list[float | None] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -520,8 +523,26 @@ def _causes(found: list[_Detection], data, runs: list[int], meta: dict[int, RunM
         else:
             host[1].append(gr)
     out = [_change(top, nested, data, runs, meta, label) for top, nested in tops]
+    for c, (top, _nested) in zip(out, tops):
+        c.series = _series_of(top[4], data)
     out.sort(key=lambda c: -abs(c.delta_us))
     return out
+
+
+def _series_of(d: _Detection, data) -> list[float | None]:
+    """The values behind a detection, per night: its key's own series; the whole run's and a device's are the
+    sums of their section totals (what their before and after are in)."""
+    if d.by in ("run", "device"):
+        dev = -1 if d.by == "run" else d.device
+        parts = [v[d.metric] for (s, g, _k, dv), v in data.items() if g == "section" and dv == dev]
+        if not parts:
+            return []
+        with np.errstate(all="ignore"):
+            stacked = np.vstack(parts)
+            y = np.where(np.isfinite(stacked).any(axis=0), np.nansum(stacked, axis=0), np.nan)
+    else:
+        y = data[(d.section, d.by, d.key, d.device)][d.metric]
+    return [round(float(v), 3) if math.isfinite(v) else None for v in y]
 
 
 def _corroborated(ds: list[_Detection], data, tau: float) -> bool:
@@ -551,7 +572,8 @@ def _change(top, nested, data, runs: list[int], meta: dict[int, RunMeta], label:
     pct = 100 * (main.after / main.before - 1) if main.before else 0.0
     conf = max(0.0, 1 - min(1.0, min(d.p for d in ds)))
     ident = hashlib.sha1(f"{label}|{kind}|{by}|{key}|{run}|{up}".encode()).hexdigest()[:12]
-    contributors = [_change(gr, [], data, runs, meta, label).to_json() for gr in nested]
+    contributors = [{k: v for k, v in _change(gr, [], data, runs, meta, label).to_json().items() if k != "series"}
+                    for gr in nested]
     contributors += _drill(by, key, main, data, night, {(c["by"], c["key"]) for c in contributors})
     contributors.sort(key=lambda c: -abs(c["delta_us"]))
     return Change(

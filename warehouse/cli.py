@@ -535,18 +535,20 @@ def changes(ctx: click.Context, label: str | None, tags: tuple[str, ...], since:
 @click.option("--last", type=click.IntRange(min=0), default=30, show_default=True,
               help="The N newest runs (0: all).")
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False), help="Write a .png or .svg plot.")
+@click.option("--all-models", is_flag=True,
+              help="Keep runs that share few op codes with the rest (another model under the label).")
 @format_option(("table", "csv", "json", "md"))
 @click.pass_context
 def trend(ctx: click.Context, by: str, metric: str, section: str | None, keys: tuple[str, ...],
           block_key: str | None, layer_key: str | None, top: int, label: str | None, tags: tuple[str, ...],
-          last: int, plot_file: str | None, fmt: str) -> None:
+          last: int, plot_file: str | None, all_models: bool, fmt: str) -> None:
     """A metric of chosen (or the largest) keys over the runs: a table, or a plot over capture time."""
     from warehouse import render
     from warehouse import trend as tr
 
     bys, ks = _keys(by, keys, block_key, layer_key)
     res = _api(ctx).trend(by=(bys or [by])[0], section=section, top=top, label=label, tags=_tags(tags),
-                          last=last or None, metric=metric, keys=ks)
+                          last=last or None, metric=metric, keys=ks, all_models=all_models)
     _warn(res)
     if plot_file:
         tr.plot(res, Path(plot_file))

@@ -7,8 +7,12 @@ Figures are per iteration (the mean over a trace's replays), so the same work re
 no change.
 
 A change counts when it exceeds all of: ``threshold`` x the window's median, ``min_us``, ``SIGMAS`` robust sigmas
-of the window (1.4826 x MAD), and half the spread between the candidate's own replays. A regressed block or
-layer lists the op codes inside it that moved most (the drill-down rollups).
+of the window (1.4826 x MAD), ``LONG_SIGMAS`` robust night-to-night sigmas of the series over its last
+``NOISE_NIGHTS`` valid nights (a step does not widen them), and half the spread between the candidate's own
+replays. Eager and the trace run the same ops: a kernel or FW change seen in one of them only is a change when
+the other moved the same way by a third as much (one op's hiccup lands in one section); an op-to-op change in one
+section must clear its bar twice. A regressed block or layer lists the op codes inside it that moved most (the
+drill-down rollups).
 """
 from __future__ import annotations
 
@@ -28,6 +32,9 @@ from warehouse.series import (ALL_DEVICES, attribution_gaps, by_run, fetch, reso
                               section_label, select_runs)
 
 SIGMAS = 3.0
+NOISE_NIGHTS = 30  # the valid nights before a run whose night-to-night moves give its series' noise
+LONG_SIGMAS = 5.0  # ... and how many of their robust sigmas a change must clear
+CORROBORATE = 2.0  # how much clearer a change seen in one of eager and trace only must be (see _corroborated)
 QUALITY_WINDOW = 7
 DEFAULT_BY = ["section", "block", "layer", "op-code"]
 TOP_CONTRIBUTORS = 3
@@ -98,9 +105,12 @@ def run_factor(pairs: dict[str, dict[int, dict[tuple[str, int], Any]]], cand: in
 
 def _check(conn: Connection, cand: int, hist: list[int], section: str, dim: str, metrics: list[str],
            keys: set[str] | None, threshold: float, min_us: float, time: str | None,
-           factors: dict[str, float] | None = None) -> list[Finding]:
+           factors: dict[str, float] | None = None, judged: dict[tuple, float] | None = None,
+           long_hist: list[int] | None = None) -> list[Finding]:
+    """The findings of one section x grouping; ``judged`` collects the relative change of every series that had
+    a window to be judged against, by (section, grouping, key, device, metric)."""
     # each device apart for the section totals (a slower device is named), all devices together for the rest
-    points = by_run(fetch(conn, [cand, *hist], section, dim, devices=dim == "section",
+    points = by_run(fetch(conn, sorted({cand, *hist, *(long_hist or [])}), section, dim, devices=dim == "section",
                           keys=sorted(keys) if keys is not None else None))
     now = points.get(cand, {})
     out = []
@@ -116,9 +126,18 @@ def _check(conn: Connection, cand: int, hist: list[int], section: str, dim: str,
             if len(past) < max(1, (len(hist) + 1) // 2):  # too new a key to judge
                 continue
             base = statistics.median(past)
+            if judged is not None:
+                judged[(section_label(section), dim, key, "all" if dev == ALL_DEVICES else str(dev), mk)] = \
+                    v / base - 1 if base else 0.0
             delta = v - base
             window_spread = [s for s in (q.spreads.get(mk) for q in hp) if s is not None]
             noise = _noise(past, [p.spreads.get(mk), statistics.median(window_spread) if window_spread else None])
+            if long_hist:
+                seq = [x for x in (points[h][(key, dev)].values.get(mk) if (key, dev) in points.get(h, {}) else None
+                                   for h in long_hist) if x is not None]
+                if len(seq) >= 3:
+                    sd = 1.4826 * statistics.median([abs(a - b) for a, b in zip(seq, seq[1:])]) / math.sqrt(2)
+                    noise = max(noise, LONG_SIGMAS * sd)
             if abs(delta) > max(threshold * abs(base), min_us, noise):
                 out.append(Finding("regression" if delta > 0 else "improvement", cand, time,
                                    section_label(section), dim, key, "all" if dev == ALL_DEVICES else str(dev), mk,
@@ -205,6 +224,8 @@ def find_regressions(engine: Engine, *, label: str | None = None, tags: dict[str
             # the window: the newest valid runs before it (an invalid night, another model, in no baseline)
             before = [r for r in valid if pos[r] < i]
             hist = before[-window:]
+            # the noise: the night-to-night moves over a longer stretch (a 7-night MAD is itself noisy)
+            long_hist = before[-NOISE_NIGHTS:]
             # a step a person acknowledged or expects is the new baseline: the window starts at its first night
             # (the old level no longer widens the noise); until the window has a night of it, the same key and
             # direction is not reported again
@@ -214,6 +235,7 @@ def find_regressions(engine: Engine, *, label: str | None = None, tags: dict[str
                 since = [r for r in hist if pos[r] >= start]
                 if since:
                     hist = since
+                    long_hist = [r for r in long_hist if pos[r] >= start]
                 else:
                     suppress[cand] = {(d.by, d.key, d.up) for d in mine if pos[d.run_id] >= i - window}
             for r in sorted(set(runs[max(0, i - window):i]) & set(strangers)):
@@ -234,11 +256,13 @@ def find_regressions(engine: Engine, *, label: str | None = None, tags: dict[str
                     warnings.append(f"section {section_label(sec)} of run {cand}: {100 * gap:.0f} % of its ops have "
                                     "no block (no m: signposts, and no eager section to align with); its block "
                                     "and layer series say little, op codes and totals are still checked")
-            findings += _judge(conn, cand, hist, sections, by, metrics, keys, threshold, min_us, meta[cand].time)
+            findings += _judge(conn, cand, hist, sections, by, metrics, keys, threshold, min_us, meta[cand].time,
+                               long_hist)
         findings.sort(key=lambda f: (f.kind != "regression", -abs(f.delta_pct or 0), -abs(f.delta_us)))
         causes = group_causes(conn, findings, meta) if findings else []
         causes = [c for c in causes
                   if (c["by"], c["key"], c["kind"] == "regression") not in suppress.get(c["run_id"], set())]
+        _with_triage(conn, causes)
     return {"checked": checked, "findings": causes, "invalid": invalid, "threshold": threshold, "min_us": min_us,
             "window": window,
             "metrics": metrics, "by": by, "warnings": warnings, "runs": {r: m.as_dict() for r, m in meta.items()},
@@ -265,7 +289,8 @@ def _against_baseline(engine: Engine, conn: Connection, run: str | int | None, l
     if not pool:
         raise NotFound("the baseline has no run besides the one checked")
     quality = judge(conn, pool[-(window + QUALITY_WINDOW):] + [cand], QUALITY_WINDOW)
-    hist = [r for r in pool if not quality.get(r)][-window:]
+    long_hist = [r for r in pool if not quality.get(r)][-NOISE_NIGHTS:]
+    hist = long_hist[-window:]
     meta = run_meta(conn, [cand, *hist])
     sections = resolve_sections(conn, section, [*hist[-1:], cand])
     if keys is not None:
@@ -281,16 +306,18 @@ def _against_baseline(engine: Engine, conn: Connection, run: str | int | None, l
         res["warnings"].append("the baseline has no valid run to compare with")
         return res
     res["checked"].append({**meta[cand].as_dict(), "window": hist, "sections": [section_label(s) for s in sections]})
-    findings = _judge(conn, cand, hist, sections, by, metrics, keys, threshold, min_us, meta[cand].time)
+    findings = _judge(conn, cand, hist, sections, by, metrics, keys, threshold, min_us, meta[cand].time, long_hist)
     findings.sort(key=lambda f: (f.kind != "regression", -abs(f.delta_pct or 0), -abs(f.delta_us)))
     res["findings"] = group_causes(conn, findings, meta) if findings else []
+    _with_triage(conn, res["findings"])
     res["regressions"] = [asdict(f) for f in findings if f.kind == "regression"]
     res["improvements"] = [asdict(f) for f in findings if f.kind == "improvement"]
     return res
 
 
 def _judge(conn: Connection, cand: int, hist: list[int], sections: list[str], by: list[str], metrics: list[str],
-           keys: list[str] | None, threshold: float, min_us: float, time: str | None) -> list[Finding]:
+           keys: list[str] | None, threshold: float, min_us: float, time: str | None,
+           long_hist: list[int] | None = None) -> list[Finding]:
     """Every series finding of one run against its window: the whole run first (without a key filter), then each
     section x grouping judged beyond it, regressions with the op codes inside them."""
     findings: list[Finding] = []
@@ -300,15 +327,36 @@ def _judge(conn: Connection, cand: int, hist: list[int], sections: list[str], by
         factors = {f.metric: f.value_us / f.baseline_us for f in whole}  # (span is cycles: judged as it is)
         findings += whole
     cache: dict[tuple, Any] = {}
+    judged: dict[tuple, float] = {}
+    found = {sec: [f for dim in by for f in _check(conn, cand, hist, sec, dim, metrics, set(keys) if keys else None,
+                                                   threshold, min_us, time, factors, judged, long_hist)]
+             for sec in sections}
+    moved = {(f.section, f.by, f.key, f.device, f.metric, f.kind) for fs in found.values() for f in fs}
     for sec in sections:
-        for dim in by:
-            found = _check(conn, cand, hist, sec, dim, metrics, set(keys) if keys else None, threshold, min_us,
-                           time, factors)
-            for f in found:
-                if f.kind == "regression":
-                    f.contributors = _contributors(conn, f, cand, hist, sec, cache)
-            findings += found
+        for f in found[sec]:
+            if not _corroborated(f, moved, judged, threshold, min_us):
+                continue
+            if f.kind == "regression":
+                f.contributors = _contributors(conn, f, cand, hist, sec, cache)
+            findings.append(f)
     return findings
+
+
+def _corroborated(f: Finding, moved: set[tuple], judged: dict[tuple, float], threshold: float,
+                  min_us: float) -> bool:
+    """Eager and the trace run the same ops. A kernel or FW time that moved in one of them is a change only when
+    the other section, which judged the same key, moved the same way by at least a third as much: one op's
+    hiccup lands in one section (a kernel that changed runs slower in both). Op-to-op gaps are the host's, which
+    the trace leaves out: one section is enough, at ``CORROBORATE`` times its bar."""
+    other = {"eager": "trace", "trace": "eager"}.get(f.section)
+    there = judged.get((other, f.by, f.key, f.device, f.metric)) if other else None
+    if there is None or (other, f.by, f.key, f.device, f.metric, f.kind) in moved:
+        return True
+    if f.metric in ("kernel", "fw"):
+        here = f.delta_pct / 100 if f.delta_pct is not None else 0.0
+        return here * there > 0 and abs(there) >= abs(here) / 3
+    bar = max(threshold * abs(f.baseline_us), min_us, f.noise_us)
+    return abs(f.delta_us) > CORROBORATE * bar
 
 
 def _whole_run(conn: Connection, cand: int, hist: list[int], sections: list[str], metrics: list[str],
@@ -395,6 +443,14 @@ def group_causes(conn: Connection, findings: list[Finding], meta: dict) -> list[
         else:
             home[1].append(g)
     return [_cause_doc(top, nested, meta) for top, nested in tops]
+
+
+def _with_triage(conn: Connection, causes: list[dict[str, Any]]) -> None:
+    """Each cause's ``triage``: what a person decided about it (`warehouse triage`), or None."""
+    from warehouse.triage import decisions
+    status = {d.id: d.status for d in decisions(conn, sorted({c["run_id"] for c in causes}))}
+    for c in causes:
+        c["triage"] = status.get(c["id"])
 
 
 def _cause_doc(top, nested, meta: dict) -> dict[str, Any]:

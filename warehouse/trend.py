@@ -15,15 +15,26 @@ from warehouse.series import ALL_DEVICES, fetch, resolve_sections, run_meta, sec
 
 def trend(engine: Engine, by: str = "block", section: str | None = None, top: int = 10, label: str | None = None,
           tags: dict[str, str] | None = None, last: int | None = None, metric: str = "kernel",
-          keys: list[str] | None = None) -> dict[str, Any]:
+          keys: list[str] | None = None, all_models: bool = False) -> dict[str, Any]:
     """``{"runs": [ids], "meta": {id: run metadata}, "section", "by", "metric", "keys", "values": {key: [value per
-    run or None]}}``: the chosen ``keys``, else the ``top`` keys of the newest run by the metric."""
+    run or None]}}``: the chosen ``keys``, else the ``top`` keys of the newest run by the metric. Runs that look
+    like another model than the rest (:func:`warehouse.quality.other_models`) are left out with a warning,
+    unless ``all_models``."""
+    from warehouse.quality import other_models
+
+    warnings: list[str] = []
     with engine.connect() as conn:
         runs = select_runs(conn, label, tags)
         if last:
             runs = runs[-last:]
         if not runs:
             raise NotFound("no runs in the warehouse; ingest a CSV first")
+        if not all_models:
+            strangers = other_models(conn, runs)
+            if strangers:
+                for r in sorted(strangers):
+                    warnings.append(f"run {r} {strangers[r]}: left out (pass --all-models to draw it)")
+                runs = [r for r in runs if r not in strangers]
         secs = resolve_sections(conn, section, runs[-1:] if section is None else runs)
         sec = secs[0] if section is not None else ("trace" if "trace" in secs else secs[0])
         points = fetch(conn, runs, sec, by, keys=keys)
@@ -38,7 +49,8 @@ def trend(engine: Engine, by: str = "block", section: str | None = None, top: in
         newest = {k: v for (r, k), v in values.items() if r == runs[-1] and v is not None}
         chosen = sorted(newest, key=lambda k: -newest[k])[:top]
     labels = {meta[r].label for r in runs}
-    warnings = [f"the runs mix labels {sorted(map(str, labels))}; pass --label"] if len(labels) > 1 else []
+    if len(labels) > 1:
+        warnings.append(f"the runs mix labels {sorted(map(str, labels))}; pass --label")
     return {"runs": runs, "meta": {r: meta[r].as_dict() for r in runs}, "section": section_label(sec), "by": by,
             "metric": metric, "unit": METRIC[metric].unit, "keys": chosen, "warnings": warnings,
             "values": {k: [_round(values.get((r, k))) for r in runs] for k in chosen}}

@@ -27,6 +27,7 @@ SQL_TIMEOUT_S = 10.0
 SQL_MAX_ROWS = 1000
 SQL_MAX_VALUE_BYTES = 1 << 20    # a page shows what a person reads: a value or a result past these is refused
 SQL_MAX_RESULT_BYTES = 16 << 20
+CHART_CAUSES = 20  # the changes page draws the first causes by impact; the rest are listed
 
 
 def _json_default(v: Any) -> Any:
@@ -80,10 +81,16 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
     engine: Engine = open_db(url, create=False, readonly=True)
     templates = Jinja2Templates(directory=str(HERE / "templates"))
 
-    def page(request: Request, name: str, data: dict[str, Any]) -> Response:
+    def page(request: Request, name: str, data: dict[str, Any], **view: Any) -> Response:
+        """``data`` as the page (with ``view``: what only the HTML needs, such as charts) or as JSON."""
         if request.query_params.get("format") == "json":
             return _json(data)
-        return templates.TemplateResponse(request, name, {"d": data, "q": request.query_params})
+        return templates.TemplateResponse(request, name, {"d": data, "q": request.query_params, **view})
+
+    def labels() -> list[str]:
+        with engine.connect() as conn:
+            return [x for x in conn.execute(text("SELECT DISTINCT label FROM run WHERE label IS NOT NULL "
+                                                 "ORDER BY label")).scalars()]
 
     def failed(request: Request, e: WarehouseError) -> Response:
         status = 404 if isinstance(e, NotFound) else 400
@@ -121,10 +128,7 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
         for r in rows:
             r["kernel_us_by_section"] = totals.get(r["id"], {})
         rows.reverse()  # newest first
-        with engine.connect() as conn:  # every label, whatever the filter shows
-            labels = [x for x in conn.execute(text("SELECT DISTINCT label FROM run WHERE label IS NOT NULL "
-                                                   "ORDER BY label")).scalars()]
-        return page(request, "runs.html", {"runs": rows, "labels": labels})
+        return page(request, "runs.html", {"runs": rows, "labels": labels()})  # every label, whatever is shown
 
     def run_page(request: Request) -> Response:
         from warehouse.report import build_report
@@ -176,7 +180,19 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
         from warehouse.regressions import find_regressions
         q = request.query_params
         res = find_regressions(engine, label=q.get("label") or None) if q.get("label") else None
-        return page(request, "regressions.html", {"res": res})
+        return page(request, "regressions.html", {"res": res, "labels": labels()})
+
+    def changes_page(request: Request) -> Response:
+        from warehouse.changes import find_changes
+        from warehouse.web.chart import from_change
+        q = request.query_params
+        if not q.get("label"):
+            return page(request, "changes.html", {"res": None, "labels": labels()})
+        res = find_changes(engine, label=q["label"], since=q.get("since") or None,
+                           until=q.get("until") or None).to_json()
+        charts = {c["id"]: from_change(c, res["runs"]) for c in res["changes"][:CHART_CAUSES]}
+        return page(request, "changes.html", {"res": res, "labels": labels()}, charts=charts,
+                    chart_causes=CHART_CAUSES)
 
     def trend_page(request: Request) -> Response:
         from warehouse.regressions import find_regressions
@@ -220,6 +236,7 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
         Route("/runs/{run}/export.csv", guarded(export_download)),
         Route("/compare", guarded(compare_page)),
         Route("/regressions", guarded(regressions_page)),
+        Route("/changes", guarded(changes_page)),
         Route("/trend", guarded(trend_page)),
         Route("/sql", guarded(sql_page)),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
