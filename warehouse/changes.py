@@ -31,7 +31,7 @@ from sqlalchemy import Connection, Engine
 
 from warehouse.changepoints import MIN_AFTER, MIN_BEFORE, analyse, prepare
 from warehouse.errors import NotFound, UsageError
-from warehouse.series import RunMeta, run_meta, select_runs
+from warehouse.series import RunMeta, run_meta, section_names, select_runs, sql_list
 
 METRICS = ("kernel", "fw", "op2op", "span")
 _COLUMNS = {"kernel": "kernel_us", "fw": "fw_us", "op2op": "op2op_us", "span": "span_us"}
@@ -156,12 +156,8 @@ def _fetch(conn: Connection, runs: list[int]) -> dict[tuple[str, str, str, int],
         return d
 
     chunks = [", ".join(str(int(r)) for r in runs[k:k + 500]) for k in range(0, n, 500)]
-    present: set[str] = set()
-    for ids in chunks:
-        present |= {row[0] for row in rows_of(f"SELECT DISTINCT section FROM rollup WHERE run_id IN ({ids}) "
-                                              "AND grouping = 'section'")}
-    wanted = sorted(s for s in present if s) or [""]
-    secs = ", ".join("'" + s.replace("'", "''") + "'" for s in wanted)
+    present = section_names(conn, runs)
+    secs = sql_list([s for s in present if s] or [""])
     keys_agg = text_list_agg(conn, "key", "\x1f", "key")
     vals_agg = ", ".join(text_list_agg(conn, f"COALESCE({_COLUMNS[m]}, 'nan')", ",", "key") for m in level_metrics)
     pair_rows: list[tuple] = []

@@ -34,15 +34,18 @@ class RunQuality:
 def measure(conn: Connection, run_ids: list[int]) -> dict[int, RunQuality]:
     """The quality figures of runs: op counts from ``run``, the rest from the section rollups (a few rows a run,
     never its ops: a year of nights is judged in milliseconds)."""
+    from warehouse.series import section_names, sql_list
+
     ids = [int(r) for r in dict.fromkeys(run_ids)]
     out: dict[int, RunQuality] = {}
+    secs = sql_list(section_names(conn, ids))
     for k in range(0, len(ids), 500):
         inlist = ", ".join(map(str, ids[k:k + 500]))
         out.update({rid: RunQuality(rid, int(n or 0), 0.0) for rid, n in conn.execute(text(
             f"SELECT id, op_count FROM run WHERE id IN ({inlist})"))})
         for rid, sec, ops, kernel in conn.execute(text(
                 "SELECT run_id, section, ops, kernel_us FROM rollup WHERE grouping = 'section' AND device = -1 "
-                f"AND run_id IN ({inlist})")):
+                f"AND run_id IN ({inlist}) AND section IN ({secs})")):
             out[rid].sections[sec] = float(ops or 0)
             if sec == "":
                 out[rid].kernel_us = float(kernel or 0)
