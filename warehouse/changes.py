@@ -37,6 +37,7 @@ METRICS = ("kernel", "fw", "op2op", "span")
 _COLUMNS = {"kernel": "kernel_us", "fw": "fw_us", "op2op": "op2op_us", "span": "span_us"}
 _GROUPINGS = ("section", "block", "op-code", "block/op-code")
 TOP_CONTRIBUTORS = 5
+PAIRS_SEEN = 3  # a block or op code with this many (block, op code) pairs is also seen through their median
 NEST_SLACK = 1.25  # a candidate is explained by a cause whose change is at least this share of its own
 NEST_NIGHTS = 3
 SECTIONS = ("eager", "trace")  # the oracle's sections, which run the same ops
@@ -70,6 +71,7 @@ class Change:
     # a cause's series over the history's runs (us per iteration, None where a night lacks it): what the
     # dashboard draws with the step marked; contributors and outliers have none
     series: list[float | None] | None = None
+    series_of: str | None = None  # which series that is: its section and metric ("trace kernel")
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -378,6 +380,17 @@ def _pass(data, n: int, sections: list[str], metrics: list[str], fdr: float, min
             for dev in devices:
                 dev_series.setdefault(dev, {})[m] = per[dev] / common
 
+    # A block's and an op code's series are also seen through their (block, op code) pairs: the median over the
+    # pairs of each against its own median. A change of the block (or op code) moves every pair; one op's hiccup
+    # moves one pair and not this series, so a hiccup on the night before a step cannot pull the step a night
+    # early (the raw sum, still looked at, sees a change inside one pair)
+    parts: dict[tuple[str, str, str], list[dict[str, np.ndarray]]] = defaultdict(list)
+    for (s, g, k, _dev), d in data.items():
+        if g == "block/op-code" and s in sections:
+            b, _, c = k.partition(" / ")
+            parts[(s, "block", b)].append(d)
+            parts[(s, "op-code", c)].append(d)
+
     # the series to look at, each divided by its level
     todo: list[tuple[str, str, str, int, str, np.ndarray, float]] = []
     for (s, g, key, dev), d in data.items():
@@ -394,6 +407,10 @@ def _pass(data, n: int, sections: list[str], metrics: list[str], fdr: float, min
                 continue
             lv = dev_levels.get((s, m)) if dev >= 0 else steady_levels[m]
             todo.append((s, g, key, dev, m, _robust_night(d, m) / lv, _replay_noise(d, m)))
+            inside = parts.get((s, g, key), [])
+            if len(inside) >= PAIRS_SEEN and m in inside[0]:
+                todo.append((s, g, key, dev, m, np.nanmedian(v) * _level([p[m] for p in inside], n) / lv,
+                             _replay_noise(d, m)))
     for m in metrics:
         if m != "span":
             todo.append(("", "run", "all", -1, m, levels[m], 0.0))
@@ -521,6 +538,9 @@ def _causes(found: list[_Detection], data, runs: list[int], meta: dict[int, RunM
     out = [_change(top, nested, data, runs, meta, label) for top, nested in tops]
     for c, (top, _nested) in zip(out, tops):
         c.series = _series_of(top[4], data)
+        d = top[4]
+        c.series_of = f"{d.section or 'whole run'} {d.metric}" if d.by not in ("run", "device") else \
+            f"sum of the sections' {d.metric}"
     out.sort(key=lambda c: -abs(c.delta_us))
     return out
 
@@ -568,7 +588,8 @@ def _change(top, nested, data, runs: list[int], meta: dict[int, RunMeta], label:
     pct = 100 * (main.after / main.before - 1) if main.before else 0.0
     conf = max(0.0, 1 - min(1.0, min(d.p for d in ds)))
     ident = hashlib.sha1(f"{label}|{kind}|{by}|{key}|{run}|{up}".encode()).hexdigest()[:12]
-    contributors = [{k: v for k, v in _change(gr, [], data, runs, meta, label).to_json().items() if k != "series"}
+    contributors = [{k: v for k, v in _change(gr, [], data, runs, meta, label).to_json().items()
+                     if k not in ("series", "series_of")}
                     for gr in nested]
     contributors += _drill(by, key, main, data, night, {(c["by"], c["key"]) for c in contributors})
     contributors.sort(key=lambda c: -abs(c["delta_us"]))

@@ -113,5 +113,6 @@ def from_change(change: dict[str, Any], runs: list[dict[str, Any]]) -> str:
     label = f"{change['kind']} from run {change['run_id']} ({(change['time'] or '')[:10]})"
     mark = Mark(at, label, change["before"], change["after"]) if change["kind"] == "step" else Mark(at, label)
     name = change["key"] if change["by"] != "section" or change["key"] != "all" else "whole run"
-    return svg([Series(f"{name} ({', '.join(change['sections'])})", pts)], "us", marks=[mark], from_zero=False,
+    return svg([Series(f"{name} ({change.get('series_of') or ', '.join(change['sections'])})", pts)], "us",
+               marks=[mark], from_zero=False,
                height=260)
