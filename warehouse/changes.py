@@ -487,9 +487,13 @@ def _causes(found: list[_Detection], data, runs: list[int], meta: dict[int, RunM
             else:
                 home.append(d)
         for g in sets:
-            # the night is the clearest detection's (trace, a median over replays, is steadier than eager's one
-            # iteration, which a hiccup can move by a night); the size is the largest of that night's metric
-            night = max(g, key=lambda d: d.z).night
+            # the night most of the evidence names: the sum of z over the detections naming it (the trace, a mean
+            # over replays, and the series seen through their pairs outweigh eager's one iteration, which a hiccup
+            # can move by a night); the size is the largest of that night's metric
+            votes: dict[int, float] = defaultdict(float)
+            for d in g:
+                votes[d.night] += d.z
+            night = max(votes, key=lambda k: (votes[k], -k))
             on = [d for d in g if d.night == night]
             main = max(on, key=lambda d: (d.metric == "kernel", d.z))
             main = max((d for d in on if d.metric == main.metric), key=lambda d: abs(d.delta))
