@@ -6,8 +6,9 @@ the same guard as ``warehouse sql``: no page can write to the database.
 """
 from __future__ import annotations
 
-import io
 import json
+import tempfile
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -15,12 +16,13 @@ from typing import Any
 from sqlalchemy import Engine, text
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from warehouse.errors import NotFound, WarehouseError
+from warehouse.errors import NotFound, UsageError, WarehouseError
+from warehouse.measures import METRIC, grouping_keys
 
 HERE = Path(__file__).parent
 SQL_TIMEOUT_S = 10.0
@@ -73,6 +75,35 @@ class _SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
+def _int_param(request: Request, name: str, default: int, minimum: int = 0) -> int:
+    """A whole-number query parameter, or a 400 naming it."""
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    if not (raw.isascii() and raw.isdigit()) or int(raw) < minimum or int(raw) > 10 ** 6:
+        raise UsageError(f"{name}={raw!r}: expected a whole number from {minimum} to 1,000,000")
+    return int(raw)
+
+
+def _choice_param(request: Request, name: str, choices: list[str], default: str) -> str:
+    """A query parameter from a fixed list (the registry's groupings and metrics), or a 400 listing them."""
+    raw = request.query_params.get(name) or default
+    if raw not in choices:
+        raise UsageError(f"{name}={raw!r}: expected one of {', '.join(choices)}")
+    return raw
+
+
+def _date_param(request: Request, name: str) -> str | None:
+    """An ISO date (YYYY-MM-DD) query parameter, or a 400."""
+    raw = request.query_params.get(name) or None
+    if raw is not None:
+        try:
+            datetime.strptime(raw, "%Y-%m-%d")
+        except ValueError:
+            raise UsageError(f"{name}={raw!r}: expected a date, YYYY-MM-DD") from None
+    return raw
+
+
 def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starlette:
     """The app for the warehouse at ``url`` (opened read-only once, shared by requests); it answers only
     requests whose Host is in ``allowed_hosts`` (default: the loopback names)."""
@@ -100,11 +131,14 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
                                           status_code=status)
 
     def guarded(fn):
-        async def endpoint(request: Request) -> Response:
+        # a plain function: Starlette runs it in its thread pool, so one slow request (a 10 s /sql) never holds
+        # the event loop that every other page is served from
+        def endpoint(request: Request) -> Response:
             try:
                 return fn(request)
             except WarehouseError as e:
                 return failed(request, e)
+        endpoint.__name__ = fn.__name__
         return endpoint
 
     def runs_page(request: Request) -> Response:
@@ -114,7 +148,7 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
         if q.get("tag"):
             k, _, v = q["tag"].partition("=")
             rows = [r for r in rows if r["tags"].get(k) == v]
-        since, until = q.get("since") or "", q.get("until") or ""
+        since, until = _date_param(request, "since") or "", _date_param(request, "until") or ""
         rows = [r for r in rows if (not since or (r["captured_at"] or r["ingested_at"]) >= since)
                 and (not until or (r["captured_at"] or r["ingested_at"])[:10] <= until)]
         ids = [r["id"] for r in rows]
@@ -161,19 +195,34 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
         with engine.connect() as conn:
             run_id = resolve_run(conn, request.path_params["run"])
             name = conn.execute(text("SELECT file_name FROM run WHERE id = :r"), {"r": run_id}).scalar()
-        buf = io.BytesIO()
-        export_run(engine, run_id, buf)
+        # spooled to a temporary file (in memory up to 8 MiB), verified by export_run, then streamed from it: a
+        # 161 MiB run no longer sits in the server's memory, and a damaged run is an error, never half a file
+        spool = tempfile.SpooledTemporaryFile(max_size=8 << 20)
+        try:
+            export_run(engine, run_id, spool)
+        except BaseException:
+            spool.close()
+            raise
+        size = spool.tell()
+        spool.seek(0)
+
+        def chunks() -> Iterator[bytes]:
+            with spool:
+                while block := spool.read(1 << 20):
+                    yield block
         safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in str(name))
-        return Response(buf.getvalue(), media_type="text/csv",
-                        headers={"Content-Disposition": f'attachment; filename="{safe}"'})
+        return StreamingResponse(chunks(), media_type="text/csv",
+                                 headers={"Content-Disposition": f'attachment; filename="{safe}"',
+                                          "Content-Length": str(size)})
 
     def compare_page(request: Request) -> Response:
         from warehouse.compare import compare_runs
         q = request.query_params
         if not q.get("a") or not q.get("b"):
             return page(request, "compare.html", {"res": None})
-        res = compare_runs(engine, q["a"], q["b"], by=q.get("by") or "layer", section=q.get("section") or None,
-                           metric=q.get("metric") or "kernel")
+        res = compare_runs(engine, q["a"], q["b"], by=_choice_param(request, "by", grouping_keys(True), "layer"),
+                           section=q.get("section") or None,
+                           metric=_choice_param(request, "metric", list(METRIC), "kernel"))
         return page(request, "compare.html", {"res": res})
 
     def regressions_page(request: Request) -> Response:
@@ -188,8 +237,8 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
         q = request.query_params
         if not q.get("label"):
             return page(request, "changes.html", {"res": None, "labels": labels()})
-        res = find_changes(engine, label=q["label"], since=q.get("since") or None,
-                           until=q.get("until") or None).to_json()
+        res = find_changes(engine, label=q["label"], since=_date_param(request, "since"),
+                           until=_date_param(request, "until")).to_json()
         charts = {c["id"]: from_change(c, res["runs"]) for c in res["changes"][:CHART_CAUSES]}
         return page(request, "changes.html", {"res": res, "labels": labels()}, charts=charts,
                     chart_causes=CHART_CAUSES)
@@ -200,9 +249,11 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
         from warehouse.web.chart import from_trend, svg
         q = request.query_params
         keys = q.getlist("key") or None
-        by, metric = q.get("by") or "block", q.get("metric") or "kernel"
+        by = _choice_param(request, "by", grouping_keys(True), "block")
+        metric = _choice_param(request, "metric", list(METRIC), "kernel")
         res = trend(engine, by=by, section=q.get("section") or None, label=q.get("label") or None,
-                    metric=metric, keys=keys, top=int(q.get("top") or 5), last=int(q.get("last") or 0) or None)
+                    metric=metric, keys=keys, top=_int_param(request, "top", 5, 1),
+                    last=_int_param(request, "last", 0) or None)
         section = None if res["section"] == "(whole run)" else res["section"]
         marks = find_regressions(engine, label=q.get("label") or None, last=len(res["runs"]), by=[by],
                                  metrics=[metric], section=section or "all", keys=res["keys"] or None)
@@ -243,7 +294,12 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
     ]
     from starlette.middleware import Middleware
     from starlette.middleware.trustedhost import TrustedHostMiddleware
-    app = Starlette(routes=routes, middleware=[
+    def crashed(request: Request, exc: Exception) -> Response:
+        # a bug, not bad input (that is a 400 above): one line to the browser, the traceback to the server's log
+        return PlainTextResponse(f"Internal error ({type(exc).__name__}); the server's log has the details.",
+                                 status_code=500)
+
+    app = Starlette(routes=routes, exception_handlers={Exception: crashed}, middleware=[
         Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or LOOPBACK_HOSTS),
         Middleware(_SecurityHeaders)])
     app.state.engine = engine
