@@ -93,6 +93,18 @@ class Warehouse:
         table = self.perf_table(run, label, **options)
         return {"summary": summary(table), "rows": table.rows}
 
+    def layers_in(self, block: str) -> list[str]:
+        """The layers inside ``block`` (its c: layers, and its glue: ops of the block outside any layer), as the
+        rollups name them; empty when no run has the block."""
+        from sqlalchemy import text
+        with self._reader().connect() as conn:
+            names = [r for r in conn.execute(text(
+                "SELECT DISTINCT layer FROM place WHERE block = :b AND layer IS NOT NULL AND layer <> '' "
+                "ORDER BY layer"), {"b": block}).scalars()]
+            glue = conn.execute(text("SELECT 1 FROM rollup WHERE grouping = 'layer' AND key = :k LIMIT 1"),
+                                {"k": f"[{block} glue]"}).first()
+        return names + ([f"[{block} glue]"] if glue else [])
+
     def compare(self, a: str | int, b: str | int, **options: Any) -> dict[str, Any]:
         """Run B against run A (see :func:`warehouse.compare.compare_runs` for ``by``, ``section``, ``metric``,
         ``keys``)."""

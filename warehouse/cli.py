@@ -338,15 +338,31 @@ def key_options(f: Any) -> Any:
                         help="Only these keys of the grouping (repeatable).")(f)
 
 
-def _keys(by: tuple[str, ...] | str | None, keys: tuple[str, ...], block: str | None, layer: str | None
-          ) -> tuple[list[str] | None, list[str] | None]:
-    """(groupings, keys) after --block / --layer."""
+def _given(ctx: click.Context, name: str) -> bool:
+    """Whether the option was on the command line (or in the environment), not its default."""
+    from click.core import ParameterSource
+    return ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP, None)
+
+
+def _keys(by: tuple[str, ...] | str | None, keys: tuple[str, ...], block: str | None, layer: str | None,
+          by_given: bool = True, ctx: click.Context | None = None) -> tuple[list[str] | None, list[str] | None]:
+    """(groupings, keys) after --block / --layer: without an explicit --by, the block's (layer's) own row
+    (``--by block --key B``); with ``--by layer --block B``, the layers inside the block."""
     bys = [by] if isinstance(by, str) else list(by or [])
+    if not by_given:
+        bys = [] if (block is not None or layer is not None) else bys
     ks = list(keys)
+    if block is not None and bys == ["layer"] and layer is None and ctx is not None:
+        inside = _api(ctx).layers_in(block)
+        if not inside:
+            raise click.BadParameter(f"no block {block!r} (no layer is inside it); `warehouse sql \"SELECT "
+                                     "DISTINCT block FROM place\"` lists them", param_hint="--block")
+        return ["layer"], ks + inside
     for dim, k in (("block", block), ("layer", layer)):
         if k is not None:
             if bys and bys != [dim]:
-                raise click.BadParameter(f"--{dim} goes with --by {dim}", param_hint=f"--{dim}")
+                raise click.BadParameter(f"--{dim} goes with --by {dim} (or --by layer, for the layers inside a "
+                                         "block)", param_hint=f"--{dim}")
             bys, ks = [dim], ks + [k]
     return bys or None, ks or None
 
@@ -364,7 +380,8 @@ def _warn(res: dict) -> None:
 @click.option("--section", help="A section of the runs (default: trace when present, else the first; 'all' is "
                                 "the whole run).")
 @key_options
-@click.option("--top", type=click.IntRange(min=0), default=0, help="Only the N largest changes (0: all).")
+@click.option("--top", type=click.IntRange(min=0), default=None,
+              help="Only the N largest changes (0: all; default: all, 30 in --format md).")
 @format_option()
 @click.pass_context
 def compare(ctx: click.Context, a: str, b: str, by: str, metric: str, section: str | None, keys: tuple[str, ...],
@@ -373,13 +390,13 @@ def compare(ctx: click.Context, a: str, b: str, by: str, metric: str, section: s
     from warehouse import compare as cmp
     from warehouse import render
 
-    bys, ks = _keys(by, keys, block_key, layer_key)
+    bys, ks = _keys(by, keys, block_key, layer_key, _given(ctx, "by"), ctx)
     res = _api(ctx).compare(a, b, by=(bys or [by])[0], section=section, metric=metric, keys=ks)
     _warn(res)
     if fmt == "json":
         click.echo(render.to_json(res))
     elif fmt == "md":
-        click.echo(cmp.markdown(res, top or 30))
+        click.echo(cmp.markdown(res, 30 if top is None else top))
     else:
         click.echo(cmp.title(res))
         click.echo(render.table(cmp.COLUMNS, cmp.as_rows(res, top or None)))
@@ -546,7 +563,7 @@ def trend(ctx: click.Context, by: str, metric: str, section: str | None, keys: t
     from warehouse import render
     from warehouse import trend as tr
 
-    bys, ks = _keys(by, keys, block_key, layer_key)
+    bys, ks = _keys(by, keys, block_key, layer_key, _given(ctx, "by"), ctx)
     res = _api(ctx).trend(by=(bys or [by])[0], section=section, top=top, label=label, tags=_tags(tags),
                           last=last or None, metric=metric, keys=ks, all_models=all_models)
     _warn(res)

@@ -73,7 +73,8 @@ def as_rows(res: dict[str, Any], top: int | None = None) -> list[list[Any]]:
 
 
 def markdown(res: dict[str, Any], top: int | None = 30) -> str:
-    """A pull-request comment: a title line, then the table with signed deltas."""
+    """A pull-request comment: a title line, then the table with signed deltas (the ``top`` largest changes;
+    None or 0: every row)."""
     t = res["total"]
     pct = f" ({t['delta_pct']:+.2f} %)" if t["delta_pct"] is not None else ""
     lines = [f"**{title(res)}**: {t['a_us']:.1f} → {t['b_us']:.1f} us, {t['delta_us']:+.1f} us{pct}", "",

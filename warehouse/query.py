@@ -154,8 +154,14 @@ def stream_sql(engine: Engine, sql: str, params: dict[str, Any] | None = None, *
     fetch = _FETCH_PG if pg else _FETCH
     try:
         with engine.connect() as conn, _guarded(conn, timeout_s, auth, max_value_bytes):
-            result = conn.execution_options(stream_results=cursor, max_row_buffer=fetch).execute(text(sql),
-                                                                                                    params or {})
+            opts = conn.execution_options(stream_results=cursor, max_row_buffer=fetch)
+            if params:
+                result = opts.execute(text(sql), params)
+            else:
+                # the statement goes to the driver as written: no bind-parameter parsing, so ':stage1.block1' in
+                # a string, ':x' in a comment and '%' are text (SQLAlchemy's text() would take ':word' for a
+                # parameter wherever it stands)
+                result = opts.execution_options(no_parameters=True).exec_driver_sql(sql)
             try:
                 cols = list(result.keys())
             except ResourceClosedError:

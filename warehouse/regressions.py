@@ -480,8 +480,9 @@ def _check_keys(conn: Connection, runs: list[int], sections: list[str], by: list
             have |= {k for (_, k, _) in fetch(conn, runs[-1:], sec, dim, keys=keys)}
     missing = [k for k in keys if k not in have]
     if missing:
-        raise NotFound(f"--key {missing[0]!r}: no such key for --by {', '.join(by)} in "
-                       f"{', '.join(section_label(s) for s in sections)} of run {runs[-1]}")
+        # in the API's terms (the grouping and the key), which the CLI's --key, --block and --layer all are
+        raise NotFound(f"no {' or '.join(by)} {missing[0]!r} in section {', '.join(section_label(s) for s in sections)}"
+                       f" of run {runs[-1]}; `warehouse trend --by {by[0]} --top 50` lists the largest")
 
 
 COLUMNS = ["kind", "run_id", "time", "section", "by", "key", "device", "metric", "value_us", "baseline_us",

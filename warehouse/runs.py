@@ -53,6 +53,8 @@ def list_runs(engine: Engine, label: str | None = None, warnings: bool = False, 
             q = q.where(t.run.c.id == run_id)
             tq, wq = tq.where(t.run_tag.c.run_id == run_id), wq.where(t.run_warning.c.run_id == run_id)
         runs = [dict(r) for r in conn.execute(q.order_by(*order_key())).mappings()]
+        if label is not None and not runs:
+            raise NotFound(f"no runs with label {label!r}; `warehouse runs` lists every label")
         tags: dict[int, dict[str, str]] = {}
         for rid, k, v in conn.execute(tq.order_by(t.run_tag.c.run_id, t.run_tag.c.key)):
             tags.setdefault(rid, {})[k] = v
