@@ -66,3 +66,62 @@ def test_unknown_label_and_markdown_top(two_runs):
     assert every.count("\n| ") == n_layers + 2 and "more rows" not in every  # header, total, every layer
     assert capped.count("\n| ") == 30 + 2 and f"{n_layers - 30} more rows" in capped
     assert "create-reader" in wh("db", "--help").output
+
+
+def _stale_views(url: str) -> None:
+    """As the owner: make the view stamp another release's (a dashboard host on another version)."""
+    from sqlalchemy import create_engine, text
+    eng = create_engine(url)
+    with eng.begin() as c:
+        c.execute(text("DROP VIEW warehouse_views"))
+        c.execute(text("CREATE VIEW warehouse_views AS SELECT 'stale' AS hash"))
+    eng.dispose()
+
+
+def _stamp(url: str) -> str:
+    from sqlalchemy import create_engine, text
+    eng = create_engine(url)
+    with eng.connect() as c:
+        v = c.execute(text("SELECT hash FROM warehouse_views")).scalar()
+    eng.dispose()
+    return v
+
+
+def test_reads_never_write_sqlite(tmp_path):
+    """Stale views: every read command answers (with a warning) and the file is not rewritten."""
+    import hashlib
+    db = tmp_path / "w.db"
+    wh = make_invoke(str(db))
+    assert wh("ingest", cases()["dlv3_same"], "--label", "d").exit_code == 0
+    _stale_views(f"sqlite:///{db}")
+    before = hashlib.sha256(db.read_bytes()).hexdigest()
+    for args in (["runs"], ["sql", "SELECT COUNT(*) FROM run"], ["report", "1", "-q"], ["export", "1", "-o",
+                 str(tmp_path / "e.csv")], ["schema"], ["trend", "--label", "d"], ["compare", "1", "1"]):
+        r = wh(*args)
+        assert r.exit_code == 0, (args, r.output)
+        assert "views are another version's" in r.stderr, args
+    from starlette.testclient import TestClient
+    from warehouse.web.app import create_app
+    assert TestClient(create_app(str(db)), base_url="http://127.0.0.1").get("/").status_code == 200
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == before and _stamp(f"sqlite:///{db}") == "stale"
+    assert wh("db", "upgrade").exit_code == 0 and _stamp(f"sqlite:///{db}") != "stale"  # a writer refreshes
+
+
+def test_reads_never_write_postgres_reader_role(pg_url):
+    """Stale views: the SELECT-only role's read commands and dashboard answer (with a warning)."""
+    from sqlalchemy.engine import make_url
+    wh = make_invoke(pg_url)
+    assert wh("ingest", cases()["dlv3_same"], "--label", "d").exit_code == 0
+    assert wh("db", "create-reader", "wh_reader_ro").exit_code == 0
+    reader_url = make_url(pg_url).set(username="wh_reader_ro").render_as_string(hide_password=False)
+    _stale_views(pg_url)
+    reader = make_invoke(reader_url)
+    for args in (["runs"], ["sql", "SELECT COUNT(*) FROM run"], ["report", "1", "-q"], ["trend", "--label", "d"],
+                 ["regressions", "--label", "d"], ["schema"]):
+        r = reader(*args)
+        assert r.exit_code == 0, (args, r.output)
+        assert "views are another version's" in r.stderr, args
+    from starlette.testclient import TestClient
+    from warehouse.web.app import create_app
+    assert TestClient(create_app(reader_url), base_url="http://127.0.0.1").get("/").status_code == 200
+    assert _stamp(pg_url) == "stale"

@@ -33,8 +33,11 @@ class Warehouse:
         return open_db(self.url)
 
     def _reader(self) -> Engine:
+        # reads never write: a read-only opening never recreates the views (a reader role could not, and a
+        # dashboard host on another release would fight the writers over them); it warns when they are stale
         from warehouse.db import open_db
-        return self.__dict__["engine"] if "engine" in self.__dict__ else open_db(self.url, create=False)
+        return self.__dict__["engine"] if "engine" in self.__dict__ else open_db(self.url, create=False,
+                                                                                 readonly=True)
 
     def ingest(self, paths: str | Path | Iterable[str | Path], *, label: str | None = None,
                tags: dict[str, str] | None = None, freq_mhz: float | None = None, glob: str | None = None,

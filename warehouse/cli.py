@@ -225,7 +225,7 @@ def export(ctx: click.Context, run: str, output: str | None) -> None:
 
     from warehouse.files import output_stream
 
-    engine = _engine(ctx, create=False)
+    engine = _engine(ctx, create=False, readonly=True)
     with engine.connect() as conn:
         run_id = resolve_run(conn, run)
     if output:
@@ -640,7 +640,7 @@ def schema(ctx: click.Context, as_json: bool) -> None:
     from warehouse import render
     from warehouse.query import describe_schema
 
-    objs = describe_schema(_engine(ctx, create=False))
+    objs = describe_schema(_engine(ctx, create=False, readonly=True))
     if as_json:
         click.echo(render.to_json(objs))
         return
@@ -661,7 +661,7 @@ def copy(src: str, dst: str, runs: tuple[str, ...]) -> None:
     from warehouse.copy import copy_runs
     from warehouse.db import open_db
 
-    source, target = open_db(src, create=False), open_db(dst)
+    source, target = open_db(src, create=False, readonly=True), open_db(dst)
 
     def show(c) -> None:
         if c.error:
@@ -713,7 +713,7 @@ def check_cmd(ctx: click.Context) -> None:
             if bar is None:
                 bar = stack.enter_context(click.progressbar(length=total, label="check", file=sys.stderr))
             bar.update(1)
-        problems = check_warehouse(_engine(ctx, create=False), progress if _stderr_terminal() else None)
+        problems = check_warehouse(_engine(ctx, create=False, readonly=True), progress if _stderr_terminal() else None)
     _problems(ctx, problems, "warehouse ok")
 
 
