@@ -125,3 +125,29 @@ def test_reads_never_write_postgres_reader_role(pg_url):
     from warehouse.web.app import create_app
     assert TestClient(create_app(reader_url), base_url="http://127.0.0.1").get("/").status_code == 200
     assert _stamp(pg_url) == "stale"
+
+
+def test_a_file_stored_before_says_what_label_it_keeps(tmp_path):
+    db = str(tmp_path / "w.db")
+    wh = make_invoke(db)
+    src = cases()["dlv3_same"]
+    assert wh("ingest", src, "--label", "old").exit_code == 0
+    r = wh("ingest", src, "--label", "new")
+    assert r.exit_code == 0 and "already ingested as run 1 (it keeps its label 'old'; `warehouse tag 1 --label new`" \
+        in r.output, r.output
+    assert "keeps" not in wh("ingest", src, "--label", "old").output
+    from warehouse.api import Warehouse
+    w = Warehouse(db)
+    assert w.query("SELECT COUNT(*) AS n FROM run") == [{"n": 1}]
+    assert w._reader() is w._reader()  # one engine for every query of a notebook
+
+
+def test_an_ingest_through_the_reader_role_says_so(pg_url):
+    from sqlalchemy.engine import make_url
+    wh = make_invoke(pg_url)
+    assert wh("ingest", cases()["dlv3_same"]).exit_code == 0
+    assert wh("db", "create-reader", "wh_reader_in").exit_code == 0
+    reader = make_invoke(make_url(pg_url).set(username="wh_reader_in").render_as_string(hide_password=False))
+    r = reader("ingest", cases()["clip_replays3"])
+    assert r.exit_code != 0 and "file's" not in r.output, r.output
+    assert "reader role" in r.output or "lacks a privilege" in r.output, r.output

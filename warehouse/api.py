@@ -35,9 +35,13 @@ class Warehouse:
     def _reader(self) -> Engine:
         # reads never write: a read-only opening never recreates the views (a reader role could not, and a
         # dashboard host on another release would fight the writers over them); it warns when they are stale
+        # (opened once and kept: a notebook's hundredth query costs the query, not a new engine)
         from warehouse.db import open_db
-        return self.__dict__["engine"] if "engine" in self.__dict__ else open_db(self.url, create=False,
-                                                                                 readonly=True)
+        if "engine" in self.__dict__:
+            return self.__dict__["engine"]
+        if "_read_engine" not in self.__dict__:
+            self.__dict__["_read_engine"] = open_db(self.url, create=False, readonly=True)
+        return self.__dict__["_read_engine"]
 
     def ingest(self, paths: str | Path | Iterable[str | Path], *, label: str | None = None,
                tags: dict[str, str] | None = None, freq_mhz: float | None = None, glob: str | None = None,
@@ -135,9 +139,8 @@ class Warehouse:
 
     def query(self, sql: str, max_rows: int | None = None, **params: Any) -> list[dict[str, Any]]:
         """One read-only SELECT (``:name`` parameters); a list of dicts."""
-        from warehouse.db import open_db
         from warehouse.query import stream_sql
-        with stream_sql(open_db(self.url, create=False, readonly=True), sql, params, max_rows=max_rows) as res:
+        with stream_sql(self._reader(), sql, params, max_rows=max_rows) as res:
             return [dict(zip(res.columns, r)) for r in res.rows]
 
     def frame(self, sql: str, **params: Any) -> Any:

@@ -171,7 +171,7 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], label: str | None, tags: 
                 error(r)
             else:
                 if r.existing:
-                    click.echo(f"{shown(f)}: already ingested as run {r.run_id}")
+                    click.echo(f"{shown(f)}: already ingested as run {r.run_id}{_kept(engine, r.run_id, label)}")
                 else:
                     warn = f", {len(r.warnings)} warning(s)" if r.warnings else ""
                     click.echo(f"{shown(f)}: run {r.run_id}: {r.ops} ops, {r.sections} sections, "
@@ -336,6 +336,19 @@ def key_options(f: Any) -> Any:
     f = click.option("--block", "block_key", metavar="BLOCK", help="Only this block (implies --by block).")(f)
     return click.option("--key", "keys", multiple=True, metavar="KEY",
                         help="Only these keys of the grouping (repeatable).")(f)
+
+
+def _kept(engine: Any, run_id: int, label: str | None) -> str:
+    """When a file already stored is ingested again with another --label: what it keeps, and how to change it."""
+    if label is None:
+        return ""
+    from sqlalchemy import text
+    with engine.connect() as conn:
+        old = conn.execute(text("SELECT label FROM run WHERE id = :r"), {"r": run_id}).scalar()
+    if old == label:
+        return ""
+    return (f" (it keeps its label {old!r}; `warehouse tag {run_id} --label {label}` changes it)" if old is not None
+            else f" (it has no label; `warehouse tag {run_id} --label {label}` sets it)")
 
 
 def _given(ctx: click.Context, name: str) -> bool:

@@ -143,7 +143,10 @@ def explain(e: BaseException) -> str:
     state = sqlstate(e) or ""
     if "locked" in low or state in ("40P01", "55P03"):
         return f"the warehouse stayed locked by another writer ({msg}); try again"
-    if "readonly database" in low or "read-only" in low or state == "25006":
+    if state == "25006":  # PostgreSQL: a read-only transaction, which a reader role's login starts by default
+        return (f"this login may only read ({msg}): it is a reader role (`warehouse db create-reader`) or has "
+                "default_transaction_read_only on; write with the warehouse owner's URL")
+    if "readonly database" in low or "read-only" in low:
         return f"the warehouse cannot be written ({msg}); check the file's and its folder's permissions"
     if "disk i/o error" in low or state.startswith("58"):
         return f"a disk I/O error in the warehouse ({msg}); check the disk, then run `warehouse check`"
