@@ -25,6 +25,7 @@ PARAMS: dict[str, list[str]] = {
     "/runs/{run}": ["format"],
     "/runs/{run}/report.{kind:str}": [],
     "/runs/{run}/export.csv": [],
+    "/runs/{run}/perf.csv": [],
     "/compare": ["a", "b", "by", "section", "metric", "format"],
     "/regressions": ["label", "format"],
     "/changes": ["label", "since", "until", "format"],
@@ -46,6 +47,7 @@ def site(request, tmp_path_factory):
     subprocess.run([sys.executable, str(MKSERIES), str(cases()["clip_replays3"]), str(folder / "n"), "--runs", "9",
                     "--seed", "3", "--slow-block", "stage6.block1"], check=True, capture_output=True)
     assert wh("ingest", folder / "n", "--label", "clip").exit_code == 0
+    assert wh("ingest", cases()["ttperfreport__bh20_oft_integral_image_trace"], "--label", "plain").exit_code == 0
     from warehouse.web.app import create_app
     yield create_app(url), wh, url, folder
     for _ in gen:
@@ -154,3 +156,21 @@ class socket_free:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+def test_the_run_page_links_its_neighbours_perf_table_and_trends(site, tmp_path):
+    from starlette.testclient import TestClient
+    app, wh, *_ = site
+    client = TestClient(app, base_url="http://127.0.0.1")
+    html = client.get("/runs/5").text
+    for link in ('href="/runs/4" id="previous"', 'href="/runs/6" id="next"', 'href="/compare?a=4&b=5&by=block"',
+                 'href="/trend?label=clip&by=block&last=0"', 'href="/changes?label=clip"',
+                 'href="/runs/5/perf.csv"'):
+        assert link in html, link
+    assert 'id="previous"' not in client.get("/runs/1").text and 'id="next"' not in client.get("/runs/9").text
+    r = client.get("/runs/5/perf.csv")
+    assert wh("perf", "5", "--csv", tmp_path / "p.csv").exit_code == 0
+    assert r.status_code == 200 and r.text == (tmp_path / "p.csv").read_text()
+    plain = client.get("/runs/10").text  # a capture without sections says why its report tables are empty
+    assert 'id="no-sections"' in plain and "eager's op sequence" not in plain and "None" not in plain
+    assert 'id="no-sections"' not in html and "eager's op sequence" in html

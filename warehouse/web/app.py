@@ -107,9 +107,10 @@ def _date_param(request: Request, name: str) -> str | None:
 def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starlette:
     """The app for the warehouse at ``url`` (opened read-only once, shared by requests); it answers only
     requests whose Host is in ``allowed_hosts`` (default: the loopback names)."""
-    from warehouse.db import open_db
+    from warehouse.api import Warehouse
 
-    engine: Engine = open_db(url, create=False, readonly=True)
+    wh = Warehouse(url)  # the application layer; its reads are opened read-only, once
+    engine: Engine = wh._reader()
     templates = Jinja2Templates(directory=str(HERE / "templates"))
 
     def page(request: Request, name: str, data: dict[str, Any], **view: Any) -> Response:
@@ -173,7 +174,22 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
                 "SELECT name, kind, ordinal, start_row, end_row FROM section WHERE run_id = :r ORDER BY ordinal"),
                 {"r": run_id}).mappings()]
         info = list_runs(engine, warnings=True, run_id=run_id)[0]
-        return page(request, "run.html", {"run": info, "sections": sections, "report": build_report(engine, run_id)})
+        # its neighbours among the runs of its label (by capture time), for the links to the previous and next
+        ids = [r["id"] for r in list_runs(engine, label=info["label"])] if info["label"] is not None else []
+        at = ids.index(run_id) if run_id in ids else -1
+        near = {"previous": ids[at - 1] if at > 0 else None,
+                "next": ids[at + 1] if 0 <= at < len(ids) - 1 else None}
+        return page(request, "run.html", {"run": info, "sections": sections, "neighbours": near,
+                                          "sectioned": any(x["kind"] in ("eager", "trace") for x in sections),
+                                          "report": build_report(engine, run_id)})
+
+    def perf_download(request: Request) -> Response:
+        from warehouse.perf import to_csv
+        from warehouse.runs import resolve_run
+        with engine.connect() as conn:
+            run_id = resolve_run(conn, request.path_params["run"])
+        return Response(to_csv(wh.perf_table(run_id)), media_type="text/csv",
+                        headers={"Content-Disposition": f'attachment; filename="run{run_id}_perf.csv"'})
 
     def report_download(request: Request) -> Response:
         from warehouse.report import build_report, render_json, render_text
@@ -285,6 +301,7 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
         Route("/runs/{run}", guarded(run_page)),
         Route("/runs/{run}/report.{kind:str}", guarded(report_download)),
         Route("/runs/{run}/export.csv", guarded(export_download)),
+        Route("/runs/{run}/perf.csv", guarded(perf_download)),
         Route("/compare", guarded(compare_page)),
         Route("/regressions", guarded(regressions_page)),
         Route("/changes", guarded(changes_page)),
