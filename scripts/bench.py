@@ -138,7 +138,8 @@ def clone_runs(db: Path, template: int, copies: int, seed: int = 1, ops: bool = 
             for sid, name, kind, ordinal, start, end in con.execute(
                     "SELECT id, name, kind, ordinal, start_row, end_row FROM section WHERE run_id = ?", (template,)):
                 mapping[sid] = con.execute("INSERT INTO section (run_id, name, kind, ordinal, start_row, end_row) "
-                                           "VALUES (?, ?, ?, ?, ?, ?)", (new, name, kind, ordinal, start, end)).lastrowid
+                                           "VALUES (?, ?, ?, ?, ?, ?)",
+                                           (new, name, kind, ordinal, start, end)).lastrowid
             case = " ".join(f"WHEN {a} THEN {b}" for a, b in mapping.items())
             sect = f"CASE section_id {case} END" if mapping else "NULL"
             slow = 1.0 + 0.02 * rng.uniform(-1, 1)

@@ -68,7 +68,11 @@ def render(text: str) -> str:
         pattern = re.compile(re.escape(b) + r".*?" + re.escape(e), re.S)
         if not pattern.search(text):
             raise SystemExit(f"README.md has no {b} ... {e} block")
-        text = pattern.sub(lambda _m, b=b, e=e, body=body: f"{b}\n{body}\n{e}", text)
+        block = f"{b}\n{body}\n{e}"
+
+        def keep(_m: re.Match[str], block: str = block) -> str:  # (a function: the body is not a template)
+            return block
+        text = pattern.sub(keep, text)
     return text
 
 

@@ -7,7 +7,7 @@ import shutil
 import sys
 import uuid
 from pathlib import Path
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from click.testing import CliRunner, Result
@@ -26,6 +26,7 @@ def _pg_database() -> Iterator[str]:
     from sqlalchemy import create_engine, text
     from sqlalchemy.engine import make_url
 
+    assert PG_URL, "only called when WAREHOUSE_TEST_PG_URL is set"
     admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
     name = f"wh_test_{uuid.uuid4().hex[:12]}"
     with admin.connect() as c:

@@ -27,7 +27,7 @@ def test_align_is_fast_on_long_repetitive_sequences():
     pattern = [rng.randrange(40) for _ in range(1570)]
     a = pattern * 32
     b = []
-    for r in range(32):
+    for _ in range(32):
         p = list(pattern)
         del p[rng.randrange(len(p))]
         b += p

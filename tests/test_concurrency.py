@@ -30,7 +30,7 @@ def test_eight_processes_forty_files(db_url, forty):
     """8 processes x 5 files into one warehouse that none of them has created yet."""
     procs = [_spawn(db_url, "ingest", *map(str, forty[i::8])) for i in range(8)]
     outs = [p.communicate(timeout=600) for p in procs]
-    for p, (out, err) in zip(procs, outs):
+    for p, (_out, err) in zip(procs, outs):
         assert p.returncode == 0, err
         assert "Error" not in err
     eng = open_db(db_url)
@@ -134,7 +134,7 @@ def test_ingest_with_readers_loses_nothing(db_url, mixed, tmp_path, round_):
     finally:
         stop.touch()
         reader_errs = [p.communicate(timeout=120)[1] for p in readers]
-    for p, (out, err) in zip(writers, outs):
+    for p, (_out, err) in zip(writers, outs):
         assert p.returncode == 0, err
         assert "Error" not in err, err
     assert all(p.returncode == 0 for p in readers), reader_errs

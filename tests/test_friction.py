@@ -84,7 +84,7 @@ def _stamp(url: str) -> str:
     with eng.connect() as c:
         v = c.execute(text("SELECT hash FROM warehouse_views")).scalar()
     eng.dispose()
-    return v
+    return str(v)
 
 
 def test_reads_never_write_sqlite(tmp_path):

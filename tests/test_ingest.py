@@ -76,7 +76,7 @@ def test_custom_sections_and_markers(wh, db_url):
     assert all(e is not None for *_, e in secs)
     # ops inside each section remember the start signpost as their marker
     rows = q(db_url, "SELECT o.row_no, o.marker_row FROM op o ORDER BY o.row_no")
-    for name, kind, start, end in secs:
+    for _name, _kind, start, end in secs:
         inside = [m for r, m in rows if start < r < end]
         assert inside and all(m == start for m in inside)
         members = q(db_url, "SELECT row_no FROM op_custom_section WHERE start_row = :s ORDER BY row_no", s=start)

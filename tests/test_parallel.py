@@ -119,10 +119,10 @@ def test_parallel_output_errors_and_duplicates(two):
     assert f"1 of {len(FILES) + 2} path(s) failed" in p.output
     # the same lines, in the same (file) order, but for the seconds each file took
     def lines(out: str) -> list[str]:
-        out = [x.split(" ops,")[0] if ": run " in x else x for x in out.splitlines()]
+        got = [x.split(" ops,")[0] if ": run " in x else x for x in out.splitlines()]
         if backend == "postgresql":  # run ids in the order the workers commit
-            out = [re.sub(r"run \d+", "run N", x) for x in out]
-        return out
+            got = [re.sub(r"run \d+", "run N", x) for x in got]
+        return got
     assert lines(p.output) == lines(s.output)
 
 

@@ -67,7 +67,7 @@ def test_sigkill_during_ingest(tmp_path, large_csv):
                                capture_output=True, text=True, check=True).stdout)
     rng = random.Random(11)
     landed = 0
-    for attempt in range(10):
+    for _ in range(10):
         p = subprocess.Popen([sys.executable, "-m", "warehouse", "--db", str(db), "ingest", str(large_csv)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         # of the parse pass: several 2,000-row batches inserted (the reader runs a batch or two ahead)

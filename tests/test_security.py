@@ -465,7 +465,8 @@ def test_db_that_is_not_a_warehouse(tmp_path, where):
     path = {"text": tmp_path / "notes.txt", "devnull": Path("/dev/null"), "folder": tmp_path}[where]
     if where == "text":
         path.write_text("hello, not a database\n" * 100)
-    for args in (["runs"], ["ingest", str(cases()["ttperfreport__bh20_oft_integral_image_trace"])], ["sql", "SELECT 1"]):
+    for args in (["runs"], ["ingest", str(cases()["ttperfreport__bh20_oft_integral_image_trace"])],
+                 ["sql", "SELECT 1"]):
         r = CliRunner().invoke(cli, ["--db", str(path), *args])
         assert r.exit_code in (1, 2) and len(_errors(r.output)) == 1, r.output
         assert "Traceback" not in r.output

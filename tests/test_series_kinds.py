@@ -73,7 +73,8 @@ KINDS = {
                               {"section": "PERF_DECODE", "by": "op-code", "key": "SdpaDecodeDeviceOperation",
                                "metric": "kernel"}),
     "decode_window_noise_only": (DECODE, [], 0, None),
-    "old_era_one_device_of_two": (SMOKE, ["--slow-device", "1"], 3, {"by": "section", "device": "1", "metric": "kernel"}),
+    "old_era_one_device_of_two": (SMOKE, ["--slow-device", "1"], 3,
+                                  {"by": "section", "device": "1", "metric": "kernel"}),
     "old_era_noise_only": (SMOKE, [], 0, None),
 }
 

@@ -8,6 +8,7 @@ import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -126,7 +127,7 @@ def test_a_slow_query_does_not_hold_the_other_pages(site):
         done: dict[str, float] = {}
 
         def slow() -> None:
-            q = urllib.request.quote(slow_sql)
+            q = urllib.parse.quote(slow_sql)
             try:
                 urllib.request.urlopen(f"{base}/sql?q={q}&format=json", timeout=60).read()
             except urllib.error.HTTPError:  # (its 10 s limit on a loaded machine: it was slow all the same)

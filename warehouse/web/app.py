@@ -112,12 +112,14 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
     wh = Warehouse(url)  # the application layer; its reads are opened read-only, once
     engine: Engine = wh._reader()
     templates = Jinja2Templates(directory=str(HERE / "templates"))
+    # the forms' choice lists are the registry's (an entry added to measures.py shows up in every page)
+    CHOICES = {"groupings": grouping_keys(True), "metrics": list(METRIC)}
 
     def page(request: Request, name: str, data: dict[str, Any], **view: Any) -> Response:
         """``data`` as the page (with ``view``: what only the HTML needs, such as charts) or as JSON."""
         if request.query_params.get("format") == "json":
             return _json(data)
-        return templates.TemplateResponse(request, name, {"d": data, "q": request.query_params, **view})
+        return templates.TemplateResponse(request, name, {"d": data, "q": request.query_params, **CHOICES, **view})
 
     def labels() -> list[str]:
         with engine.connect() as conn:
