@@ -96,11 +96,22 @@ def figures(shape: dict, kernel_ns: float | None, gap_ns: float | None, arch: st
                 f.dram_gbs = (f.dram_bytes / dur_s) / 1e9
                 f.dram_pct = (f.dram_gbs / bandwidth) * 100
         if analysis == "full" and f.dram_pct is not None and f.flops_pct is not None:
-            dram_b, flop_b = f.dram_pct >= BOUND_PCT, f.flops_pct >= BOUND_PCT
-            f.bound = "BOTH" if dram_b and flop_b else "DRAM" if dram_b else "FLOP" if flop_b else "SLOW"
+            f.bound = bound_of(f.dram_pct, f.flops_pct)
     if shape["is_host"]:
         f.bound, f.device_time_us = "HOST", None
     return f
+
+
+def bound_of(dram_pct: float, flops_pct: float) -> str:
+    """tt-perf-report's Bound of an op from its DRAM % and FLOPs %: each at or above ``BOUND_PCT`` bounds it."""
+    dram_b, flop_b = dram_pct >= BOUND_PCT, flops_pct >= BOUND_PCT
+    return "BOTH" if dram_b and flop_b else "DRAM" if dram_b else "FLOP" if flop_b else "SLOW"
+
+
+def bound_sql(dram: str, flops: str) -> str:
+    """:func:`bound_of` as a SQL expression over the columns (or values) ``dram`` and ``flops`` (the view's)."""
+    return (f"CASE WHEN {dram} >= {BOUND_PCT} AND {flops} >= {BOUND_PCT} THEN 'BOTH' "
+            f"WHEN {dram} >= {BOUND_PCT} THEN 'DRAM' WHEN {flops} >= {BOUND_PCT} THEN 'FLOP' ELSE 'SLOW' END")
 
 
 def _sql_num(v: float) -> str:
@@ -153,9 +164,7 @@ SELECT g.run_id, g.row_no, COALESCE(sec.name, '') AS section, COALESCE(g.block, 
        g.dram_gbs, g.dram_pct, g.flops / 1e12 AS tflops, g.flops_pct,
        CASE WHEN g.is_host THEN 'HOST'
             WHEN g.analysis = 'full' AND g.dram_pct IS NOT NULL AND g.flops_pct IS NOT NULL THEN
-              CASE WHEN g.dram_pct >= {BOUND_PCT} AND g.flops_pct >= {BOUND_PCT} THEN 'BOTH'
-                   WHEN g.dram_pct >= {BOUND_PCT} THEN 'DRAM' WHEN g.flops_pct >= {BOUND_PCT} THEN 'FLOP'
-                   ELSE 'SLOW' END
+              {bound_sql("g.dram_pct", "g.flops_pct")}
             ELSE '' END AS bound,
        g.analysis AS bound_analysis, g.math_fidelity,
        CASE WHEN g.analysis = 'full' AND g.dur_s IS NOT NULL THEN g.dram_bytes END AS dram_bytes,

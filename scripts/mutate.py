@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Mutation check: apply each mutation that once passed the whole suite to a copy of the tree, run the tests that
+should see it, and say whether they did (killed) or not (survived).
+
+    python scripts/mutate.py [--only NAME ...] [--list]
+
+Each mutation is an exact text replacement in one file (it must match once); the copy is the working tree's
+tracked files (`git ls-files`), so uncommitted edits are checked too. Exit 1 when a mutation survives or no longer
+applies (the code moved: update its text here).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Mutation:
+    name: str
+    path: str
+    old: str
+    new: str
+    tests: list[str]
+
+
+MUTATIONS = [
+    Mutation("bound-threshold-66", "warehouse/perf.py", "BOUND_PCT = 65", "BOUND_PCT = 66",
+             ["tests/test_mutants.py::test_bound_is_at_or_above_65_percent"]),
+    Mutation("sqlite-read-only-without-mode-ro", "warehouse/db.py", '?mode=ro"', '?mode=rwc"',
+             ["tests/test_mutants.py::test_a_read_only_sqlite_engine_cannot_write",
+              "tests/test_mutants.py::test_warehouse_sql_cannot_write_even_without_the_guard"]),
+    Mutation("sql-command-opens-read-write", "warehouse/cli.py",
+             "stream_sql(_engine(ctx, create=False, readonly=True)", "stream_sql(_engine(ctx, create=False)",
+             ["tests/test_friction.py::test_reads_never_write_sqlite"]),
+    Mutation("api-reads-open-read-write", "warehouse/api.py",
+             'open_db(self.url, create=False, readonly=True)', 'open_db(self.url, create=False)',
+             ["tests/test_friction.py::test_reads_never_write_sqlite"]),
+    Mutation("gate-band-6-sigmas", "warehouse/regressions.py", "SIGMAS = 3.0\n", "SIGMAS = 6.0\n",
+             ["tests/test_mutants.py::test_the_gate_band_is_three_robust_sigmas"]),
+    Mutation("gate-no-section-corroboration", "warehouse/regressions.py",
+             "return here * there > 0 and abs(there) >= abs(here) / 3", "return True",
+             ["tests/test_changes.py::test_the_gate_is_quiet_over_a_noisy_month"]),
+    Mutation("gate-long-noise-off", "warehouse/regressions.py", "LONG_SIGMAS = 5.0", "LONG_SIGMAS = 0.0",
+             ["tests/test_changes.py::test_the_gate_is_quiet_over_a_noisy_month"]),
+    Mutation("runs-page-since-exclusive", "warehouse/web/app.py",
+             '(r["captured_at"] or r["ingested_at"]) >= since', '(r["captured_at"] or r["ingested_at"]) > since',
+             ["tests/test_mutants.py::test_the_runs_page_date_filter_is_inclusive"]),
+    Mutation("runs-page-until-exclusive", "warehouse/web/app.py",
+             '(r["captured_at"] or r["ingested_at"])[:10] <= until',
+             '(r["captured_at"] or r["ingested_at"])[:10] < until',
+             ["tests/test_mutants.py::test_the_runs_page_date_filter_is_inclusive"]),
+    Mutation("changes-night-from-one-detection", "warehouse/changes.py",
+             "votes[d.night] += d.z", "votes[d.night] = max(votes[d.night], d.z)",
+             ["tests/test_changes.py::test_changes_name_every_step_and_nothing_else"]),
+]
+
+
+def _copy_tree(dst: Path) -> None:
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for rel in files.decode().split("\0"):
+        if rel and (ROOT / rel).is_file():
+            (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, dst / rel)
+
+
+def run(m: Mutation) -> str:
+    """'killed', 'survived' or 'stale' (its text no longer matches once)."""
+    with tempfile.TemporaryDirectory(prefix="wh-mutant-") as tmp:
+        tree = Path(tmp)
+        _copy_tree(tree)
+        target = tree / m.path
+        src = target.read_text()
+        if src.count(m.old) != 1:
+            return "stale"
+        target.write_text(src.replace(m.old, m.new))
+        env = {**os.environ, "PYTHONPATH": str(tree)}  # the copy's package, before the installed one
+        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *m.tests],
+                           cwd=tree, env=env, capture_output=True, text=True)
+        return "killed" if r.returncode != 0 else "survived"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", nargs="*", help="only these mutations (names)")
+    ap.add_argument("--list", action="store_true", help="list the mutations and stop")
+    a = ap.parse_args()
+    chosen = [m for m in MUTATIONS if not a.only or m.name in a.only]
+    if a.list:
+        for m in chosen:
+            print(f"{m.name:36} {m.path}")
+        return 0
+    bad = 0
+    for m in chosen:
+        t0 = time.perf_counter()
+        verdict = run(m)
+        bad += verdict != "killed"
+        print(f"{m.name:36} {verdict:8} {time.perf_counter() - t0:6.1f} s", flush=True)
+    print(f"{len(chosen) - bad} of {len(chosen)} killed")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
