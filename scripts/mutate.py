@@ -51,8 +51,8 @@ MUTATIONS = [
              ["tests/test_changes.py::test_the_gate_is_quiet_over_a_noisy_month"]),
     Mutation("gate-long-noise-off", "warehouse/regressions.py", "LONG_SIGMAS = 5.0", "LONG_SIGMAS = 0.0",
              ["tests/test_changes.py::test_the_gate_is_quiet_over_a_noisy_month"]),
-    Mutation("runs-page-since-exclusive", "warehouse/web/app.py",
-             '(r["captured_at"] or r["ingested_at"]) >= since', '(r["captured_at"] or r["ingested_at"]) > since',
+    Mutation("runs-page-until-by-time", "warehouse/web/app.py",
+             '(r["captured_at"] or r["ingested_at"])[:10] <= until', '(r["captured_at"] or r["ingested_at"]) <= until',
              ["tests/test_mutants.py::test_the_runs_page_date_filter_is_inclusive"]),
     Mutation("runs-page-until-exclusive", "warehouse/web/app.py",
              '(r["captured_at"] or r["ingested_at"])[:10] <= until',
@@ -60,6 +60,8 @@ MUTATIONS = [
              ["tests/test_mutants.py::test_the_runs_page_date_filter_is_inclusive"]),
     Mutation("changes-night-from-one-detection", "warehouse/changes.py",
              "votes[d.night] += d.z", "votes[d.night] = max(votes[d.night], d.z)",
+             ["tests/test_changes.py::test_changes_name_every_step_and_nothing_else"]),
+    Mutation("changes-no-pair-series", "warehouse/changes.py", "PAIRS_SEEN = 3 ", "PAIRS_SEEN = 10 ** 9 ",
              ["tests/test_changes.py::test_changes_name_every_step_and_nothing_else"]),
 ]
 

@@ -27,6 +27,12 @@ HISTORIES = {
     "op_creep": (CLIP, ["--creep", "op:MinimalMatmulOp:14:0.004", "--replays", "22:2"]),
     "device_step": (DEEPSEEK, ["--step", "device:5:14:1.05"]),
     "noise": (DLV3, ["--blip", "all:all:15:1.2"]),
+    # two seeds where one op's hiccup on the night before a step once named the step a night early (the pair
+    # series and the night most of the evidence names made them exact; scripts/mutate.py undoes each)
+    "hiccup_before_step": (DLV3, ["--step", "op:Conv2dDeviceOperation:15:1.04", "--seed", "2103"]),
+    "eager_a_night_early": (CLIP, ["--step", "block:stage6.block1:9:1.04", "--step",
+                                   "op:LayerNormDeviceOperation:21:1.06", "--blip", "all:all:15:1.2",
+                                   "--seed", "3308"]),
 }
 
 
