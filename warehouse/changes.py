@@ -541,28 +541,27 @@ def _causes(found: list[_Detection], data, runs: list[int], meta: dict[int, RunM
             host[1].append(gr)
     out = [_change(top, nested, data, runs, meta, label) for top, nested in tops]
     for c, (top, _nested) in zip(out, tops):
-        c.series = _series_of(top[4], data)
-        d = top[4]
-        c.series_of = f"{d.section or 'whole run'} {d.metric}" if d.by not in ("run", "device") else \
-            f"sum of the sections' {d.metric}"
+        c.series, c.series_of = _series_of(top[4], data)
     out.sort(key=lambda c: -abs(c.delta_us))
     return out
 
 
-def _series_of(d: _Detection, data) -> list[float | None]:
-    """The values behind a detection, per night: its key's own series; the whole run's and a device's are the
-    sums of their section totals (what their before and after are in)."""
+def _series_of(d: _Detection, data) -> tuple[list[float | None], str]:
+    """The values behind a detection, per night, and what they are: its key's own series; the whole run's and a
+    device's are the sums of their section totals (what their before and after are in)."""
+    what = f"sum of the sections' {d.metric}" if d.by in ("run", "device") else \
+        f"{d.section or 'whole run'} {d.metric}"
     if d.by in ("run", "device"):
         dev = -1 if d.by == "run" else d.device
         parts = [v[d.metric] for (s, g, _k, dv), v in data.items() if g == "section" and dv == dev]
         if not parts:
-            return []
+            return [], what
         with np.errstate(all="ignore"):
             stacked = np.vstack(parts)
             y = np.where(np.isfinite(stacked).any(axis=0), np.nansum(stacked, axis=0), np.nan)
     else:
         y = data[(d.section, d.by, d.key, d.device)][d.metric]
-    return [round(float(v), 3) if math.isfinite(v) else None for v in y]
+    return [round(float(v), 3) if math.isfinite(v) else None for v in y], what
 
 
 def _corroborated(ds: list[_Detection], data, tau: float) -> bool:

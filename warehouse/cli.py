@@ -342,9 +342,8 @@ def _kept(engine: Any, run_id: int, label: str | None) -> str:
     """When a file already stored is ingested again with another --label: what it keeps, and how to change it."""
     if label is None:
         return ""
-    from sqlalchemy import text
-    with engine.connect() as conn:
-        old = conn.execute(text("SELECT label FROM run WHERE id = :r"), {"r": run_id}).scalar()
+    from warehouse.runs import list_runs
+    old = list_runs(engine, run_id=run_id)[0]["label"]
     if old == label:
         return ""
     return (f" (it keeps its label {old!r}; `warehouse tag {run_id} --label {label}` changes it)" if old is not None

@@ -22,9 +22,11 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
 from sqlalchemy import Connection, Engine, text
 
 from warehouse import render
+from warehouse.changepoints import robust_sigma
 from warehouse.errors import NotFound
 from warehouse.measures import DRILL_DOWN, METRIC, METRICS
 from warehouse.quality import judge, other_models
@@ -115,6 +117,7 @@ def _check(conn: Connection, cand: int, hist: list[int], section: str, dim: str,
     now = points.get(cand, {})
     out = []
     for (key, dev), p in now.items():
+        device = "all" if dev == ALL_DEVICES else str(dev)
         for mk in metrics:
             v = p.values.get(mk)
             if v is None:
@@ -127,20 +130,17 @@ def _check(conn: Connection, cand: int, hist: list[int], section: str, dim: str,
                 continue
             base = statistics.median(past)
             if judged is not None:
-                judged[(section_label(section), dim, key, "all" if dev == ALL_DEVICES else str(dev), mk)] = \
-                    v / base - 1 if base else 0.0
+                judged[(section_label(section), dim, key, device, mk)] = v / base - 1 if base else 0.0
             delta = v - base
             window_spread = [s for s in (q.spreads.get(mk) for q in hp) if s is not None]
             noise = _noise(past, [p.spreads.get(mk), statistics.median(window_spread) if window_spread else None])
-            if long_hist:
+            if long_hist:  # the series' night-to-night noise over its longer history (the detector's own measure)
                 seq = [x for x in (points[h][(key, dev)].values.get(mk) if (key, dev) in points.get(h, {}) else None
                                    for h in long_hist) if x is not None]
-                if len(seq) >= 3:
-                    sd = 1.4826 * statistics.median([abs(a - b) for a, b in zip(seq, seq[1:])]) / math.sqrt(2)
-                    noise = max(noise, LONG_SIGMAS * sd)
+                noise = max(noise, LONG_SIGMAS * robust_sigma(np.asarray(seq, dtype=float)))
             if abs(delta) > max(threshold * abs(base), min_us, noise):
                 out.append(Finding("regression" if delta > 0 else "improvement", cand, time,
-                                   section_label(section), dim, key, "all" if dev == ALL_DEVICES else str(dev), mk,
+                                   section_label(section), dim, key, device, mk,
                                    round(v, 3), round(base, 3), round(delta, 3),
                                    round(100 * delta / base, 2) if base else None, round(noise, 3), len(past)))
     return out
