@@ -67,6 +67,13 @@ MUTATIONS = [
              HICCUP_HISTORIES),
     Mutation("changes-no-pair-series", "warehouse/changes.py", "PAIRS_SEEN = 3 ", "PAIRS_SEEN = 10 ** 9 ",
              HICCUP_HISTORIES),
+    Mutation("report-post-glue-counted", "warehouse/report.py", 'if lay and not lay.endswith("|post"):',
+             "if lay:", ["tests/test_report.py::test_report_matches_oracle[sqlite-dlv3_postmatmul]"]),
+    Mutation("view-post-glue-counted", "warehouse/views.py",
+             "AND layer <> '' AND SUBSTR(layer, LENGTH(layer) - 4) <> '|post'", "AND layer <> ''",
+             ["tests/test_report.py::test_views_equal_the_oracle[sqlite-dlv3_postmatmul]"]),
+    Mutation("alignment-confirmed-by-one-op", "warehouse/history.py", "CONFIRM = 3 ", "CONFIRM = 1 ",
+             ["tests/test_align.py::test_alignment_attributes_drifted_traces_against_a_ground_truth"]),
 ]
 
 
