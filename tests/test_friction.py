@@ -151,3 +151,70 @@ def test_an_ingest_through_the_reader_role_says_so(pg_url):
     r = reader("ingest", cases()["clip_replays3"])
     assert r.exit_code != 0 and "file's" not in r.output, r.output
     assert "reader role" in r.output or "lacks a privilege" in r.output, r.output
+
+
+def test_numbers_and_times_print_the_same_on_both_back_ends(two_runs):
+    """`sql` prints a float to the digits a double holds (a sum that added to 43298.909999999996 on one back end
+    and 43298.91 on the other prints 43298.91 on both), an op count as an integer, a time without SQLite's
+    '.000000' and a flag as 0 / 1."""
+    wh, _ = two_runs
+    r = wh("sql", "SELECT run_time, ops, op2op_us, fw_us FROM series_block WHERE run_id = 1 AND section = '' "
+           "AND key = 'stage0.block1'", "--format", "csv")
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines() == ["run_time,ops,op2op_us,fw_us", "2026-11-01 02:00:00,16,43298.91,674.547"]
+    r = wh("sql", "SELECT run_time, trace_matches_eager AS m, freq_mhz FROM run_info WHERE run_id = 1",
+           "--format", "json")
+    assert json.loads(r.stdout) == [{"run_time": "2026-11-01 02:00:00", "m": 1, "freq_mhz": 1350}]
+    r = wh("sql", "SELECT SUM(kernel_us) AS k, COUNT(*) AS n FROM op_detail WHERE run_id = 1")
+    assert r.stdout.splitlines()[2].split() == ["16987.77", "774"], r.output
+
+
+def test_plain_values():
+    from datetime import datetime
+    from decimal import Decimal
+
+    from warehouse.render import plain
+    assert plain(69557.18100000001) == 69557.181 and repr(plain(0.1 + 0.2)) == "0.3"
+    assert plain(387.0) == 387 and isinstance(plain(387.0), int) and plain(1e300) == 1e300
+    assert plain(Decimal("86.4987080103359173")) == plain(86.49870801033592) == 86.4987080103359
+    assert plain(True) == 1 and plain(float("nan")) != plain(float("nan"))
+    assert plain(datetime(2026, 11, 1, 2)) == plain("2026-11-01 02:00:00.000000") == "2026-11-01 02:00:00"
+    assert plain("2026-11-01 02:00:00.500000") == "2026-11-01 02:00:00.500000" == plain(datetime(2026, 11, 1, 2, 0, 0,
+                                                                                                  500000))
+    assert plain("not a time .000000") == "not a time .000000"
+
+
+@pytest.mark.skipif("postgresql" not in BACKENDS, reason="needs WAREHOUSE_TEST_PG_URL")
+def test_json_documents_are_the_same_text_on_both_back_ends(tmp_path):
+    """Every JSON document a command prints is the same text on SQLite and on PostgreSQL (the ingest time
+    aside): the same keys in the same order (two runs captured at the same second once came back in another
+    order) and the same numbers."""
+    import re
+
+    from warehouse.synthetic import nightly_series
+    (tmp_path / "nights").mkdir()
+    data = list(nightly_series(cases()["dlv3_same"], tmp_path / "nights", 10, noise=0.03,
+                               slow={8: ("Conv", 1.3)}, seed=4))
+    commands = [("runs", "--json"), ("compare", "1", "2", "--format", "json"),
+                ("regressions", "--label", "m", "--format", "json"), ("changes", "--label", "m", "--format", "json"),
+                ("trend", "--label", "m", "--format", "json"), ("perf", "1", "--format", "json"),
+                ("compare", "11", "12", "--format", "json", "--by", "op-code"),
+                ("sql", "--format", "json", "SELECT * FROM series_block ORDER BY run_id, section, key"),
+                ("sql", "--format", "json", "SELECT * FROM section_summary ORDER BY run_id, section"),
+                ("triage", "--format", "json")]
+    outs: dict[str, list[str]] = {}
+    for backend in ("sqlite", "postgresql"):
+        gen = _new_url(backend, tmp_path / backend)
+        (tmp_path / backend).mkdir()
+        wh = make_invoke(next(gen))
+        assert wh("ingest", *data, "--label", "m").exit_code == 0
+        assert wh("ingest", cases()["oft_mismatch"], cases()["dlv3_postmatmul"], "--label", "x").exit_code == 0
+        outs[backend] = []
+        for c in commands:
+            r = wh(*c)
+            assert r.exit_code in (0, 3), (c, r.output)  # (3: the gate found a regression)
+            outs[backend].append(re.sub(r'"ingested_at": "[^"]*"', "", r.stdout))
+        for _ in gen:
+            pass
+    for c, a, b in zip(commands, outs["sqlite"], outs["postgresql"]):
+        assert a == b, c

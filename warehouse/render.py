@@ -4,17 +4,46 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 from collections.abc import Callable, Iterable, Sequence
 
 
+def plain(v: Any) -> Any:
+    """A value as both back ends print it: a float to 15 significant digits (the digits a double holds exactly:
+    ``69557.18100000001`` prints ``69557.181``, as sqlite3 does, whatever order a back end added in), a whole
+    float as an integer (op counts), a NUMERIC as a float, a boolean as 0 / 1 (SQLite has no booleans), a time as
+    ``YYYY-MM-DD HH:MM:SS[.ffffff]`` (SQLite's stored text and PostgreSQL's timestamp alike)."""
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, Decimal):
+        v = float(v)
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return v
+        if v.is_integer() and abs(v) < 1e15:
+            return int(v)
+        return float(f"{v:.15g}")
+    if isinstance(v, datetime):
+        return v.isoformat(sep=" ")
+    if isinstance(v, str) and len(v) == 26 and v.endswith(".000000") and v[10] == " " and v[4] == "-":
+        return v[:19]  # SQLAlchemy's SQLite text for a time with no fraction
+    return v
+
+
+def plain_row(r: Sequence[Any]) -> list[Any]:
+    """:func:`plain` of every value of a row."""
+    return [plain(v) for v in r]
+
+
 def _cell(v: Any) -> str:
+    v = plain(v)
     if v is None:
         return ""
     if isinstance(v, float):
-        return repr(v)  # in full: a number that prints rounded cannot be checked against another tool
+        return repr(v)  # the shortest text that reads back as this (15-digit) value
     if isinstance(v, (dict, list)):
         return json.dumps(v, ensure_ascii=False)
     return str(v)
@@ -70,14 +99,16 @@ def to_csv(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(columns)
-    w.writerows([[("" if v is None else v) for v in r] for r in rows])
+    w.writerows([[("" if v is None else v) for v in plain_row(r)] for r in rows])
     return buf.getvalue().rstrip("\n")
 
 
 def _default(v: Any) -> Any:
     if isinstance(v, Decimal):
         return float(v)
-    if isinstance(v, (datetime, date)):
+    if isinstance(v, datetime):
+        return v.isoformat(sep=" ")  # one time format everywhere (see plain)
+    if isinstance(v, date):
         return v.isoformat()
     if isinstance(v, bytes):
         return v.hex()
@@ -89,7 +120,8 @@ def to_json(obj: Any) -> str:
 
 
 def records(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
-    return [dict(zip(columns, r)) for r in rows]
+    """Rows as dicts of :func:`plain` values."""
+    return [dict(zip(columns, plain_row(r))) for r in rows]
 
 
 def stream(columns: Sequence[str], rows: Iterable[Sequence[Any]], fmt: str, write: Callable[[str], Any]) -> None:
@@ -100,7 +132,7 @@ def stream(columns: Sequence[str], rows: Iterable[Sequence[Any]], fmt: str, writ
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(columns)
         for r in rows:
-            w.writerow(["" if v is None else v for v in r])
+            w.writerow(["" if v is None else v for v in plain_row(r)])
             if buf.tell() > 1 << 16:
                 write(buf.getvalue())
                 buf.seek(0)
@@ -111,7 +143,7 @@ def stream(columns: Sequence[str], rows: Iterable[Sequence[Any]], fmt: str, writ
         if fmt == "json":
             write("[")
         for r in rows:
-            obj = json.dumps(dict(zip(columns, r)), default=_default, ensure_ascii=False)
+            obj = json.dumps(dict(zip(columns, plain_row(r))), default=_default, ensure_ascii=False)
             if fmt == "nl":
                 write(obj + "\n")
             else:

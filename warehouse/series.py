@@ -67,7 +67,8 @@ def select_runs(conn: Connection, label: str | None = None, tags: dict[str, str]
 
 
 def run_meta(conn: Connection, ids: Iterable[int]) -> dict[int, RunMeta]:
-    """Capture time, label and tags of runs."""
+    """Capture time, label and tags of runs, in the order of ``ids`` (a back end returns rows in any order: the
+    JSON documents built from this must be the same text on both)."""
     ids = list(dict.fromkeys(ids))
     if not ids:
         return {}
@@ -80,7 +81,7 @@ def run_meta(conn: Connection, ids: Iterable[int]) -> dict[int, RunMeta]:
     for rid, k, v in conn.execute(select(t.run_tag.c.run_id, t.run_tag.c.key, t.run_tag.c.value)
                                   .where(t.run_tag.c.run_id.in_(ids)).order_by(t.run_tag.c.key)):
         out[rid].tags[k] = v
-    return out
+    return {r: out[r] for r in ids if r in out}
 
 
 def sections_of(conn: Connection, run_ids: Iterable[int]) -> dict[int, list[str]]:

@@ -34,7 +34,7 @@ CHART_CAUSES = 20  # the changes page draws the first causes by impact; the rest
 
 def _json_default(v: Any) -> Any:
     if isinstance(v, datetime):
-        return v.isoformat()
+        return v.isoformat(sep=" ")  # the CLI's time format
     if isinstance(v, bytes):
         return v.hex()
     return str(v)
@@ -287,7 +287,8 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
             return page(request, "sql.html", {"columns": [], "rows": [], "truncated": False})
         with stream_sql(engine, sql, timeout_s=SQL_TIMEOUT_S, max_rows=SQL_MAX_ROWS,
                         max_value_bytes=SQL_MAX_VALUE_BYTES, max_result_bytes=SQL_MAX_RESULT_BYTES) as res:
-            cols, rows = res.columns, [list(r) for r in res.rows]
+            from warehouse.render import plain_row
+            cols, rows = res.columns, [plain_row(r) for r in res.rows]
             truncated = res.truncated
         if q.get("format") == "csv":
             from warehouse import render
