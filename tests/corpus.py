@@ -8,8 +8,9 @@ GOLDEN = Path(__file__).parent / "golden"
 
 
 def cases() -> dict[str, Path]:
-    """``{case name: CSV path}``: real files by stem, sectioned cases by folder name."""
+    """``{case name: CSV path}``: real files by stem, sectioned cases by folder name (``seedfmt``: the corpus's;
+    ``built``: a corpus case changed to hold what the corpus lacks, such as a matmul in a ``|post`` layer)."""
     out = {p.stem: p for p in sorted((DATA / "real").glob("*.csv"))}
-    for d in sorted((DATA / "seedfmt").iterdir()):
+    for d in sorted((DATA / "seedfmt").iterdir()) + sorted((DATA / "built").iterdir()):
         out[d.name] = next(d.rglob("ops_perf_results*.csv"))
     return out

@@ -2,6 +2,11 @@
 from __future__ import annotations
 
 import json
+from typing import Any
+
+from sqlalchemy import text
+
+from warehouse.views import VIEWS
 
 from corpus import cases
 
@@ -45,3 +50,109 @@ def test_schema_lists_tables_and_views(wh):
     data = json.loads(wh("schema", "--json").output)
     op = next(o for o in data if o["name"] == "op")
     assert {"kernel_ns", "place_id", "hist_place_id", "occurrence"} <= {c["name"] for c in op["columns"]}
+
+
+def _view_values() -> dict[str, dict[str, Any]]:
+    """A value of every view column (None: the column had none) over a small capture (sections, blocks, layers, a
+    custom section, a matmul, two devices), ingested into a throw-away SQLite warehouse."""
+    values: dict[str, dict[str, Any]] = {}
+    import tempfile
+    from pathlib import Path
+
+    from warehouse.db import open_db
+    from warehouse.ingest import ingest_file
+
+    tensor = ["TILE", "BFLOAT16", "DEV_0_DRAM_INTERLEAVED"]
+    header = ["OP CODE", "OP TYPE", "GLOBAL CALL COUNT", "DEVICE ID", "DEVICE ARCH", "ATTRIBUTES", "MATH FIDELITY",
+              "CORE COUNT", "HOST START TS", "HOST END TS", "HOST DURATION [ns]", "DEVICE FW START CYCLE",
+              "DEVICE FW END CYCLE", "OP TO OP LATENCY [ns]", "DEVICE FW DURATION [ns]",
+              "DEVICE KERNEL DURATION [ns]"]
+    for t in ("INPUT_0", "INPUT_1", "OUTPUT_0"):
+        header += [f"{t}_{d}_PAD[LOGICAL]" for d in "WZYX"] + [f"{t}_{f}" for f in ("LAYOUT", "DATATYPE", "MEMORY")]
+    header += ["METAL TRACE ID", "METAL TRACE REPLAY SESSION ID"]
+    lines = [",".join(header)]
+    ts = 1000
+
+    def signpost(name: str) -> None:
+        nonlocal ts
+        ts += 10
+        lines.append(",".join([name, "signpost", "", "", "", "", "", "", str(ts)] + [""] * (len(header) - 9)))
+
+    def op(code: str, replay: str = "") -> None:
+        nonlocal ts
+        ts += 10
+        dims = ["1[1]", "1[1]", "32[32]", "64[64]"]
+        for device in ("0", "1"):  # two devices: the per-device series have rows
+            lines.append(",".join([code, "tt_dnn_device", str(ts), device, "wormhole_b0", "", "HiFi2", "64",
+                                   str(ts), str(ts + 5), "5", str(ts * 100), str(ts * 100 + 900), "1000", "800",
+                                   "700"] + (dims + tensor) * 3 + (["1", replay] if replay else ["", ""])))
+    for part in ("eager", "trace"):
+        signpost(part)
+        if part == "eager":
+            signpost("m:b0")
+            signpost("c:b0.l0")
+        for _ in range(2):
+            op("MatmulDeviceOperation", "1" if part == "trace" else "")
+            op("BinaryNgDeviceOperation", "1" if part == "trace" else "")
+        signpost(f"{part}_end")
+    signpost("S")
+    op("MatmulDeviceOperation")
+    signpost("S_end")
+    with tempfile.TemporaryDirectory() as tmp:
+        csv_path = Path(tmp) / "ops_perf_results_2026_01_01_00_00_00.csv"
+        csv_path.write_text("\n".join(lines) + "\n")
+        engine = open_db(str(Path(tmp) / "probe.db"))
+        try:
+            ingest_file(engine, csv_path, label="probe")
+            with engine.connect() as conn:
+                for name, _, _ in VIEWS:
+                    cols = list(conn.execute(text(f"SELECT * FROM {name} LIMIT 0")).keys())
+                    values[name] = {}
+                    for col in cols:  # the probe is tiny: a query per column costs nothing
+                        v = conn.execute(text(f'SELECT "{col}" FROM {name} WHERE "{col}" IS NOT NULL LIMIT 1')
+                                         ).scalar()
+                        values[name][col] = v
+        finally:
+            engine.dispose()
+    return values
+
+
+# the Python types a declared type's values may have on SQLite (it stores BOOLEAN as 0 / 1, a time as text)
+_ALLOWED = {"INTEGER": (int,), "REAL": (float, int), "TEXT": (str,), "BOOLEAN": (int,), "TIMESTAMP": (str,),
+            "BLOB": (bytes,)}
+
+
+def test_view_types_are_declared_and_true(tmp_path):
+    """`schema` prints the declared view types (warehouse/view_types.py) without ingesting anything; every view
+    and column is declared, and every value a view gives on SQLite has its declared type."""
+    from sqlalchemy import inspect
+
+    from warehouse.db import open_db
+    from warehouse.view_types import VIEW_TYPES
+    from warehouse.views import VIEWS
+    values = _view_values()
+    assert set(VIEW_TYPES) == {name for name, _, _ in VIEWS}
+    for name, cols in values.items():
+        assert list(VIEW_TYPES[name]) == list(cols), name
+        for col, v in cols.items():
+            assert v is None or isinstance(v, _ALLOWED[VIEW_TYPES[name][col]]), (name, col, v)
+    eng = open_db(str(tmp_path / "w.db"))
+    shown = {o["name"]: {c["name"]: c["type"] for c in o["columns"]}
+             for o in __import__("warehouse.query", fromlist=["x"]).describe_schema(eng) if o["type"] == "view"}
+    assert all(shown[n] == VIEW_TYPES[n] for n in VIEW_TYPES)
+    assert inspect(eng).get_view_names()
+    eng.dispose()
+
+
+def test_view_types_equal_postgres_inference(pg_url):
+    """PostgreSQL infers a type for every view column: the declared ones are its (regenerate them with
+    scripts/gen_view_types.py after changing a view)."""
+    from sqlalchemy import inspect
+
+    from warehouse.db import open_db
+    from warehouse.view_types import VIEW_TYPES, generic
+    eng = open_db(pg_url)
+    insp = inspect(eng)
+    for name, cols in VIEW_TYPES.items():
+        assert {c["name"]: generic(c["type"]) for c in insp.get_columns(name)} == cols, name
+    eng.dispose()

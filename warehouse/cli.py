@@ -742,7 +742,7 @@ def _problems(ctx: click.Context, problems: list[str], ok: str) -> None:
 # ---------------------------------------------------------------------------------------------------- db
 @cli.group(cls=_Group)
 def db() -> None:
-    """Schema management: upgrade, current, check."""
+    """Schema and roles: upgrade, current, check, create-reader."""
 
 
 @db.command()

@@ -383,6 +383,12 @@ class _FileIngest:
         spans, warnings = self.attr.finish()
         for span in spans:
             self._store_section(span)
+        # a custom section is known once it closes, so it was numbered by its end: number every section by its
+        # start, as the column says (A_start, B_start, B_end, A_end: A before B)
+        self.conn.execute(text(
+            "UPDATE section SET ordinal = (SELECT COUNT(*) FROM section s2 WHERE s2.run_id = section.run_id "
+            "AND (s2.start_row < section.start_row OR (s2.start_row = section.start_row AND s2.id <= section.id)))"
+            " WHERE run_id = :r"), {"r": self.run_id})
         self.warnings += [(None, None, w) for w in warnings]
         self.warnings += [(None, h, f"{n} cell(s) are not finite numbers: stored as NULL, counted as 0")
                           for h, n in fin.unparsable.items()]

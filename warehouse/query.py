@@ -207,89 +207,20 @@ def _type_name(t: Any) -> str:
 
 
 def describe_schema(engine: Engine) -> list[dict[str, Any]]:
-    """Tables and views with their columns: ``[{"name", "type": table|view, "doc", "columns": [...]}]``."""
+    """Tables and views with their columns: ``[{"name", "type": table|view, "doc", "columns": [...]}]``. A view's
+    column types are the declared ones (:mod:`warehouse.view_types`), the same on both back ends."""
+    from warehouse.view_types import VIEW_TYPES
+
     docs = {name: doc for name, doc, _ in VIEWS}
     insp = inspect(engine)
-    probed = _probe_view_types() if engine.dialect.name == "sqlite" else {}
     out = []
     for kind, names in (("table", insp.get_table_names()), ("view", insp.get_view_names())):
         for name in sorted(names):
             if name == "alembic_version":
                 continue
-            cols = [{"name": c["name"], "type": _type_name(c.get("type")) or probed.get(name, {}).get(c["name"], "")}
+            declared = VIEW_TYPES.get(name, {}) if kind == "view" else {}
+            cols = [{"name": c["name"], "type": declared.get(c["name"]) or _type_name(c.get("type"))}
                     for c in insp.get_columns(name)]
             out.append({"name": name, "type": kind, "doc": docs.get(name, TABLE_DOCS.get(name, "")),
                         "columns": cols})
     return out
-
-
-_PROBED: dict[str, dict[str, str]] = {}
-_SQL_TYPE = {bool: "BOOLEAN", int: "INTEGER", float: "REAL", str: "TEXT", bytes: "BLOB"}
-
-
-def _probe_view_types() -> dict[str, dict[str, str]]:
-    """The SQL types of the views' computed columns on SQLite, which declares none for them: the types of the
-    values each view gives over a small capture (sections, blocks, layers, a custom section, a matmul), ingested
-    once per process into a throw-away warehouse."""
-    if _PROBED:
-        return _PROBED
-    import tempfile
-    from pathlib import Path
-
-    from warehouse.db import open_db
-    from warehouse.ingest import ingest_file
-
-    tensor = ["TILE", "BFLOAT16", "DEV_0_DRAM_INTERLEAVED"]
-    header = ["OP CODE", "OP TYPE", "GLOBAL CALL COUNT", "DEVICE ID", "DEVICE ARCH", "ATTRIBUTES", "MATH FIDELITY",
-              "CORE COUNT", "HOST START TS", "HOST END TS", "HOST DURATION [ns]", "DEVICE FW START CYCLE",
-              "DEVICE FW END CYCLE", "OP TO OP LATENCY [ns]", "DEVICE FW DURATION [ns]",
-              "DEVICE KERNEL DURATION [ns]"]
-    for t in ("INPUT_0", "INPUT_1", "OUTPUT_0"):
-        header += [f"{t}_{d}_PAD[LOGICAL]" for d in "WZYX"] + [f"{t}_{f}" for f in ("LAYOUT", "DATATYPE", "MEMORY")]
-    header += ["METAL TRACE ID", "METAL TRACE REPLAY SESSION ID"]
-    lines = [",".join(header)]
-    ts = 1000
-
-    def signpost(name: str) -> None:
-        nonlocal ts
-        ts += 10
-        lines.append(",".join([name, "signpost", "", "", "", "", "", "", str(ts)] + [""] * (len(header) - 9)))
-
-    def op(code: str, replay: str = "") -> None:
-        nonlocal ts
-        ts += 10
-        dims = ["1[1]", "1[1]", "32[32]", "64[64]"]
-        for device in ("0", "1"):  # two devices: the per-device series have rows
-            lines.append(",".join([code, "tt_dnn_device", str(ts), device, "wormhole_b0", "", "HiFi2", "64",
-                                   str(ts), str(ts + 5), "5", str(ts * 100), str(ts * 100 + 900), "1000", "800",
-                                   "700"] + (dims + tensor) * 3 + (["1", replay] if replay else ["", ""])))
-    for part in ("eager", "trace"):
-        signpost(part)
-        if part == "eager":
-            signpost("m:b0")
-            signpost("c:b0.l0")
-        for _ in range(2):
-            op("MatmulDeviceOperation", "1" if part == "trace" else "")
-            op("BinaryNgDeviceOperation", "1" if part == "trace" else "")
-        signpost(f"{part}_end")
-    signpost("S")
-    op("MatmulDeviceOperation")
-    signpost("S_end")
-    with tempfile.TemporaryDirectory() as tmp:
-        csv_path = Path(tmp) / "ops_perf_results_2026_01_01_00_00_00.csv"
-        csv_path.write_text("\n".join(lines) + "\n")
-        engine = open_db(str(Path(tmp) / "probe.db"))
-        try:
-            ingest_file(engine, csv_path, label="probe")
-            with engine.connect() as conn:
-                for name, _, _ in VIEWS:
-                    cols = list(conn.execute(text(f"SELECT * FROM {name} LIMIT 0")).keys())
-                    _PROBED[name] = {}
-                    for col in cols:  # the probe is tiny: a query per column costs nothing
-                        v = conn.execute(text(f'SELECT "{col}" FROM {name} WHERE "{col}" IS NOT NULL LIMIT 1')
-                                         ).scalar()
-                        _PROBED[name][col] = _SQL_TYPE.get(type(v), "")
-            _PROBED["warehouse_views"] = {"hash": "TEXT"}  # the views' version stamp
-        finally:
-            engine.dispose()
-    return _PROBED

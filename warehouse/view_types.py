@@ -1,0 +1,100 @@
+"""The declared SQL type of every view column, in one vocabulary on both back ends (INTEGER, REAL, TEXT, BOOLEAN,
+TIMESTAMP, BLOB): SQLite declares no type for a computed column, so ``warehouse schema`` reads them here. Generated
+by ``scripts/gen_view_types.py`` from PostgreSQL's inference; a test holds it equal to it and to SQLite's values."""
+from __future__ import annotations
+
+from typing import Any
+
+
+def generic(sql_type: Any) -> str:
+    """A back end's type name in the declared vocabulary (``DOUBLE PRECISION`` -> REAL, ``VARCHAR(16)`` -> TEXT)."""
+    s = str(sql_type).upper()
+    for prefix, name in (("INTEGER", "INTEGER"), ("BIGINT", "INTEGER"), ("SMALLINT", "INTEGER"),
+                         ("DOUBLE", "REAL"), ("NUMERIC", "REAL"), ("REAL", "REAL"), ("FLOAT", "REAL"),
+                         ("TEXT", "TEXT"), ("VARCHAR", "TEXT"), ("CHAR", "TEXT"), ("BOOLEAN", "BOOLEAN"),
+                         ("TIMESTAMP", "TIMESTAMP"), ("DATETIME", "TIMESTAMP"), ("BYTEA", "BLOB"),
+                         ("BLOB", "BLOB")):
+        if s.startswith(prefix):
+            return name
+    return s
+
+
+VIEW_TYPES: dict[str, dict[str, str]] = {
+    "op_detail": {"op_id": "INTEGER", "run_id": "INTEGER", "row_no": "INTEGER", "section": "TEXT", "section_kind":
+        "TEXT", "pos": "INTEGER", "block": "TEXT", "layer": "TEXT", "attribution": "TEXT", "occurrence": "INTEGER",
+        "marker_row": "INTEGER", "op_code_id": "INTEGER", "op_code": "TEXT", "category": "TEXT", "is_compute":
+        "INTEGER", "op_type": "TEXT", "device_id": "INTEGER", "global_call_count": "INTEGER", "kernel_us": "REAL",
+        "fw_us": "REAL", "op2op_us": "REAL", "fw_start_cycle": "REAL", "fw_end_cycle": "REAL", "host_start_ns":
+        "INTEGER", "host_end_ns": "INTEGER", "cores": "INTEGER", "fidelity": "TEXT", "trace_id": "TEXT",
+        "replay_session": "TEXT", "input0_shape": "TEXT", "input0_memory": "TEXT", "output0_memory": "TEXT"},
+    "section_totals_raw": {"run_id": "INTEGER", "section": "TEXT", "ops": "INTEGER", "kernel_sum_us": "REAL",
+        "fw_sum_us": "REAL", "op2op_sum_us": "REAL", "first_start_cycle": "REAL", "last_end_cycle": "REAL",
+        "ops_below_120_cores": "INTEGER"},
+    "section_gap_median": {"run_id": "INTEGER", "section": "TEXT", "op2op_median_us": "REAL"},
+    "section_cores_median": {"run_id": "INTEGER", "section": "TEXT", "cores_median": "REAL"},
+    "section_summary": {"run_id": "INTEGER", "section": "TEXT", "ops": "INTEGER", "kernel_sum_us": "REAL",
+        "fw_sum_us": "REAL", "op2op_sum_us": "REAL", "op2op_median_us": "REAL", "span_us": "REAL", "freq_mhz":
+        "REAL", "cores_median": "REAL", "ops_below_120_cores": "INTEGER"},
+    "section_fidelity": {"run_id": "INTEGER", "section": "TEXT", "fidelity": "TEXT", "ops": "INTEGER", "first_pos":
+        "INTEGER"},
+    "by_op_code": {"run_id": "INTEGER", "section": "TEXT", "key": "TEXT", "ops": "INTEGER", "kernel_us": "REAL",
+        "share_pct": "REAL", "op2op_us": "REAL", "first_pos": "INTEGER"},
+    "by_category": {"run_id": "INTEGER", "section": "TEXT", "key": "TEXT", "ops": "INTEGER", "kernel_us": "REAL",
+        "share_pct": "REAL", "op2op_us": "REAL", "first_pos": "INTEGER"},
+    "by_block": {"run_id": "INTEGER", "section": "TEXT", "key": "TEXT", "ops": "INTEGER", "kernel_us": "REAL",
+        "share_pct": "REAL", "op2op_us": "REAL", "first_pos": "INTEGER"},
+    "by_layer": {"run_id": "INTEGER", "section": "TEXT", "key": "TEXT", "ops": "INTEGER", "kernel_us": "REAL",
+        "share_pct": "REAL", "op2op_us": "REAL", "first_pos": "INTEGER"},
+    "layer_cost_split": {"run_id": "INTEGER", "section": "TEXT", "layer": "TEXT", "ops": "INTEGER", "compute_ops":
+        "INTEGER", "compute_us": "REAL", "movement_us": "REAL", "split_us": "REAL", "finish_us": "REAL",
+        "movement_ops": "INTEGER", "split_ops": "INTEGER", "finish_ops": "INTEGER", "first_pos": "INTEGER"},
+    "op_custom_section": {"op_id": "INTEGER", "run_id": "INTEGER", "row_no": "INTEGER", "section_id": "INTEGER",
+        "section": "TEXT", "start_row": "INTEGER", "end_row": "INTEGER"},
+    "run_info": {"run_id": "INTEGER", "run_time": "TIMESTAMP", "captured_at": "TIMESTAMP", "ingested_at":
+        "TIMESTAMP", "label": "TEXT", "file_name": "TEXT", "op_count": "INTEGER", "freq_mhz": "REAL", "arch":
+        "TEXT", "trace_matches_eager": "BOOLEAN"},
+    "series": {"run_id": "INTEGER", "run_time": "TIMESTAMP", "label": "TEXT", "section": "TEXT", "grouping": "TEXT",
+        "key": "TEXT", "device": "INTEGER", "iterations": "INTEGER", "ops": "REAL", "kernel_us": "REAL",
+        "kernel_spread_us": "REAL", "op2op_us": "REAL", "op2op_spread_us": "REAL", "fw_us": "REAL", "fw_spread_us":
+        "REAL", "span_us": "REAL", "span_spread_us": "REAL"},
+    "series_section": {"run_id": "INTEGER", "run_time": "TIMESTAMP", "label": "TEXT", "section": "TEXT", "key":
+        "TEXT", "iterations": "INTEGER", "ops": "REAL", "kernel_us": "REAL", "op2op_us": "REAL", "fw_us": "REAL",
+        "span_us": "REAL"},
+    "series_block": {"run_id": "INTEGER", "run_time": "TIMESTAMP", "label": "TEXT", "section": "TEXT", "key":
+        "TEXT", "iterations": "INTEGER", "ops": "REAL", "kernel_us": "REAL", "op2op_us": "REAL", "fw_us": "REAL",
+        "span_us": "REAL"},
+    "series_layer": {"run_id": "INTEGER", "run_time": "TIMESTAMP", "label": "TEXT", "section": "TEXT", "key":
+        "TEXT", "iterations": "INTEGER", "ops": "REAL", "kernel_us": "REAL", "op2op_us": "REAL", "fw_us": "REAL",
+        "span_us": "REAL"},
+    "series_op_code": {"run_id": "INTEGER", "run_time": "TIMESTAMP", "label": "TEXT", "section": "TEXT", "key":
+        "TEXT", "iterations": "INTEGER", "ops": "REAL", "kernel_us": "REAL", "op2op_us": "REAL", "fw_us": "REAL",
+        "span_us": "REAL"},
+    "series_category": {"run_id": "INTEGER", "run_time": "TIMESTAMP", "label": "TEXT", "section": "TEXT", "key":
+        "TEXT", "iterations": "INTEGER", "ops": "REAL", "kernel_us": "REAL", "op2op_us": "REAL", "fw_us": "REAL",
+        "span_us": "REAL"},
+    "series_device": {"run_id": "INTEGER", "run_time": "TIMESTAMP", "label": "TEXT", "section": "TEXT", "device":
+        "INTEGER", "iterations": "INTEGER", "ops": "REAL", "kernel_us": "REAL", "op2op_us": "REAL", "fw_us": "REAL",
+        "span_us": "REAL"},
+    "op_history": {"op_id": "INTEGER", "run_id": "INTEGER", "row_no": "INTEGER", "section": "TEXT", "pos":
+        "INTEGER", "iteration": "INTEGER", "iter_pos": "INTEGER", "block": "TEXT", "layer": "TEXT", "hist_block":
+        "TEXT", "hist_layer": "TEXT", "hist_how": "TEXT", "op_code": "TEXT", "device_id": "INTEGER", "kernel_us":
+        "REAL"},
+    "op_perf": {"run_id": "INTEGER", "row_no": "INTEGER", "section": "TEXT", "block": "TEXT", "layer": "TEXT",
+        "occurrence": "INTEGER", "identity": "TEXT", "device": "INTEGER", "op_code": "TEXT", "label": "TEXT",
+        "category": "TEXT", "is_host": "INTEGER", "device_time_us": "REAL", "op2op_us": "REAL", "invalid_duration":
+        "INTEGER", "cores": "REAL", "dram_gbs": "REAL", "dram_pct": "REAL", "tflops": "REAL", "flops_pct": "REAL",
+        "bound": "TEXT", "bound_analysis": "TEXT", "math_fidelity": "TEXT", "dram_bytes": "REAL",
+        "host_duration_ns": "INTEGER"},
+    "perf_series": {"run_id": "INTEGER", "run_time": "TIMESTAMP", "label": "TEXT", "identity": "TEXT", "device":
+        "INTEGER", "op_code": "TEXT", "category": "TEXT", "bound": "TEXT", "flops_pct": "REAL", "dram_pct": "REAL",
+        "tflops": "REAL", "dram_gbs": "REAL", "device_time_us": "REAL", "op2op_us": "REAL", "cores": "REAL",
+        "math_fidelity": "TEXT"},
+    "csv_cell": {"run_id": "INTEGER", "row_no": "INTEGER", "column_name": "TEXT", "position": "INTEGER", "value":
+        "TEXT", "number": "REAL"},
+    "op_tensor": {"run_id": "INTEGER", "row_no": "INTEGER", "device": "INTEGER", "io": "TEXT", "idx": "INTEGER",
+        "w": "INTEGER", "z": "INTEGER", "y": "INTEGER", "x": "INTEGER", "w_pad": "INTEGER", "z_pad": "INTEGER",
+        "y_pad": "INTEGER", "x_pad": "INTEGER", "layout": "TEXT", "datatype": "TEXT", "memory": "TEXT"},
+    "op_identity": {"run_id": "INTEGER", "run_time": "TIMESTAMP", "label": "TEXT", "section": "TEXT", "block":
+        "TEXT", "layer": "TEXT", "op_code": "TEXT", "occurrence": "INTEGER", "identity": "TEXT", "kernel_us":
+        "REAL", "fw_us": "REAL", "op2op_us": "REAL", "cores": "INTEGER", "replay_session": "TEXT"},
+}
