@@ -34,6 +34,6 @@ def test_api_reads_never_create_and_errors_are_library_errors(tmp_path):
     assert not (tmp_path / "none.db").exists()
     wh2 = Warehouse(str(tmp_path / "w.db"))
     res = wh2.ingest([str(tmp_path / "missing.csv")])
-    assert res[0]["error"].endswith("no such file")
+    assert res[0].error.endswith("no such file")
     with pytest.raises(NotFound):
         wh2.report(7)

@@ -228,12 +228,13 @@ def test_gate_every_op_slower_is_one_whole_run_cause_quickly(gate_series):
 
 
 def test_gate_markdown_stays_within_a_pr_comment():
-    from warehouse.regressions import markdown
+    from warehouse.regressions import Gate
+    from warehouse.render.regressions import markdown
     cause = {"id": "r-x", "kind": "regression", "by": "block", "key": "b" * 200, "time": "2026-11-09 02:00:00",
              "run_id": 9, "before": 1.0, "after": 2.0, "change_pct": 100.0, "delta_us": 1.0, "confidence": 1.0,
              "sections": ["trace"], "metrics": ["kernel"], "devices": ["all"], "contributors": []}
-    res = {"checked": [], "invalid": [], "findings": [cause] * 2000, "regressions": [], "improvements": [],
-           "threshold": 0.05, "min_us": 1.0, "metrics": ["kernel"]}
+    res = Gate(checked=[], findings=[cause] * 2000, invalid=[], threshold=0.05, min_us=1.0, window=7,
+               metrics=["kernel"], by=["block"], warnings=[], runs={})
     md = markdown(res)
     assert len(md) < 65536 and "more: `warehouse regressions --format json`" in md
 
@@ -270,7 +271,7 @@ def test_a_pr_capture_against_mains_nights(backend, tmp_path):
         assert r.exit_code == 3, r.output
         from warehouse.api import Warehouse
         res = Warehouse(url).regressions(run=slow, baseline_tags={"branch": "main"})
-        assert res["findings"][0]["key"] == "stage2.block1"
+        assert res.findings[0]["key"] == "stage2.block1"
         r = wh("regressions", "--run", "999", "--baseline-tag", "branch=main")
         assert r.exit_code == 2
     finally:

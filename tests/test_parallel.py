@@ -142,8 +142,8 @@ def test_api_jobs(tmp_path):
     folder = _folder(tmp_path)
     res = Warehouse(str(tmp_path / "api.db")).ingest(folder, jobs=2)
     n = len(FILES)
-    assert [r.get("run_id") for r in res] == [*range(1, n + 1), None, 1]  # file order; the bad file; the copy
-    assert "error" in res[n] and res[n + 1]["existing"]
+    assert [r.run_id for r in res] == [*range(1, n + 1), None, 1]  # file order; the bad file; the copy
+    assert res[n].error and res[n + 1].existing
 
 
 def test_a_merge_that_fails_is_that_file_only(tmp_path, monkeypatch):
@@ -167,6 +167,6 @@ def test_a_merge_that_fails_is_that_file_only(tmp_path, monkeypatch):
     monkeypatch.setattr(par, "merge_run", flaky)
     folder = _folder(tmp_path)
     res = Warehouse(str(tmp_path / "w.db")).ingest(folder, jobs=2)
-    errors = [r for r in res if "error" in r]
-    assert len(errors) == 2 and "locked" in errors[0]["error"] and "ops_perf_results_1.csv" in errors[0]["error"]
-    assert [r["run_id"] for r in res if "run_id" in r][:2] == [1, 2]  # the next file takes the next id
+    errors = [r.error for r in res if r.error]
+    assert len(errors) == 2 and "locked" in errors[0] and "ops_perf_results_1.csv" in errors[0]
+    assert [r.run_id for r in res if r.run_id][:2] == [1, 2]  # the next file takes the next id

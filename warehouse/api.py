@@ -1,22 +1,59 @@
-"""The public Python API, for notebooks and scripts: one :class:`Warehouse` over a database URL, returning plain
-data (dicts and lists; a pandas DataFrame from :meth:`Warehouse.frame` where pandas is installed).
+"""The application layer: one :class:`Warehouse` over a database URL. Every CLI command and every dashboard page
+calls it, and notebooks and scripts get the same (a test patches it and walks every command and route).
 
     >>> from warehouse import Warehouse
     >>> wh = Warehouse("warehouse.db")              # or "postgresql+psycopg://user@host/warehouse"
     >>> wh.ingest("nightly/", label="resnet")       # files, folders, globs
-    >>> wh.regressions(label="resnet")["regressions"]
+    >>> wh.regressions(label="resnet").findings
     >>> wh.query("SELECT * FROM series_block WHERE label = :l", l="resnet")
+
+Methods have explicit keyword arguments and return typed results (dataclasses with ``to_json()``: the document
+the CLI prints with ``--format json``); :mod:`warehouse.render` turns each into text, Markdown or CSV. Errors are
+:class:`warehouse.errors.WarehouseError` naming the method's own parameters (the CLI says its flags instead).
+Reading methods never create nor change a database.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
 
 from warehouse.errors import InputError, WarehouseError
+
+if TYPE_CHECKING:  # (imported lazily at run time: a one-line answer pays only for what it uses)
+    from warehouse.changes import ChangesResult
+    from warehouse.compare import Comparison
+    from warehouse.copy import Copied
+    from warehouse.perf import PerfTable
+    from warehouse.query import SqlResult
+    from warehouse.regressions import Gate
+    from warehouse.trend import Trend
+    from warehouse.triage import Decision
+
+
+@dataclass
+class IngestOutcome:
+    """One path's fate: stored as ``run_id`` (or ``existing``: its bytes were stored before, under
+    ``kept_label``), or not (``error``: the others are still ingested)."""
+
+    path: str
+    run_id: int | None = None
+    ops: int = 0
+    sections: int = 0
+    signposts: int = 0
+    seconds: float = 0.0
+    existing: bool = False
+    kept_label: str | None = None  # an existing run's label, when another label was asked for
+    warnings: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 class Warehouse:
@@ -26,11 +63,21 @@ class Warehouse:
     def __init__(self, url: str | None = None):
         self.url = url
 
+    # ------------------------------------------------------------------------------------------- engines
     @cached_property
     def engine(self) -> Engine:
-        """The engine (a new database is created at head when needed)."""
+        """The read-write engine (a new database is created at head when needed)."""
         from warehouse.db import open_db
         return open_db(self.url)
+
+    def _writer(self) -> Engine:
+        """A read-write engine on an existing warehouse (a writing command never creates one by accident)."""
+        from warehouse.db import open_db
+        if "engine" in self.__dict__:
+            return self.__dict__["engine"]
+        if "_write_engine" not in self.__dict__:
+            self.__dict__["_write_engine"] = open_db(self.url, create=False)
+        return self.__dict__["_write_engine"]
 
     def _reader(self) -> Engine:
         # reads never write: a read-only opening never recreates the views (a reader role could not, and a
@@ -43,99 +90,259 @@ class Warehouse:
             self.__dict__["_read_engine"] = open_db(self.url, create=False, readonly=True)
         return self.__dict__["_read_engine"]
 
+    # ------------------------------------------------------------------------------------------- writing
     def ingest(self, paths: str | Path | Iterable[str | Path], *, label: str | None = None,
                tags: dict[str, str] | None = None, freq_mhz: float | None = None, glob: str | None = None,
-               jobs: int = 1) -> list[dict[str, Any]]:
-        """Store CSVs as runs; one dict per file: ``path``, ``run_id``, ``ops``, ``existing``, ``warnings``, or
-        ``error`` (the other files are still ingested). ``jobs`` > 1 ingests several files in that many worker
-        processes (:mod:`warehouse.parallel`; call it from a script's ``if __name__ == "__main__":``)."""
+               jobs: int = 1, progress: Callable[[int, int, int], None] | None = None,
+               each: Callable[[IngestOutcome], None] | None = None) -> list[IngestOutcome]:
+        """Store CSVs (files, folders searched recursively, globs) as runs; one :class:`IngestOutcome` per file
+        (a file that fails is an outcome with ``error``; the others are still ingested). ``jobs`` > 1 ingests
+        several files in that many worker processes (call it from a script's ``if __name__ == "__main__":``);
+        0 picks by size (:func:`warehouse.parallel.auto_jobs`). ``progress(bytes done, bytes in all, files)``
+        follows the bytes read; ``each(outcome)`` is called as each file is done."""
         from warehouse.devicelog import check_freq_option
         from warehouse.files import DEFAULT_GLOB
         from warehouse.ingest import find_csvs
-        from warehouse.parallel import ingest_files
+        from warehouse.parallel import auto_jobs, ingest_files
+        from warehouse.runs import check_names
 
+        check_names(label, tags)
         check_freq_option(freq_mhz)
         items = [str(paths)] if isinstance(paths, (str, Path)) else [str(p) for p in paths]
-        out: list[dict[str, Any]] = []
+        out: list[IngestOutcome] = []
+
+        def done(o: IngestOutcome) -> None:
+            out.append(o)
+            if each is not None:
+                each(o)
         files: list[Path] = []
         for f in find_csvs(items, glob or DEFAULT_GLOB):
             if isinstance(f, InputError):
-                out.append({"path": f.path, "error": str(f)})
+                done(IngestOutcome(f.path, error=str(f)))
             else:
                 files.append(f)
-        for f, r in ingest_files(self.engine, files, jobs, label=label, tags=tags, freq_mhz=freq_mhz):
+        if not files:
+            return out
+        engine = self.engine
+
+        def size(f: Path) -> int:
+            try:
+                return f.stat().st_size if f.is_file() else 0
+            except OSError:
+                return 0
+        sizes = {f: size(f) for f in files}
+        total = sum(sizes.values())
+        base, before = {}, 0
+        for f in files:  # bytes of the files before each: where its progress starts
+            base[f], before = before, before + sizes[f]
+
+        def moved(f: Path, n: int) -> None:
+            if progress is not None:
+                progress(base[f] + n, total, len(files))
+        for f, r in ingest_files(engine, files, jobs or auto_jobs(list(sizes.values())), label=label, tags=tags,
+                                 freq_mhz=freq_mhz, progress=moved):
             if isinstance(r, WarehouseError):  # this file failed; the others are still tried
-                out.append({"path": str(f), "error": str(r)})
+                done(IngestOutcome(str(f), error=str(r)))
             else:
-                out.append({"path": r.path, "run_id": r.run_id, "ops": r.ops, "existing": r.existing,
-                            "warnings": r.warnings})
+                kept = self._kept_label(r.run_id, label) if r.existing else None
+                done(IngestOutcome(str(f), r.run_id, r.ops, r.sections, r.signposts, r.seconds, r.existing, kept,
+                                   list(r.warnings)))
+            moved(f, sizes[f])
         return out
+
+    def _kept_label(self, run_id: int, label: str | None) -> str | None:
+        """An existing run's label when it differs from the one asked for ('' for none), else None."""
+        if label is None:
+            return None
+        from warehouse.runs import list_runs
+        old = list_runs(self.engine, run_id=run_id)[0]["label"]
+        return None if old == label else (old or "")
+
+    def tag(self, run: str | int, *, label: str | None = None, tags: dict[str, str] | None = None,
+            untag: list[str] | None = None) -> dict[str, Any]:
+        """Change a run's label (``''`` removes it) and tags; ``{"id", "label", "tags"}`` after."""
+        from warehouse.errors import UsageError
+        from warehouse.runs import retag
+        if label is None and not tags and not untag:
+            raise UsageError("nothing to change: pass label, tags or untag")
+        return retag(self._writer(), str(run), label=label, tags=tags, untag=untag)
+
+    def triage(self, ident: str, status: str, *, note: str | None = None, label: str | None = None,
+               who: str | None = None) -> Decision:
+        """Record what was decided about a change (``c-...``), a gate finding (``r-...``) or a night
+        (``run:ID``): acknowledged, expected or invalid."""
+        from warehouse.triage import record
+        return record(self._writer(), ident, status, note=note, label=label, who=who)
+
+    def remove(self, run_ids: Iterable[int]) -> int:
+        """Delete runs completely (ids from :meth:`resolve`); how many were deleted."""
+        from warehouse.maintenance import remove_runs
+        return remove_runs(self._writer(), list(dict.fromkeys(run_ids)))
+
+    def copy_to(self, dst: str, runs: list[str] | None = None,
+                progress: Callable[[Copied], None] | None = None) -> list[Copied]:
+        """Copy runs (ids or 'latest'; all when None) into the warehouse at ``dst``, lossless and idempotent."""
+        from warehouse.copy import copy_runs
+        from warehouse.db import open_db
+        return copy_runs(self._reader(), open_db(dst), runs or None, progress=progress)
+
+    def upgrade(self, revision: str = "head") -> str | None:
+        """Upgrade (or create) the schema to ``revision``; the revision after."""
+        from warehouse.db import current_revision, make_engine, upgrade
+        engine = make_engine(self.url)
+        upgrade(engine, revision)
+        with engine.connect() as conn:
+            return current_revision(conn)
+
+    def create_reader(self, role: str, password: str | None = None) -> list[str]:
+        """PostgreSQL: create (or refresh) a login that can only SELECT; what stays open to every role."""
+        from warehouse.roles import create_reader
+        return create_reader(self._writer(), role, password)
+
+    # ------------------------------------------------------------------------------------------- runs
+    def resolve(self, run: str | int, label: str | None = None) -> int:
+        """The id of a run reference: a number, or ``latest`` (the newest capture, with ``label`` when given)."""
+        from warehouse.runs import resolve_run
+        with self._reader().connect() as conn:
+            return resolve_run(conn, str(run), label)
 
     def runs(self, label: str | None = None, warnings: bool = False) -> list[dict[str, Any]]:
         """Every run, oldest capture first, with tags, history attribution (and warnings)."""
         from warehouse.runs import list_runs
         return list_runs(self._reader(), label=label, warnings=warnings)
 
-    def report(self, run: str | int = "latest", label: str | None = None) -> dict[str, Any]:
-        """The OPT_BASELINE report document of a run (as profile_summary.py writes it)."""
-        from warehouse.report import build_report
-        from warehouse.runs import resolve_run
+    def run(self, run: str | int) -> dict[str, Any]:
+        """One run as :meth:`runs` gives it, with its warnings, its sections (``sections``) and the runs before
+        and after it among its label's (``previous``, ``next``)."""
+        from sqlalchemy import text
+
+        from warehouse.runs import list_runs
+        run_id = self.resolve(run)
         eng = self._reader()
+        info = list_runs(eng, warnings=True, run_id=run_id)[0]
         with eng.connect() as conn:
-            run_id = resolve_run(conn, str(run), label)
-        return build_report(eng, run_id)
+            info["sections"] = [dict(r) for r in conn.execute(text(
+                "SELECT name, kind, ordinal, start_row, end_row FROM section WHERE run_id = :r ORDER BY ordinal"),
+                {"r": run_id}).mappings()]
+        ids = [r["id"] for r in list_runs(eng, label=info["label"])] if info["label"] is not None else []
+        at = ids.index(run_id) if run_id in ids else -1
+        info["previous"] = ids[at - 1] if at > 0 else None
+        info["next"] = ids[at + 1] if 0 <= at < len(ids) - 1 else None
+        return info
 
-    def perf_table(self, run: str | int = "latest", label: str | None = None, **options: Any) -> Any:
-        """tt-perf-report's per-op table of a run, as a :class:`warehouse.perf.PerfTable` (see
-        :func:`warehouse.perf.perf_table` for ``section``, ``start``, ``end``, ``merge``, ``arch``, ``sort``)."""
+    def labels(self) -> list[str]:
+        """Every label, sorted."""
+        return [r["label"] for r in self.query("SELECT DISTINCT label FROM run WHERE label IS NOT NULL "
+                                               "ORDER BY label")]
+
+    def section_totals(self, run_ids: list[int]) -> dict[int, dict[str, float]]:
+        """Kernel time (us per iteration, all devices) of each section of each run; ``''`` is the whole run."""
+        if not run_ids:
+            return {}
+        out: dict[int, dict[str, float]] = {}
+        ids = ", ".join(str(int(i)) for i in run_ids)
+        for r in self.query("SELECT run_id, section, kernel_us FROM rollup WHERE grouping = 'section' AND "
+                            f"device = -1 AND run_id IN ({ids})"):
+            out.setdefault(r["run_id"], {})[r["section"]] = r["kernel_us"] or 0.0
+        return out
+
+    def export(self, run: str | int, out: IO[bytes]) -> int:
+        """Write a run back as its original CSV (checked against its hash); the bytes written."""
+        from warehouse.export import export_run
+        return export_run(self._reader(), self.resolve(run), out)
+
+    # ------------------------------------------------------------------------------------------- one run
+    def report(self, run: str | int = "latest", label: str | None = None) -> dict[str, Any]:
+        """The OPT_BASELINE report document of a run (as profile_summary.py writes it; its keys are its
+        contract, so it stays a dict: :mod:`warehouse.render.report` prints it)."""
+        from warehouse.report import build_report
+        return build_report(self._reader(), self.resolve(run, label))
+
+    def perf_table(self, run: str | int = "latest", label: str | None = None, *, section: str | None = None,
+                   start: str | None = None, end: str | None = None, merge: bool = True, arch: str | None = None,
+                   sort: bool = True) -> PerfTable:
+        """tt-perf-report's per-op table of a run: the ops of ``section`` (or after signpost ``start`` / before
+        ``end``), devices merged unless not ``merge``, peaks of ``arch`` (default: the file's), sorted by host
+        start unless not ``sort``."""
         from warehouse.perf import perf_table
-        from warehouse.runs import resolve_run
         with self._reader().connect() as conn:
-            return perf_table(conn, resolve_run(conn, str(run), label), **options)
+            from warehouse.runs import resolve_run
+            return perf_table(conn, resolve_run(conn, str(run), label), section=section, start=start, end=end,
+                              merge=merge, arch=arch, sort=sort)
 
-    def perf(self, run: str | int = "latest", label: str | None = None, **options: Any) -> dict[str, Any]:
-        """:meth:`perf_table` as a document: ``summary`` (device / host ops, totals) and ``rows`` (one dict per
-        row, with tt-perf-report's column names)."""
+    def perf(self, run: str | int = "latest", label: str | None = None, **table: Any) -> dict[str, Any]:
+        """:meth:`perf_table` (same arguments) as a document: ``summary`` and ``rows`` (tt-perf-report's
+        column names)."""
         from warehouse.perf import summary
-        table = self.perf_table(run, label, **options)
-        return {"summary": summary(table), "rows": table.rows}
+        t = self.perf_table(run, label, **table)
+        return {"summary": summary(t), "rows": t.rows}
 
+    # ------------------------------------------------------------------------------------------- history
     def layers_in(self, block: str) -> list[str]:
         """The layers inside ``block`` (its c: layers, and its glue: ops of the block outside any layer), as the
         rollups name them; empty when no run has the block."""
-        from sqlalchemy import text
-        with self._reader().connect() as conn:
-            names = [r for r in conn.execute(text(
-                "SELECT DISTINCT layer FROM place WHERE block = :b AND layer IS NOT NULL AND layer <> '' "
-                "ORDER BY layer"), {"b": block}).scalars()]
-            glue = conn.execute(text("SELECT 1 FROM rollup WHERE grouping = 'layer' AND key = :k LIMIT 1"),
-                                {"k": f"[{block} glue]"}).first()
+        names = [r["layer"] for r in self.query(
+            "SELECT DISTINCT layer FROM place WHERE block = :b AND layer IS NOT NULL AND layer <> '' "
+            "ORDER BY layer", b=block)]
+        glue = self.query("SELECT 1 AS x FROM rollup WHERE grouping = 'layer' AND key = :k LIMIT 1",
+                          k=f"[{block} glue]")
         return names + ([f"[{block} glue]"] if glue else [])
 
-    def compare(self, a: str | int, b: str | int, **options: Any) -> dict[str, Any]:
-        """Run B against run A (see :func:`warehouse.compare.compare_runs` for ``by``, ``section``, ``metric``,
-        ``keys``)."""
+    def compare(self, a: str | int, b: str | int, *, by: str = "layer", section: str | None = None,
+                metric: str = "kernel", keys: list[str] | None = None) -> Comparison:
+        """Run ``b`` against run ``a`` (ids or 'latest'), per key of grouping ``by`` in ``section`` (default:
+        trace when present; 'all': the whole run), by ``metric``; only ``keys`` when given."""
         from warehouse.compare import compare_runs
-        return compare_runs(self._reader(), str(a), str(b), **options)
+        return compare_runs(self._reader(), str(a), str(b), by=by, section=section, metric=metric, keys=keys)
 
-    def regressions(self, **options: Any) -> dict[str, Any]:
-        """The newest runs against their history (see :func:`warehouse.regressions.find_regressions`)."""
+    def regressions(self, *, label: str | None = None, tags: dict[str, str] | None = None, last: int = 1,
+                    window: int = 7, threshold: float = 0.05, min_us: float = 1.0, by: list[str] | None = None,
+                    section: str | None = None, metrics: list[str] | None = None, keys: list[str] | None = None,
+                    run: str | int | None = None, baseline_label: str | None = None,
+                    baseline_tags: dict[str, str] | None = None) -> Gate:
+        """The gate: each of the ``last`` newest runs (``label``, ``tags``) against the ``window`` valid runs
+        before it, or one ``run`` against a baseline (``baseline_label`` / ``baseline_tags``); changes over
+        ``threshold`` (a fraction) and ``min_us``. See :func:`warehouse.regressions.find_regressions`."""
         from warehouse.regressions import find_regressions
-        return find_regressions(self._reader(), **options)
+        return find_regressions(self._reader(), label=label, tags=tags, last=last, window=window,
+                                threshold=threshold, min_us=min_us, by=by, section=section, metrics=metrics,
+                                keys=keys, run=run, baseline_label=baseline_label, baseline_tags=baseline_tags)
 
     def changes(self, *, label: str | None = None, tags: dict[str, str] | None = None, since: str | None = None,
                 until: str | None = None, fdr: float = 0.01, min_sigmas: float = 6.0, min_change: float = 0.01,
-                min_us: float = 1.0, metrics: list[str] | None = None) -> Any:
+                min_us: float = 1.0, metrics: list[str] | None = None) -> ChangesResult:
         """The change points of a label's history, one per cause: a :class:`warehouse.changes.ChangesResult`
         (``.changes``, ``.outliers``, ``.to_json()``). See :func:`warehouse.changes.find_changes`."""
         from warehouse.changes import find_changes
         return find_changes(self._reader(), label=label, tags=tags, since=since, until=until, fdr=fdr,
                             min_sigmas=min_sigmas, min_change=min_change, min_us=min_us, metrics=metrics)
 
-    def trend(self, **options: Any) -> dict[str, Any]:
-        """A grouping's series over the runs (see :func:`warehouse.trend.trend`)."""
+    def trend(self, *, by: str = "block", section: str | None = None, top: int = 10, label: str | None = None,
+              tags: dict[str, str] | None = None, last: int | None = None, metric: str = "kernel",
+              keys: list[str] | None = None, all_models: bool = False) -> Trend:
+        """A metric of ``keys`` (else the ``top`` keys of the newest run) over the ``last`` runs (None: all);
+        runs of another model are left out unless ``all_models``."""
         from warehouse.trend import trend
-        return trend(self._reader(), **options)
+        return trend(self._reader(), by=by, section=section, top=top, label=label, tags=tags, last=last,
+                     metric=metric, keys=keys, all_models=all_models)
+
+    def decisions(self, run_ids: list[int] | None = None) -> list[Decision]:
+        """Every triage decision (about ``run_ids`` only, when given), oldest night first."""
+        from warehouse.triage import decisions
+        with self._reader().connect() as conn:
+            return decisions(conn, run_ids)
+
+    # ------------------------------------------------------------------------------------------- SQL
+    @contextlib.contextmanager
+    def sql(self, statement: str, *, timeout_s: float | None = 60.0, max_rows: int | None = 100_000,
+            max_value_bytes: int | None = 16 << 20, max_result_bytes: int | None = 512 << 20
+            ) -> Iterator[SqlResult]:
+        """One read-only statement, streamed: ``with wh.sql(s) as res: res.columns, res.rows``. Refused: writes,
+        ATTACH, COPY, SET, server functions; stopped after ``max_rows`` (``res.truncated``) or ``timeout_s``."""
+        from warehouse.query import stream_sql
+        with stream_sql(self._reader(), statement, timeout_s=timeout_s, max_rows=max_rows,
+                        max_value_bytes=max_value_bytes, max_result_bytes=max_result_bytes) as res:
+            yield res
 
     def query(self, sql: str, max_rows: int | None = None, **params: Any) -> list[dict[str, Any]]:
         """One read-only SELECT (``:name`` parameters); a list of dicts."""
@@ -147,3 +354,26 @@ class Warehouse:
         """:meth:`query` as a pandas DataFrame (needs pandas)."""
         import pandas as pd
         return pd.DataFrame(self.query(sql, **params))
+
+    def schema(self) -> list[dict[str, Any]]:
+        """Tables and views with their columns and declared types."""
+        from warehouse.query import describe_schema
+        return describe_schema(self._reader())
+
+    # ------------------------------------------------------------------------------------------- upkeep
+    def check(self, progress: Callable[[int, int], None] | None = None) -> list[str]:
+        """Verify storage, counts, orphans, rollups, reports and exports; the problems found (none: ok)."""
+        from warehouse.maintenance import check_warehouse
+        return check_warehouse(self._reader(), progress)
+
+    def check_schema(self) -> list[str]:
+        """The differences between the tables and the models (alembic check)."""
+        from warehouse.db import check_schema
+        return check_schema(self._writer())
+
+    def revision(self) -> tuple[str | None, str, bool]:
+        """(the warehouse's revision or None, the code's head, whether this code knows the revision)."""
+        from warehouse.db import current_revision, head_revision_fast, known_revisions, make_engine
+        with make_engine(self.url).connect() as conn:
+            rev = current_revision(conn)
+        return rev, head_revision_fast(), rev is None or rev in known_revisions()

@@ -11,10 +11,13 @@ from typing import Any
 import click
 
 from warehouse import __version__
-from warehouse.errors import WarehouseError
+from warehouse.errors import UsageError, WarehouseError
 from warehouse.files import DEFAULT_GLOB
 
 FORMATS = click.Choice(["table", "csv", "json", "md"])
+# the flags of API parameters not spelled --<param> (an error naming `keys` says --key)
+FLAGS = {"url": "--db", "tags": "--tag", "keys": "--key", "metrics": "--metric", "freq_mhz": "--freq-mhz",
+         "run_ids": "RUN"}
 
 
 def one_line(message: object) -> str:
@@ -38,7 +41,7 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except WarehouseError as e:
-            error(e)
+            error(e.for_cli(FLAGS))  # the API names its parameters; a person typed flags
             ctx.exit(e.exit_code)
         except DBAPIError as e:
             error(dialect.explain(e))
@@ -64,14 +67,9 @@ def _stderr_terminal() -> bool:
 
 
 def _api(ctx: click.Context):
-    """The public Python API over the command's warehouse: the commands that read call it, as notebooks do."""
+    """The application layer over the command's warehouse: every command calls it, as notebooks do."""
     from warehouse.api import Warehouse
     return Warehouse(ctx.obj["db"])
-
-
-def _engine(ctx: click.Context, *, create: bool = True, readonly: bool = False):
-    from warehouse.db import open_db
-    return open_db(ctx.obj["db"], create=create, readonly=readonly)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -104,9 +102,16 @@ def format_option(choices: tuple[str, ...] = ("table", "md", "json")) -> Any:
 
 # ---------------------------------------------------------------------------------------------------- ingest
 def _tags(items: tuple[str, ...]) -> dict[str, str]:
-    from warehouse.ingest import parse_tags
-
-    return parse_tags(items)
+    """``key=value`` options to a dict; a malformed one is a usage error."""
+    out: dict[str, str] = {}
+    for it in items:
+        k, sep, v = it.partition("=")
+        if not sep or not k.strip():
+            raise UsageError(f"{it!r}: expected key=value", param="tags")
+        if k.strip() in out:
+            raise UsageError(f"{k.strip()!r} is given twice; a run has one value per tag key", param="tags")
+        out[k.strip()] = v
+    return out
 
 
 @cli.command()
@@ -125,62 +130,30 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], label: str | None, tags: 
 
     A path that exists is taken literally; one that does not is expanded as a glob. A file that fails is
     reported on one line and the others are still ingested; the exit status is then 1."""
-    from warehouse.devicelog import check_freq_option
     from warehouse.files import shown
-    from warehouse.ingest import find_csvs
-    from warehouse.parallel import auto_jobs, ingest_files
-    from warehouse.runs import check_names
+    from warehouse.render import admin
 
-    tag_map = _tags(tags)
-    check_names(label, tag_map)
-    check_freq_option(freq_mhz)
-    found = list(find_csvs(paths, pattern))
-    files = [f for f in found if isinstance(f, Path)]
+    bar: Any = None
+    stack = contextlib.ExitStack()
+
+    def progress(done: int, total: int, files: int) -> None:
+        nonlocal bar
+        if bar is None and _stderr_terminal() and (files > 1 or total > 20 * 1024 * 1024):
+            bar = stack.enter_context(click.progressbar(length=total or 1, label="ingest", file=sys.stderr))
+        if bar is not None:
+            bar.update(done - bar.pos)
     failed = 0
-    for problem in found:
-        if not isinstance(problem, Path):
+
+    def each(o: Any) -> None:
+        nonlocal failed
+        if o.error is not None:
             failed += 1
-            error(problem)
-    if not files:
-        ctx.exit(1)
-    engine = _engine(ctx)
-
-    def size(f: Path) -> int:
-        try:
-            return f.stat().st_size if f.is_file() else 0
-        except OSError:
-            return 0
-    sizes = {f: size(f) for f in files}
-    jobs = jobs or auto_jobs(list(sizes.values()))
-    show = _stderr_terminal() and (len(files) > 1 or sum(sizes.values()) > 20 * 1024 * 1024)
-    bar = click.progressbar(length=sum(sizes.values()) or 1, label="ingest", file=sys.stderr) if show else None
-    base, before = {}, 0
-    for f in files:  # bytes of the files before each: where its progress starts on the bar
-        base[f], before = before, before + sizes[f]
-
-    def progress(f: Path, n: int) -> None:
-        if bar:
-            bar.update(base[f] + n - bar.pos)
-    try:
-        if bar:
-            bar.__enter__()
-        for f, r in ingest_files(engine, files, jobs, label=label, tags=tag_map, freq_mhz=freq_mhz,
-                                 progress=progress):
-            if isinstance(r, WarehouseError):  # this file failed; the others are still tried
-                failed += 1
-                error(r)
-            else:
-                if r.existing:
-                    click.echo(f"{shown(f)}: already ingested as run {r.run_id}{_kept(engine, r.run_id, label)}")
-                else:
-                    warn = f", {len(r.warnings)} warning(s)" if r.warnings else ""
-                    click.echo(f"{shown(f)}: run {r.run_id}: {r.ops} ops, {r.sections} sections, "
-                               f"{r.signposts} signposts, {r.seconds:.2f} s{warn}")
-            if bar:
-                bar.update(base[f] + sizes[f] - bar.pos)
-    finally:
-        if bar:
-            bar.__exit__(None, None, None)
+            error(o.error)
+        else:
+            click.echo(admin.ingest_line(o, shown(Path(o.path)), label))
+    with stack:
+        found = _api(ctx).ingest(list(paths), label=label, tags=_tags(tags), freq_mhz=freq_mhz, glob=pattern,
+                                 jobs=jobs, progress=progress, each=each)
     if failed:
         click.echo(f"{failed} of {len(found)} path(s) failed; the others were ingested" if failed < len(found)
                    else f"{failed} path(s) failed; nothing was ingested", err=True)
@@ -195,22 +168,10 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], label: str | None, tags: 
 @click.pass_context
 def runs(ctx: click.Context, label: str | None, warnings: bool, as_json: bool) -> None:
     """List the runs (oldest capture first)."""
-    from warehouse import render
+    from warehouse.render import admin
 
-    rows = _api(ctx).runs(label=label, warnings=warnings)
-    if as_json:
-        click.echo(render.to_json(rows))
-        return
-    cols = ["id", "captured", "label", "tags", "file", "ops", "history attribution"]
-    data = [[r["id"], r["captured_at"] or "", r["label"] or "",
-             " ".join(f"{k}={v}" for k, v in r["tags"].items()), r["file_name"], r["op_count"],
-             " ".join(f"{k} {v}" for k, v in r["attribution"].items())] for r in rows]
-    click.echo(render.table(cols, data))
-    if warnings:
-        for r in rows:
-            for w in r["warnings"]:
-                where = f"row {w['row']}: " if w["row"] is not None else ""
-                click.echo(f"run {r['id']}: {where}{w['message']}")
+    click.echo(admin.runs(_api(ctx).runs(label=label, warnings=warnings), "json" if as_json else "table",
+                          warnings))
 
 
 # ---------------------------------------------------------------------------------------------------- export
@@ -220,19 +181,15 @@ def runs(ctx: click.Context, label: str | None, warnings: bool, as_json: bool) -
 @click.pass_context
 def export(ctx: click.Context, run: str, output: str | None) -> None:
     """Write a run back as its original CSV."""
-    from warehouse.export import export_run
-    from warehouse.runs import resolve_run
-
     from warehouse.files import output_stream
 
-    engine = _engine(ctx, create=False, readonly=True)
-    with engine.connect() as conn:
-        run_id = resolve_run(conn, run)
+    wh = _api(ctx)
+    run_id = wh.resolve(run)
     if output:
         with output_stream(output) as f:
-            export_run(engine, run_id, f)
+            wh.export(run_id, f)
     else:
-        export_run(engine, run_id, sys.stdout.buffer)
+        wh.export(run_id, sys.stdout.buffer)
         sys.stdout.buffer.flush()
 
 
@@ -248,12 +205,12 @@ def report(ctx: click.Context, run: str, label: str | None, json_out: str | None
            quiet: bool) -> None:
     """The OPT_BASELINE report of a run (id or 'latest'), as profile_summary.py prints it."""
     from warehouse.files import write_output
-    from warehouse.report import render_json, render_text
+    from warehouse.render import report as rr
 
     res = _api(ctx).report(run, label)
-    txt = render_text(res)
+    txt = rr.text(res)
     if json_out:
-        write_output(json_out, render_json(res))
+        write_output(json_out, rr.to_json(res))
     if md_out:
         write_output(md_out, txt + "\n")
     if not quiet:
@@ -282,7 +239,7 @@ def perf(ctx: click.Context, run: str, label: str | None, section: str | None, s
     """tt-perf-report's per-op table of a run (id or 'latest'): device time, op-to-op gap, cores, DRAM GB/s and %,
     TFLOPs and %, Bound, category and math fidelity per op, as tt-perf-report 1.4.1 computes them."""
     from warehouse.files import write_output
-    from warehouse.perf import render, to_csv
+    from warehouse.render.perf import render, to_csv
 
     table = _api(ctx).perf_table(
         run, label=label, section=section, start=start_signpost, end=end_signpost, merge=not no_merge_devices,
@@ -338,18 +295,6 @@ def key_options(f: Any) -> Any:
                         help="Only these keys of the grouping (repeatable).")(f)
 
 
-def _kept(engine: Any, run_id: int, label: str | None) -> str:
-    """When a file already stored is ingested again with another --label: what it keeps, and how to change it."""
-    if label is None:
-        return ""
-    from warehouse.runs import list_runs
-    old = list_runs(engine, run_id=run_id)[0]["label"]
-    if old == label:
-        return ""
-    return (f" (it keeps its label {old!r}; `warehouse tag {run_id} --label {label}` changes it)" if old is not None
-            else f" (it has no label; `warehouse tag {run_id} --label {label}` sets it)")
-
-
 def _given(ctx: click.Context, name: str) -> bool:
     """Whether the option was on the command line (or in the environment), not its default."""
     from click.core import ParameterSource
@@ -379,8 +324,8 @@ def _keys(by: tuple[str, ...] | str | None, keys: tuple[str, ...], block: str | 
     return bys or None, ks or None
 
 
-def _warn(res: dict) -> None:
-    for w in res.get("warnings", []):
+def _warn(warnings: list[str]) -> None:
+    for w in warnings:
         click.echo(f"Warning: {w}", err=True)
 
 
@@ -399,19 +344,18 @@ def _warn(res: dict) -> None:
 def compare(ctx: click.Context, a: str, b: str, by: str, metric: str, section: str | None, keys: tuple[str, ...],
             block_key: str | None, layer_key: str | None, top: int, fmt: str) -> None:
     """Compare run B with run A (ids or 'latest'): per-iteration figures, totals first, then keys by change."""
-    from warehouse import compare as cmp
     from warehouse import render
+    from warehouse.render import compare as cmp
 
     bys, ks = _keys(by, keys, block_key, layer_key, _given(ctx, "by"), ctx)
     res = _api(ctx).compare(a, b, by=(bys or [by])[0], section=section, metric=metric, keys=ks)
-    _warn(res)
+    _warn(res.warnings)
     if fmt == "json":
-        click.echo(render.to_json(res))
+        click.echo(render.to_json(res.to_json()))
     elif fmt == "md":
         click.echo(cmp.markdown(res, 30 if top is None else top))
     else:
-        click.echo(cmp.title(res))
-        click.echo(render.table(cmp.COLUMNS, cmp.as_rows(res, top or None)))
+        click.echo(cmp.text(res, top or None))
 
 
 @cli.command()
@@ -441,26 +385,24 @@ def regressions(ctx: click.Context, label: str | None, tags: tuple[str, ...], la
                 run_ref: str | None, baseline_label: str | None, baseline_tags: tuple[str, ...], fmt: str) -> None:
     """Newest runs against the history of matching runs (or one run against a baseline: --run,
     --baseline-tag, --baseline-label); exit status 3 when something regressed, 4 on an invalid capture."""
-    from warehouse import regressions as reg
     from warehouse import render
+    from warehouse.render import regressions as reg
 
     bys, ks = _keys(dims, keys, block_key, layer_key)
     res = _api(ctx).regressions(label=label, tags=_tags(tags), last=last, window=window,
                                 threshold=_percent(threshold), min_us=min_us, by=bys, section=section,
                                 metrics=list(metrics) or None, keys=ks, run=run_ref, baseline_label=baseline_label,
                                 baseline_tags=_tags(baseline_tags) or None)
-    _warn(res)
+    _warn(res.warnings)
     if fmt == "json":
-        click.echo(render.to_json(res))
+        click.echo(render.to_json(res.to_json()))
     elif fmt == "md":
         click.echo(reg.markdown(res))
     else:
-        click.echo(reg.verdict(res))
-        for line in reg.text_lines(res):
-            click.echo(line)
-    if res["invalid"]:
+        click.echo(reg.text(res))
+    if res.invalid:
         ctx.exit(4)
-    if any(c["kind"] == "regression" for c in res["findings"]):
+    if res.regressed:
         ctx.exit(3)
 
 
@@ -477,29 +419,14 @@ def triage_cmd(ctx: click.Context, ident: str | None, status: str | None, note: 
                who: str | None, fmt: str) -> None:
     """Record what was decided about a change (c-...), a gate finding (r-...) or a night (run:ID); without ID,
     list the decisions."""
-    from warehouse import render
-    from warehouse.db import open_db
-    from warehouse.triage import decisions, record
+    from warehouse.render import admin
 
     if ident is None:
-        engine = open_db(ctx.obj["db"], create=False, readonly=True)
-        with engine.connect() as conn:
-            ds = decisions(conn)
-        if fmt == "json":
-            click.echo(render.to_json([d.to_json() for d in ds]))
-        else:
-            click.echo(render.table(["id", "run", "status", "kind", "by", "key", "who", "when", "note"],
-                                    [[d.id, d.run_id, d.status, d.kind, d.by, d.key, d.who, d.decided_at, d.note]
-                                     for d in ds]))
+        click.echo(admin.decisions(_api(ctx).decisions(), fmt))
         return
     if status is None:
         raise click.UsageError("pass --status acknowledged|expected|invalid")
-    d = record(_engine(ctx, create=False), ident, status, note=note, label=label, who=who)
-    if fmt == "json":
-        click.echo(render.to_json(d.to_json()))
-    else:
-        what = f"run {d.run_id}" if d.kind == "run" else f"{d.kind} {d.by} {d.key} (first night: run {d.run_id})"
-        click.echo(f"{d.id}: {d.status}: {what}")
+    click.echo(admin.decision(_api(ctx).triage(ident, status, note=note, label=label, who=who), fmt))
 
 
 def _iso_date(_ctx: Any, param: click.Parameter, value: str | None) -> str | None:
@@ -533,7 +460,7 @@ def changes(ctx: click.Context, label: str | None, tags: tuple[str, ...], since:
             fmt: str) -> None:
     """The change points of a label's whole history, one per cause: lasting steps named by the first night of
     their new level, slow creeps, one-night outliers apart."""
-    from warehouse import changes_render as cr
+    from warehouse.render import changes as cr
 
     res = _api(ctx).changes(label=label, tags=_tags(tags), since=since, until=until, fdr=fdr,
                             min_sigmas=min_sigmas, min_change=_percent(min_change), min_us=min_us,
@@ -572,27 +499,17 @@ def trend(ctx: click.Context, by: str, metric: str, section: str | None, keys: t
           block_key: str | None, layer_key: str | None, top: int, label: str | None, tags: tuple[str, ...],
           last: int, plot_file: str | None, all_models: bool, fmt: str) -> None:
     """A metric of chosen (or the largest) keys over the runs: a table, or a plot over capture time."""
-    from warehouse import render
-    from warehouse import trend as tr
+    from warehouse.render import trend as tr
 
     bys, ks = _keys(by, keys, block_key, layer_key, _given(ctx, "by"), ctx)
     res = _api(ctx).trend(by=(bys or [by])[0], section=section, top=top, label=label, tags=_tags(tags),
                           last=last or None, metric=metric, keys=ks, all_models=all_models)
-    _warn(res)
+    _warn(res.warnings)
     if plot_file:
         tr.plot(res, Path(plot_file))
-        click.echo(f"{plot_file}: {len(res['keys'])} series over {len(res['runs'])} runs")
+        click.echo(f"{plot_file}: {len(res.keys)} series over {len(res.runs)} runs")
         return
-    if fmt == "json":
-        click.echo(render.to_json(res))
-        return
-    cols = ["run", "time", "label", "tags"] + [f"{k} ({res['unit']})" for k in res["keys"]]
-    rows = [[r, (res["meta"][r]["time"] or "")[:16], res["meta"][r]["label"] or "",
-             " ".join(f"{k}={v}" for k, v in res["meta"][r]["tags"].items())]
-            + [res["values"][k][i] for k in res["keys"]] for i, r in enumerate(res["runs"])]
-    if fmt == "table":
-        click.echo(f"{res['metric']} ({res['unit']} per iteration) by {res['by']}, section {res['section']}")
-    click.echo(render.render(cols, rows, fmt))
+    click.echo(tr.render(res, fmt))
 
 
 @cli.command(name="tag")
@@ -603,11 +520,9 @@ def trend(ctx: click.Context, by: str, metric: str, section: str | None, keys: t
 @click.pass_context
 def tag_cmd(ctx: click.Context, run: str, label: str | None, tags: tuple[str, ...], untag: tuple[str, ...]) -> None:
     """Change a run's label and tags after ingest (a commit, a branch, a note)."""
-    from warehouse.runs import retag
-
     if label is None and not tags and not untag:
         raise click.UsageError("nothing to change: pass --label, --tag or --untag")
-    r = retag(_engine(ctx, create=False), run, label=label, tags=_tags(tags), untag=list(untag))
+    r = _api(ctx).tag(run, label=label, tags=_tags(tags), untag=list(untag))
     click.echo(f"run {r['id']}: label {r['label']!r}, tags "
                + (" ".join(f"{k}={v}" for k, v in r["tags"].items()) or "none"))
 
@@ -631,13 +546,11 @@ def sql(ctx: click.Context, statement: str | None, fmt: str, timeout: float, max
     """Run one read-only SELECT (argument, or standard input); writes, ATTACH, COPY, SET and server functions
     are refused."""
     from warehouse import render
-    from warehouse.query import stream_sql
 
     if statement is None:
         statement = sys.stdin.read()
-    with stream_sql(_engine(ctx, create=False, readonly=True), statement, timeout_s=timeout,
-                    max_rows=max_rows or None, max_value_bytes=max_value_bytes,
-                    max_result_bytes=max_result_bytes) as res:
+    with _api(ctx).sql(statement, timeout_s=timeout, max_rows=max_rows or None, max_value_bytes=max_value_bytes,
+                       max_result_bytes=max_result_bytes) as res:
         if res.columns:
             render.stream(res.columns, res.rows, fmt, lambda s: click.echo(s, nl=False))
         if res.truncated:
@@ -649,18 +562,9 @@ def sql(ctx: click.Context, statement: str | None, fmt: str, timeout: float, max
 @click.pass_context
 def schema(ctx: click.Context, as_json: bool) -> None:
     """List tables and views with their columns."""
-    from warehouse import render
-    from warehouse.query import describe_schema
+    from warehouse.render import admin
 
-    objs = describe_schema(_engine(ctx, create=False, readonly=True))
-    if as_json:
-        click.echo(render.to_json(objs))
-        return
-    for o in objs:
-        doc = f"  -- {o['doc']}" if o["doc"] else ""
-        click.echo(f"{o['type']} {o['name']}{doc}")
-        for c in o["columns"]:
-            click.echo(f"    {c['name']} {c['type']}")
+    click.echo(admin.schema(_api(ctx).schema(), "json" if as_json else "text"))
 
 
 # ---------------------------------------------------------------------------------------------------- upkeep
@@ -670,10 +574,7 @@ def schema(ctx: click.Context, as_json: bool) -> None:
 @click.argument("runs", nargs=-1)
 def copy(src: str, dst: str, runs: tuple[str, ...]) -> None:
     """Copy runs (all when none are named) between warehouses, lossless and idempotent."""
-    from warehouse.copy import copy_runs
-    from warehouse.db import open_db
-
-    source, target = open_db(src, create=False, readonly=True), open_db(dst)
+    from warehouse.api import Warehouse
 
     def show(c) -> None:
         if c.error:
@@ -682,7 +583,7 @@ def copy(src: str, dst: str, runs: tuple[str, ...]) -> None:
             click.echo(f"run {c.src_id}: already there as run {c.dst_id}")
         else:
             click.echo(f"run {c.src_id}: copied as run {c.dst_id} ({c.ops} ops)")
-    done = copy_runs(source, target, list(runs) or None, progress=show)
+    done = Warehouse(src).copy_to(dst, list(runs) or None, progress=show)
     failed = sum(c.error is not None for c in done)
     click.echo(f"{sum(not c.existing and not c.error for c in done)} copied, "
                f"{sum(c.existing for c in done)} already there" + (f", {failed} failed" if failed else ""))
@@ -696,17 +597,13 @@ def copy(src: str, dst: str, runs: tuple[str, ...]) -> None:
 @click.pass_context
 def rm(ctx: click.Context, runs: tuple[str, ...], yes: bool) -> None:
     """Delete runs completely."""
-    from warehouse.maintenance import remove_runs
-    from warehouse.runs import resolve_run
-
-    engine = _engine(ctx, create=False)
-    with engine.connect() as conn:
-        ids = list(dict.fromkeys(resolve_run(conn, r) for r in runs))  # `rm 1 1` deletes one run
+    wh = _api(ctx)
+    ids = list(dict.fromkeys(wh.resolve(r) for r in runs))  # `rm 1 1` deletes one run
     if not yes:
         if not _interactive():
             raise click.UsageError("refusing to delete without a terminal to ask on; pass --yes")
         click.confirm(f"Delete run(s) {', '.join(map(str, ids))} and all their rows?", abort=True)
-    n = remove_runs(engine, ids)
+    n = wh.remove(ids)
     click.echo(f"deleted {n} run(s): {', '.join(map(str, ids))}")
 
 
@@ -715,8 +612,6 @@ def rm(ctx: click.Context, runs: tuple[str, ...], yes: bool) -> None:
 def check_cmd(ctx: click.Context) -> None:
     """Verify the warehouse: storage integrity, run counts, orphan rows, each run's rollups and report against
     its ops; exit 1 listing the problems."""
-    from warehouse.maintenance import check_warehouse
-
     with contextlib.ExitStack() as stack:
         bar = None  # (made at the first step, when the number of steps is known)
 
@@ -725,7 +620,7 @@ def check_cmd(ctx: click.Context) -> None:
             if bar is None:
                 bar = stack.enter_context(click.progressbar(length=total, label="check", file=sys.stderr))
             bar.update(1)
-        problems = check_warehouse(_engine(ctx, create=False, readonly=True), progress if _stderr_terminal() else None)
+        problems = _api(ctx).check(progress if _stderr_terminal() else None)
     _problems(ctx, problems, "warehouse ok")
 
 
@@ -750,25 +645,15 @@ def db() -> None:
 @click.pass_context
 def upgrade(ctx: click.Context, revision: str) -> None:
     """Upgrade the warehouse's schema (creates it when new)."""
-    from warehouse.db import current_revision, make_engine, upgrade as do_upgrade
-
-    engine = make_engine(ctx.obj["db"])
-    do_upgrade(engine, revision)
-    with engine.connect() as conn:
-        click.echo(f"at revision {current_revision(conn)}")
+    click.echo(f"at revision {_api(ctx).upgrade(revision)}")
 
 
 @db.command()
 @click.pass_context
 def current(ctx: click.Context) -> None:
     """Print the warehouse's revision and the code's head."""
-    from warehouse.db import current_revision, head_revision_fast, known_revisions, make_engine
-
-    engine = make_engine(ctx.obj["db"])
-    with engine.connect() as conn:
-        rev = current_revision(conn)
-    head = head_revision_fast()
-    if rev is not None and rev not in known_revisions():
+    rev, head, known = _api(ctx).revision()
+    if not known:
         advice = (": written by a newer warehouse (or a damaged stamp); install the newer tt-profile-warehouse to "
                   "use it")
     else:
@@ -780,9 +665,7 @@ def current(ctx: click.Context) -> None:
 @click.pass_context
 def check(ctx: click.Context) -> None:
     """Compare the tables with the models (alembic check); exit 1 on a difference."""
-    from warehouse.db import check_schema
-
-    _problems(ctx, check_schema(_engine(ctx, create=False)), "schema matches the models")
+    _problems(ctx, _api(ctx).check_schema(), "schema matches the models")
 
 
 @cli.command()
@@ -808,15 +691,13 @@ def serve(ctx: click.Context, host: str, port: int) -> None:
 def create_reader(ctx: click.Context, role: str, password_env: str | None) -> None:
     """PostgreSQL: create (or refresh) ROLE, a login that can only SELECT from the warehouse; give its URL to
     `warehouse sql`, `warehouse serve` and dashboards."""
-    from warehouse.roles import create_reader as do_create
-
     password = None
     if password_env:
         password = os.environ.get(password_env)
         if not password:
             raise click.BadParameter(f"environment variable {password_env} is empty or unset",
                                      param_hint="--password-env")
-    left = do_create(_engine(ctx, create=False), role, password)
+    left = _api(ctx).create_reader(role, password)
     click.echo(f"role {role}: SELECT on the warehouse's tables and views, read-only transactions, "
                "no temporary tables" + ("" if left else ", large objects, advisory locks or NOTIFY"))
     for what in left:

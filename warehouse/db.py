@@ -40,7 +40,7 @@ def resolve_url(db: str | URL | None) -> URL:
         try:
             return make_url(db)
         except (ArgumentError, ValueError) as e:
-            raise UsageError(f"--db {db!r} is not a valid database URL: {e}") from None
+            raise UsageError(f"{db!r} is not a valid database URL: {e}", param="url") from None
     return URL.create("sqlite", database=str(Path(db).expanduser().absolute()))
 
 
@@ -105,7 +105,7 @@ def check_revision_arg(revision: str, *, allow_base: bool = False) -> None:
     known = known_revisions()
     ok = known + ["head"] + (["base"] if allow_base else [])
     if revision not in ok:
-        raise UsageError(f"--revision {revision!r}: unknown revision; expected one of {', '.join(ok)}")
+        raise UsageError(f"{revision!r}: unknown revision; expected one of {', '.join(ok)}", param="revision")
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
@@ -144,10 +144,10 @@ def _check_sqlite_path(path: str) -> None:
             raise UsageError(f"folder {p.parent} does not exist; create it or pass another --db") from None
         return
     except OSError as e:
-        raise UsageError(f"--db {path}: cannot be read ({e.strerror})") from None
+        raise UsageError(f"{path}: cannot be read ({e.strerror})", param="url") from None
     if not stat.S_ISREG(st.st_mode):
         kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-        raise UsageError(f"--db {path} is {kind}; pass the path of a warehouse file (or a new one)")
+        raise UsageError(f"{path} is {kind}; pass the path of a warehouse file (or a new one)", param="url")
 
 
 def sqlite_unwritable(path: str) -> bool:
@@ -157,7 +157,7 @@ def sqlite_unwritable(path: str) -> bool:
     return p.exists() and (not os.access(p, os.W_OK) or not os.access(p.parent, os.W_OK))
 
 
-def make_engine(url: str | URL, readonly: bool = False) -> Engine:
+def make_engine(url: str | URL | None, readonly: bool = False) -> Engine:
     """An engine for ``url``; SQLite gets WAL, a busy timeout and explicit BEGIN handling."""
     u = resolve_url(url)
     if u.get_backend_name() == "sqlite":
@@ -277,8 +277,8 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     with _migrating(engine) as conn:
         current = _known_current(conn)
         if current is not None and revision != "head" and revision < current:
-            raise UsageError(f"--revision {revision}: the warehouse is already at {current}; "
-                             "upgrade cannot go back")
+            raise UsageError(f"{revision}: the warehouse is already at {current}; "
+                             "upgrade cannot go back", param="revision")
         command.upgrade(alembic_config(engine.url, conn), revision)
 
 

@@ -74,8 +74,8 @@ def plausible(freq: float) -> bool:
 def check_freq_option(freq: float | None) -> None:
     """Refuse a ``--freq-mhz`` that is not a plausible frequency (NaN, infinities, 1e400, 0, negatives)."""
     if freq is not None and not plausible(freq):
-        raise UsageError(f"--freq-mhz {freq!r}: expected a chip frequency in MHz between "
-                         f"{FREQ_RANGE_MHZ[0]:g} and {FREQ_RANGE_MHZ[1]:g}")
+        raise UsageError(f"{freq!r}: expected a chip frequency in MHz between "
+                         f"{FREQ_RANGE_MHZ[0]:g} and {FREQ_RANGE_MHZ[1]:g}", param="freq_mhz")
 
 
 def resolve_freq(csv_path: Path, option: float | None) -> tuple[float, str, str | None]:

@@ -3,9 +3,27 @@ from __future__ import annotations
 
 
 class WarehouseError(Exception):
-    """Base of every error the warehouse reports to a user (never a traceback)."""
+    """Base of every error the warehouse reports to a user (never a traceback). ``param``, when given, is the
+    API parameter at fault: the message then starts with it (``section 'x': no such section``), and the CLI
+    says its flag instead (:meth:`for_cli`: ``--section 'x': ...``)."""
 
     exit_code = 1
+    param: str | None = None
+
+    def __init__(self, message: str = "", *, param: str | None = None):
+        self.param, self.detail = param, message
+        super().__init__(f"{param} {message}" if param else message)
+
+    def __reduce__(self) -> tuple:
+        # (raised in an ingest worker process, re-raised by the one that writes: it must pickle with its param)
+        return (_rebuild, (type(self), self.detail, self.param))
+
+    def for_cli(self, flags: dict[str, str] | None = None) -> str:
+        """The message with the CLI's flag for ``param`` (``flags`` maps the ones not spelled ``--<param>``)."""
+        if not self.param:
+            return str(self)
+        flag = (flags or {}).get(self.param) or "--" + self.param.replace("_", "-")
+        return f"{flag} {self.detail}"
 
 
 class InputError(WarehouseError):
@@ -40,3 +58,7 @@ class UsageError(WarehouseError):
     """Arguments that make no sense together, or a refused operation."""
 
     exit_code = 2
+
+
+def _rebuild(cls: type, message: str, param: str | None) -> WarehouseError:
+    return cls(message, param=param)

@@ -23,7 +23,7 @@ from warehouse.categories import category, is_compute
 from warehouse.csvfile import LONG_TEXT, FileScan, digest
 from warehouse.db import write_tx
 from warehouse.devicelog import resolve_freq
-from warehouse.errors import InputError, UsageError, WarehouseError
+from warehouse.errors import InputError, WarehouseError
 from warehouse.files import DEFAULT_GLOB, shown
 from warehouse import history
 from warehouse.history import HistoryTracker, own
@@ -558,17 +558,4 @@ def implausible(conn: Connection, run_id: int) -> list[tuple[int | None, str | N
         if n:
             out.append((first, column, f"{n} op(s) with {what}; stored and summed as the file says "
                                        f"(first at row {first})"))
-    return out
-
-
-def parse_tags(items: Iterable[str]) -> dict[str, str]:
-    """``key=value`` strings to a dict; a malformed one is a usage error."""
-    out: dict[str, str] = {}
-    for it in items:
-        k, sep, v = it.partition("=")
-        if not sep or not k.strip():
-            raise UsageError(f"--tag {it!r}: expected key=value")
-        if k.strip() in out:
-            raise UsageError(f"--tag {k.strip()!r} is given twice; a run has one value per tag key")
-        out[k.strip()] = v
     return out

@@ -25,10 +25,9 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Connection, Engine, text
 
-from warehouse import render
 from warehouse.changepoints import robust_sigma
 from warehouse.errors import NotFound
-from warehouse.measures import DRILL_DOWN, METRIC, METRICS
+from warehouse.measures import DRILL_DOWN, METRICS
 from warehouse.quality import judge, other_models
 from warehouse.series import (ALL_DEVICES, attribution_gaps, by_run, fetch, resolve_sections, run_meta,
                               section_label, select_runs)
@@ -174,12 +173,45 @@ def _contributors(conn: Connection, f: Finding, cand: int, hist: list[int], sect
     return moved[:TOP_CONTRIBUTORS]
 
 
+@dataclass
+class Gate:
+    """The gate's answer: the runs ``checked`` (each with its window), the ``findings`` one per cause (by impact,
+    contributors nested, triage state), the ``invalid`` captures, every series that moved (``regressions``,
+    ``improvements``), the settings, the runs' metadata and, when gating against a baseline, what it was."""
+
+    checked: list[dict[str, Any]]
+    findings: list[dict[str, Any]]
+    invalid: list[dict[str, Any]]
+    threshold: float
+    min_us: float
+    window: int
+    metrics: list[str]
+    by: list[str]
+    warnings: list[str]
+    runs: dict[int, dict[str, Any]]
+    regressions: list[dict[str, Any]] = field(default_factory=list)
+    improvements: list[dict[str, Any]] = field(default_factory=list)
+    baseline: dict[str, Any] | None = None
+
+    @property
+    def regressed(self) -> bool:
+        """Whether a cause is a regression (``regressions`` exits 3)."""
+        return any(c["kind"] == "regression" for c in self.findings)
+
+    def to_json(self) -> dict[str, Any]:
+        """The document ``regressions --format json`` prints (``baseline`` only when gating against one)."""
+        out = asdict(self)
+        if self.baseline is None:
+            del out["baseline"]
+        return out
+
+
 def find_regressions(engine: Engine, *, label: str | None = None, tags: dict[str, str] | None = None,
                      last: int = 1, window: int = 7, threshold: float = 0.05, min_us: float = 1.0,
                      by: list[str] | None = None, section: str | None = None, metrics: list[str] | None = None,
                      keys: list[str] | None = None, run: str | int | None = None,
                      baseline_label: str | None = None, baseline_tags: dict[str, str] | None = None
-                     ) -> dict[str, Any]:
+                     ) -> Gate:
     """Compare each of the ``last`` newest matching runs with the ``window`` matching runs before it.
 
     PR gating: with ``run`` (an id or 'latest'), ``baseline_label`` or ``baseline_tags``, the one run (default:
@@ -263,17 +295,16 @@ def find_regressions(engine: Engine, *, label: str | None = None, tags: dict[str
         causes = [c for c in causes
                   if (c["by"], c["key"], c["kind"] == "regression") not in suppress.get(c["run_id"], set())]
         _with_triage(conn, causes)
-    return {"checked": checked, "findings": causes, "invalid": invalid, "threshold": threshold, "min_us": min_us,
-            "window": window,
-            "metrics": metrics, "by": by, "warnings": warnings, "runs": {r: m.as_dict() for r, m in meta.items()},
-            "regressions": [asdict(f) for f in findings if f.kind == "regression"],
-            "improvements": [asdict(f) for f in findings if f.kind == "improvement"]}
+    return Gate(checked, causes, invalid, threshold, min_us, window, metrics, by, warnings,
+                {r: m.as_dict() for r, m in meta.items()},
+                [asdict(f) for f in findings if f.kind == "regression"],
+                [asdict(f) for f in findings if f.kind == "improvement"])
 
 
 def _against_baseline(engine: Engine, conn: Connection, run: str | int | None, label: str | None,
                       tags: dict[str, str] | None, baseline_label: str | None, baseline_tags: dict[str, str] | None,
                       window: int, threshold: float, min_us: float, by: list[str], section: str | None,
-                      metrics: list[str], keys: list[str] | None) -> dict[str, Any]:
+                      metrics: list[str], keys: list[str] | None) -> Gate:
     """One run against the newest valid runs of a baseline filter (see :func:`find_regressions`)."""
     from warehouse.runs import resolve_run
 
@@ -295,23 +326,21 @@ def _against_baseline(engine: Engine, conn: Connection, run: str | int | None, l
     sections = resolve_sections(conn, section, [*hist[-1:], cand])
     if keys is not None:
         _check_keys(conn, [*hist, cand], sections, by, keys)
-    res: dict[str, Any] = {"checked": [], "findings": [], "invalid": [], "threshold": threshold, "min_us": min_us,
-                           "window": window, "metrics": metrics, "by": by, "warnings": [],
-                           "runs": {r: m.as_dict() for r, m in meta.items()}, "regressions": [], "improvements": [],
-                           "baseline": {"label": baseline_label, "tags": baseline_tags or {}, "runs": hist}}
+    res = Gate([], [], [], threshold, min_us, window, metrics, by, [], {r: m.as_dict() for r, m in meta.items()},
+               baseline={"label": baseline_label, "tags": baseline_tags or {}, "runs": hist})
     if quality.get(cand):
-        res["invalid"].append({**meta[cand].as_dict(), "problems": quality[cand]})
+        res.invalid.append({**meta[cand].as_dict(), "problems": quality[cand]})
         return res
     if not hist:
-        res["warnings"].append("the baseline has no valid run to compare with")
+        res.warnings.append("the baseline has no valid run to compare with")
         return res
-    res["checked"].append({**meta[cand].as_dict(), "window": hist, "sections": [section_label(s) for s in sections]})
+    res.checked.append({**meta[cand].as_dict(), "window": hist, "sections": [section_label(s) for s in sections]})
     findings = _judge(conn, cand, hist, sections, by, metrics, keys, threshold, min_us, meta[cand].time, long_hist)
     findings.sort(key=lambda f: (f.kind != "regression", -abs(f.delta_pct or 0), -abs(f.delta_us)))
-    res["findings"] = group_causes(conn, findings, meta) if findings else []
-    _with_triage(conn, res["findings"])
-    res["regressions"] = [asdict(f) for f in findings if f.kind == "regression"]
-    res["improvements"] = [asdict(f) for f in findings if f.kind == "improvement"]
+    res.findings = group_causes(conn, findings, meta) if findings else []
+    _with_triage(conn, res.findings)
+    res.regressions = [asdict(f) for f in findings if f.kind == "regression"]
+    res.improvements = [asdict(f) for f in findings if f.kind == "improvement"]
     return res
 
 
@@ -483,90 +512,3 @@ def _check_keys(conn: Connection, runs: list[int], sections: list[str], by: list
         # in the API's terms (the grouping and the key), which the CLI's --key, --block and --layer all are
         raise NotFound(f"no {' or '.join(by)} {missing[0]!r} in section {', '.join(section_label(s) for s in sections)}"
                        f" of run {runs[-1]}; `warehouse trend --by {by[0]} --top 50` lists the largest")
-
-
-COLUMNS = ["kind", "run_id", "time", "section", "by", "key", "device", "metric", "value_us", "baseline_us",
-           "delta_us", "delta_pct", "noise_us", "top_op_codes"]
-
-
-def _top(f: dict[str, Any]) -> str:
-    return ", ".join(f"{c['op_code']} {c['delta_us']:+.1f}" for c in f["contributors"])
-
-
-def as_rows(res: dict[str, Any]) -> list[list[Any]]:
-    return [[f[c] if c != "top_op_codes" else _top(f) for c in COLUMNS]
-            for f in res["regressions"] + res["improvements"]]
-
-
-def _causes_of(res: dict[str, Any], kind: str) -> list[dict[str, Any]]:
-    return [c for c in res.get("findings", []) if c["kind"] == kind]
-
-
-def _name(c: dict[str, Any]) -> str:
-    return "whole run" if c["key"] == "all" and c["by"] == "section" else f"{c['by']} {c['key']}"
-
-
-def verdict(res: dict[str, Any]) -> str:
-    """The first line: causes (and the series behind them), and which runs were checked against how many."""
-    regs, imps = _causes_of(res, "regression"), _causes_of(res, "improvement")
-    runs = ", ".join(f"{c['short'][:-1] if c['short'].endswith(')') else c['short'] + ' ('}; vs {len(c['window'])} "
-                     "runs)" for c in res["checked"])
-    head = (f"{len(regs)} regression(s), {len(imps)} improvement(s) ({len(res['regressions'])} and "
-            f"{len(res['improvements'])} series) in {runs or 'no run with history'}")
-    for bad in res.get("invalid", []):
-        head = (f"INVALID CAPTURE: {bad['short']}: {'; '.join(bad['problems'])} (not compared; left out of every "
-                "baseline)\n") + head
-    return head
-
-
-def text_lines(res: dict[str, Any], contributors: int = 5) -> list[str]:
-    """One line per cause, by impact, with its contributors indented under it."""
-    out = []
-    for c in res.get("findings", []):
-        pct = f"{c['change_pct']:+.1f} %" if c["change_pct"] is not None else ""
-        out.append(f"{'🔺' if c['kind'] == 'regression' else '🟢'} {c['kind']} {_name(c)}: {pct} "
-                   f"({c['before']:.1f} -> {c['after']:.1f} us, {c['delta_us']:+.1f} us) in run {c['run_id']} "
-                   f"({(c['time'] or '')[:16]}); {', '.join(c['sections'])}; {'+'.join(c['metrics'])}"
-                   + (f"; device {','.join(d for d in c['devices'] if d != 'all')}"
-                      if any(d != "all" for d in c["devices"]) else ""))
-        for k in c["contributors"][:contributors]:
-            kp = f" ({k['change_pct']:+.1f} %)" if k["change_pct"] is not None else ""
-            out.append(f"    {_name(k)}: {k['delta_us']:+.1f} us{kp}; {', '.join(k['sections'])}")
-        if len(c["contributors"]) > contributors:
-            out.append(f"    ... {len(c['contributors']) - contributors} more inside it")
-    return out
-
-
-MD_BUDGET = 60_000  # GitHub refuses a comment over 65,536 characters
-
-
-def _md(s: str) -> str:
-    return s.replace("|", "\\|")
-
-
-def markdown(res: dict[str, Any], budget: int = MD_BUDGET) -> str:
-    """A CI summary: a verdict line and one row per cause (contributors in the row); never over ``budget``
-    characters ("N more" says what was left out)."""
-    bad = "".join(f"**INVALID CAPTURE: {b['short']}**: {'; '.join(b['problems'])} (not compared; left out of every "
-                  "baseline)\n\n" for b in res.get("invalid", []))
-    head = bad + f"**{verdict({**res, 'invalid': []})}** " \
-        f"(threshold {100 * res['threshold']:g} %, min {res['min_us']:g} us; metrics {', '.join(res['metrics'])})"
-    causes = res.get("findings", [])
-    if not causes:
-        return head
-    lines = [head, "", "| | cause | Δ % | us | baseline us | Δ us | run | where | inside it |",
-             "|---|---|---:|---:|---:|---:|---:|---|---|"]
-    rows = []
-    for c in causes:
-        mark = "🔺" if c["kind"] == "regression" else "🟢"
-        pct = f"{c['change_pct']:+.1f}" if c["change_pct"] is not None else ""
-        where = f"{', '.join(c['sections'])}; {'+'.join(METRIC[m].label for m in c['metrics'])}"
-        devs = [d for d in c["devices"] if d != "all"]
-        if devs:
-            where += f"; device {','.join(devs)}"
-        inside = ", ".join(f"{_md(_name(k))} {k['delta_us']:+.1f}" for k in c["contributors"][:4])
-        if len(c["contributors"]) > 4:
-            inside += f" (+{len(c['contributors']) - 4})"
-        rows.append(f"| {mark} | {_md(_name(c))} | {pct} | {c['after']:.1f} | {c['before']:.1f} | "
-                    f"{c['delta_us']:+.1f} | {c['run_id']} | {where} | {inside} |".replace("\n", " "))
-    return "\n".join(render.within_budget(lines, rows, budget, "`warehouse regressions --format json`", reserve=120))

@@ -134,8 +134,9 @@ def resolve_sections(conn: Connection, section: str | None, run_ids: list[int]) 
         want = "" if section in ("all", "") else section
         if want not in names:
             shown = ", ".join(section_label(n) for n in names) or "none"
-            raise NotFound(f"--section {section!r}: no such section in run(s) "
-                           f"{', '.join(map(str, run_ids))} (sections there: {shown}; 'all' is the whole run)")
+            raise NotFound(f"{section!r}: no such section in run(s) "
+                           f"{', '.join(map(str, run_ids))} (sections there: {shown}; 'all' is the whole run)",
+                           param="section")
         return [want]
     real = [n for n in names if n != ""]
     return real or [""]
@@ -146,7 +147,7 @@ def fetch(conn: Connection, run_ids: list[int], section: str, grouping: str, *, 
     """``{(run, key, device): Point}`` from the rollups; ``devices`` adds the per-device rows (device -1 is all
     devices together); ``keys`` restricts to these keys."""
     if grouping not in grouping_keys():
-        raise UsageError(f"--by {grouping!r}: expected one of {', '.join(grouping_keys())}")
+        raise UsageError(f"{grouping!r}: expected one of {', '.join(grouping_keys())}", param="by")
     out: dict[tuple[int, str, int], Point] = {}
     if not run_ids:
         return out

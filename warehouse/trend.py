@@ -1,25 +1,43 @@
-"""A grouping's series over the runs (per-iteration figures from the rollups): a table, or a plot with a time
-axis (matplotlib, the ``plot`` extra)."""
+"""A grouping's series over the runs (per-iteration figures from the rollups); :mod:`warehouse.render.trend`
+draws it as a table or a plot."""
 from __future__ import annotations
 
-from datetime import datetime
-from pathlib import Path
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sqlalchemy import Engine
 
-from warehouse.errors import NotFound, UsageError
+from warehouse.errors import NotFound
 from warehouse.measures import METRIC
 from warehouse.series import ALL_DEVICES, fetch, resolve_sections, run_meta, section_label, select_runs
 
 
+@dataclass
+class Trend:
+    """A metric of some keys over runs: ``values[key][i]`` is the key's per-iteration figure in ``runs[i]`` (None:
+    not in that run); ``meta`` holds each run's metadata, ``warnings`` the runs left out and why."""
+
+    runs: list[int]
+    meta: dict[int, dict[str, Any]]
+    section: str
+    by: str
+    metric: str
+    unit: str
+    keys: list[str]
+    warnings: list[str] = field(default_factory=list)
+    values: dict[str, list[float | None]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The document ``trend --format json`` prints."""
+        return asdict(self)
+
+
 def trend(engine: Engine, by: str = "block", section: str | None = None, top: int = 10, label: str | None = None,
           tags: dict[str, str] | None = None, last: int | None = None, metric: str = "kernel",
-          keys: list[str] | None = None, all_models: bool = False) -> dict[str, Any]:
-    """``{"runs": [ids], "meta": {id: run metadata}, "section", "by", "metric", "keys", "values": {key: [value per
-    run or None]}}``: the chosen ``keys``, else the ``top`` keys of the newest run by the metric. Runs that look
-    like another model than the rest (:func:`warehouse.quality.other_models`) are left out with a warning,
-    unless ``all_models``."""
+          keys: list[str] | None = None, all_models: bool = False) -> Trend:
+    """The :class:`Trend` of the chosen ``keys``, else of the ``top`` keys of the newest run by the metric. Runs
+    that look like another model than the rest (:func:`warehouse.quality.other_models`) are left out with a
+    warning, unless ``all_models``."""
     from warehouse.quality import other_models
 
     warnings: list[str] = []
@@ -43,7 +61,7 @@ def trend(engine: Engine, by: str = "block", section: str | None = None, top: in
     if keys:
         missing = [k for k in keys if not any(kk == k for (_, kk) in values)]
         if missing:
-            raise NotFound(f"--key {missing[0]!r}: no such {by} in section {section_label(sec)} of these runs")
+            raise NotFound(f"key {missing[0]!r}: no such {by} in section {section_label(sec)} of these runs")
         chosen = list(keys)
     else:
         newest = {k: v for (r, k), v in values.items() if r == runs[-1] and v is not None}
@@ -51,38 +69,9 @@ def trend(engine: Engine, by: str = "block", section: str | None = None, top: in
     labels = {meta[r].label for r in runs}
     if len(labels) > 1:
         warnings.append(f"the runs mix labels {sorted(map(str, labels))}; pass --label")
-    return {"runs": runs, "meta": {r: meta[r].as_dict() for r in runs}, "section": section_label(sec), "by": by,
-            "metric": metric, "unit": METRIC[metric].unit, "keys": chosen, "warnings": warnings,
-            "values": {k: [_round(values.get((r, k))) for r in runs] for k in chosen}}
+    return Trend(runs, {r: meta[r].as_dict() for r in runs}, section_label(sec), by, metric, METRIC[metric].unit,
+                 chosen, warnings, {k: [_round(values.get((r, k))) for r in runs] for k in chosen})
 
 
 def _round(v: float | None) -> float | None:
     return None if v is None else round(v, 3)
-
-
-def plot(res: dict[str, Any], path: Path) -> None:
-    """Write the series as a line plot over capture time (PNG or SVG by the file's suffix)."""
-    if path.suffix.lower() not in (".png", ".svg"):
-        raise UsageError(f"--plot {path}: expected a .png or .svg file")
-    try:
-        import matplotlib
-    except ModuleNotFoundError:
-        raise UsageError("plots need matplotlib: pip install 'tt-profile-warehouse[plot]'") from None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(11, 6))
-    x = [datetime.fromisoformat(res["meta"][r]["time"]) if res["meta"][r]["time"] else None for r in res["runs"]]
-    for k in res["keys"]:
-        pts = [(t, v) for t, v in zip(x, res["values"][k]) if t is not None]
-        ax.plot([p[0] for p in pts], [p[1] if p[1] is not None else float("nan") for p in pts],  # type: ignore[arg-type]
-                marker=".",
-                label=k[:60].replace("$", r"\$"))  # a key is text, never mathtext
-    ax.set_xlabel("capture time")
-    ax.set_ylabel(f"{METRIC[res['metric']].label}, {res['unit']} per iteration")
-    ax.set_title(f"{METRIC[res['metric']].label} by {res['by']}, section {res['section']}".replace("$", r"\$"))
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.autofmt_xdate()
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)

@@ -58,7 +58,7 @@ def _find(engine: Engine, ident: str, label: str | None) -> dict[str, Any]:
                 return {"run_id": c.run_id, "kind": c.kind, "by": c.by, "key": c.key, "up": c.change_pct > 0}
     elif ident.startswith("r-"):
         reg = find_regressions(engine, label=label, last=30)
-        for f in reg["findings"]:
+        for f in reg.findings:
             if f["id"] == ident:
                 return {"run_id": f["run_id"], "kind": f["kind"], "by": f["by"], "key": f["key"],
                         "up": f["kind"] == "regression"}
@@ -73,7 +73,7 @@ def record(engine: Engine, ident: str, status: str, *, note: str | None = None, 
            who: str | None = None) -> Decision:
     """Record (or replace) the decision about ``ident``: a change id, a gate finding id, or ``run:<id>``."""
     if status not in STATUSES:
-        raise UsageError(f"--status {status!r}: expected one of {', '.join(STATUSES)}")
+        raise UsageError(f"{status!r}: expected one of {', '.join(STATUSES)}", param="status")
     m = _RUN_REF.match(ident)
     if m:
         with engine.connect() as conn:

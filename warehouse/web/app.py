@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
-from sqlalchemy import Engine, text
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
@@ -33,6 +33,8 @@ CHART_CAUSES = 20  # the changes page draws the first causes by impact; the rest
 
 
 def _json_default(v: Any) -> Any:
+    if hasattr(v, "to_json"):  # a result of the application layer: its JSON document
+        return v.to_json()
     if isinstance(v, datetime):
         return v.isoformat(sep=" ")  # the CLI's time format
     if isinstance(v, bytes):
@@ -106,32 +108,39 @@ def _date_param(request: Request, name: str) -> str | None:
 
 def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starlette:
     """The app for the warehouse at ``url`` (opened read-only once, shared by requests); it answers only
-    requests whose Host is in ``allowed_hosts`` (default: the loopback names)."""
+    requests whose Host is in ``allowed_hosts`` (default: the loopback names). Every page asks the application
+    layer (:class:`warehouse.Warehouse`) and lays out what :mod:`warehouse.render` and it give."""
     from warehouse.api import Warehouse
 
     wh = Warehouse(url)  # the application layer; its reads are opened read-only, once
-    engine: Engine = wh._reader()
     templates = Jinja2Templates(directory=str(HERE / "templates"))
     # the forms' choice lists are the registry's (an entry added to measures.py shows up in every page)
     CHOICES = {"groupings": grouping_keys(True), "metrics": list(METRIC)}
+    app: Starlette  # (set below: url_for reads its routes)
+
+    def url_for(name: str, **params: Any) -> str:
+        """The path of route ``name`` (its path parameters from ``params``), the other ``params`` as its query
+        string (None left out): every link of every page is built here, never spelled in a template."""
+        route = next(r for r in app.routes if getattr(r, "name", None) == name)
+        names = set(getattr(route, "param_convertors", {})) | ({"path"} if isinstance(route, Mount) else set())
+        path = str(app.url_path_for(name, **{k: v for k, v in params.items() if k in names}))
+        query = [(k, x) for k, v in params.items() if k not in names and v is not None
+                 for x in (v if isinstance(v, list) else [v])]
+        return path + ("?" + urlencode(query) if query else "")
 
     def page(request: Request, name: str, data: dict[str, Any], **view: Any) -> Response:
         """``data`` as the page (with ``view``: what only the HTML needs, such as charts) or as JSON."""
         if request.query_params.get("format") == "json":
             return _json(data)
-        return templates.TemplateResponse(request, name, {"d": data, "q": request.query_params, **CHOICES, **view})
-
-    def labels() -> list[str]:
-        with engine.connect() as conn:
-            return [x for x in conn.execute(text("SELECT DISTINCT label FROM run WHERE label IS NOT NULL "
-                                                 "ORDER BY label")).scalars()]
+        return templates.TemplateResponse(request, name, {"d": data, "q": request.query_params, **CHOICES,
+                                                          "url_for": url_for, **view})
 
     def failed(request: Request, e: WarehouseError) -> Response:
         status = 404 if isinstance(e, NotFound) else 400
         if request.query_params.get("format") == "json":
             return _json({"error": str(e)}, status)
-        return templates.TemplateResponse(request, "error.html", {"error": str(e), "q": request.query_params},
-                                          status_code=status)
+        return templates.TemplateResponse(request, "error.html", {"error": str(e), "q": request.query_params,
+                                                                  "url_for": url_for}, status_code=status)
 
     def guarded(fn):
         # a plain function: Starlette runs it in its thread pool, so one slow request (a 10 s /sql) never holds
@@ -144,80 +153,58 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
         endpoint.__name__ = fn.__name__
         return endpoint
 
+    def run_link(run_id: int) -> str:
+        return url_for("run", run=run_id)
+
     def runs_page(request: Request) -> Response:
-        from warehouse.runs import list_runs
         q = request.query_params
-        rows = list_runs(engine, label=q.get("label") or None)
+        rows = wh.runs(label=q.get("label") or None)
         if q.get("tag"):
             k, _, v = q["tag"].partition("=")
             rows = [r for r in rows if r["tags"].get(k) == v]
         since, until = _date_param(request, "since") or "", _date_param(request, "until") or ""
         rows = [r for r in rows if (not since or (r["captured_at"] or r["ingested_at"]) >= since)
                 and (not until or (r["captured_at"] or r["ingested_at"])[:10] <= until)]
-        ids = [r["id"] for r in rows]
-        totals: dict[int, dict[str, float]] = {}
-        if ids:
-            with engine.connect() as conn:
-                for rid, sec, k in conn.execute(text(
-                        "SELECT run_id, section, kernel_us FROM rollup WHERE grouping = 'section' AND device = -1 "
-                        f"AND run_id IN ({', '.join(str(int(i)) for i in ids)})")):
-                    totals.setdefault(rid, {})[sec or "(whole run)"] = round(k or 0.0, 1)
+        totals = wh.section_totals([r["id"] for r in rows])
         for r in rows:
-            r["kernel_us_by_section"] = totals.get(r["id"], {})
+            r["kernel_us_by_section"] = {sec or "(whole run)": round(k, 1)
+                                         for sec, k in totals.get(r["id"], {}).items()}
         rows.reverse()  # newest first
-        return page(request, "runs.html", {"runs": rows, "labels": labels()})  # every label, whatever is shown
+        return page(request, "runs.html", {"runs": rows, "labels": wh.labels()})  # every label, whatever is shown
 
     def run_page(request: Request) -> Response:
-        from warehouse.report import build_report
-        from warehouse.runs import list_runs, resolve_run
-        with engine.connect() as conn:
-            run_id = resolve_run(conn, request.path_params["run"])
-            sections = [dict(r) for r in conn.execute(text(
-                "SELECT name, kind, ordinal, start_row, end_row FROM section WHERE run_id = :r ORDER BY ordinal"),
-                {"r": run_id}).mappings()]
-        info = list_runs(engine, warnings=True, run_id=run_id)[0]
-        # its neighbours among the runs of its label (by capture time), for the links to the previous and next
-        ids = [r["id"] for r in list_runs(engine, label=info["label"])] if info["label"] is not None else []
-        at = ids.index(run_id) if run_id in ids else -1
-        near = {"previous": ids[at - 1] if at > 0 else None,
-                "next": ids[at + 1] if 0 <= at < len(ids) - 1 else None}
+        info = wh.run(request.path_params["run"])
+        sections = info.pop("sections")
+        near = {"previous": info.pop("previous"), "next": info.pop("next")}
         return page(request, "run.html", {"run": info, "sections": sections, "neighbours": near,
                                           "sectioned": any(x["kind"] in ("eager", "trace") for x in sections),
-                                          "report": build_report(engine, run_id)})
+                                          "report": wh.report(info["id"])})
 
     def perf_download(request: Request) -> Response:
-        from warehouse.perf import to_csv
-        from warehouse.runs import resolve_run
-        with engine.connect() as conn:
-            run_id = resolve_run(conn, request.path_params["run"])
+        from warehouse.render.perf import to_csv
+        run_id = wh.resolve(request.path_params["run"])
         return Response(to_csv(wh.perf_table(run_id)), media_type="text/csv",
                         headers={"Content-Disposition": f'attachment; filename="run{run_id}_perf.csv"'})
 
     def report_download(request: Request) -> Response:
-        from warehouse.report import build_report, render_json, render_text
-        from warehouse.runs import resolve_run
-        with engine.connect() as conn:
-            run_id = resolve_run(conn, request.path_params["run"])
+        from warehouse.render import report as rr
+        run_id = wh.resolve(request.path_params["run"])
         if request.path_params["kind"] not in ("json", "md"):
             raise NotFound("downloads are report.json and report.md")
-        res = build_report(engine, run_id)
+        res = wh.report(run_id)
         if request.path_params["kind"] == "json":
-            return Response(render_json(res), media_type="application/json",
+            return Response(rr.to_json(res), media_type="application/json",
                             headers={"Content-Disposition": f'attachment; filename="run{run_id}.json"'})
-        return Response(render_text(res) + "\n", media_type="text/markdown",
+        return Response(rr.text(res) + "\n", media_type="text/markdown",
                         headers={"Content-Disposition": f'attachment; filename="run{run_id}.md"'})
 
     def export_download(request: Request) -> Response:
-        from warehouse.export import export_run
-        from warehouse.runs import resolve_run
-        with engine.connect() as conn:
-            run_id = resolve_run(conn, request.path_params["run"])
-            name = conn.execute(text("SELECT file_name FROM run WHERE id = :r"), {"r": run_id}).scalar()
-        # spooled to a temporary file (in memory up to 8 MiB), verified by export_run, then streamed from it: a
-        # 161 MiB run no longer sits in the server's memory, and a damaged run is an error, never half a file
+        info = wh.run(request.path_params["run"])
+        # spooled to a temporary file (in memory up to 8 MiB), verified by the export, then streamed from it: a
+        # 161 MiB run never sits in the server's memory, and a damaged run is an error, never half a file
         spool = tempfile.SpooledTemporaryFile(max_size=8 << 20)
         try:
-            export_run(engine, run_id, spool)
+            wh.export(info["id"], spool)
         except BaseException:
             spool.close()
             raise
@@ -228,88 +215,79 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
             with spool:
                 while block := spool.read(1 << 20):
                     yield block
-        safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in str(name))
+        safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in str(info["file_name"]))
         return StreamingResponse(chunks(), media_type="text/csv",
                                  headers={"Content-Disposition": f'attachment; filename="{safe}"',
                                           "Content-Length": str(size)})
 
     def compare_page(request: Request) -> Response:
-        from warehouse.compare import compare_runs
         q = request.query_params
         if not q.get("a") or not q.get("b"):
             return page(request, "compare.html", {"res": None})
-        res = compare_runs(engine, q["a"], q["b"], by=_choice_param(request, "by", grouping_keys(True), "layer"),
-                           section=q.get("section") or None,
-                           metric=_choice_param(request, "metric", list(METRIC), "kernel"))
+        res = wh.compare(q["a"], q["b"], by=_choice_param(request, "by", grouping_keys(True), "layer"),
+                         section=q.get("section") or None,
+                         metric=_choice_param(request, "metric", list(METRIC), "kernel"))
         return page(request, "compare.html", {"res": res})
 
     def regressions_page(request: Request) -> Response:
-        from warehouse.regressions import find_regressions
         q = request.query_params
-        res = find_regressions(engine, label=q.get("label") or None) if q.get("label") else None
-        return page(request, "regressions.html", {"res": res, "labels": labels()})
+        res = wh.regressions(label=q.get("label") or None) if q.get("label") else None
+        return page(request, "regressions.html", {"res": res, "labels": wh.labels()})
 
     def changes_page(request: Request) -> Response:
-        from warehouse.changes import find_changes
         from warehouse.web.chart import from_change
         q = request.query_params
         if not q.get("label"):
-            return page(request, "changes.html", {"res": None, "labels": labels()})
-        res = find_changes(engine, label=q["label"], since=_date_param(request, "since"),
-                           until=_date_param(request, "until")).to_json()
-        charts = {c["id"]: from_change(c, res["runs"]) for c in res["changes"][:CHART_CAUSES]}
-        return page(request, "changes.html", {"res": res, "labels": labels()}, charts=charts,
+            return page(request, "changes.html", {"res": None, "labels": wh.labels()})
+        res = wh.changes(label=q["label"], since=_date_param(request, "since"),
+                         until=_date_param(request, "until")).to_json()
+        charts = {c["id"]: from_change(c, res["runs"], run_link) for c in res["changes"][:CHART_CAUSES]}
+        return page(request, "changes.html", {"res": res, "labels": wh.labels()}, charts=charts,
                     chart_causes=CHART_CAUSES)
 
     def trend_page(request: Request) -> Response:
-        from warehouse.regressions import find_regressions
-        from warehouse.trend import trend
         from warehouse.web.chart import from_trend, svg
         q = request.query_params
         keys = q.getlist("key") or None
         by = _choice_param(request, "by", grouping_keys(True), "block")
         metric = _choice_param(request, "metric", list(METRIC), "kernel")
-        res = trend(engine, by=by, section=q.get("section") or None, label=q.get("label") or None,
-                    metric=metric, keys=keys, top=_int_param(request, "top", 5, 1),
-                    last=_int_param(request, "last", 0) or None)
-        section = None if res["section"] == "(whole run)" else res["section"]
-        marks = find_regressions(engine, label=q.get("label") or None, last=len(res["runs"]), by=[by],
-                                 metrics=[metric], section=section or "all", keys=res["keys"] or None)
-        regressed = {(f["run_id"], f["key"]) for f in marks["regressions"] if f["device"] == "all"}
-        res["regressed"] = sorted(regressed)
-        return page(request, "trend.html", {"res": res, "chart": svg(from_trend(res, regressed), res["unit"])})
+        res = wh.trend(by=by, section=q.get("section") or None, label=q.get("label") or None,
+                       metric=metric, keys=keys, top=_int_param(request, "top", 5, 1),
+                       last=_int_param(request, "last", 0) or None)
+        section = None if res.section == "(whole run)" else res.section
+        marks = wh.regressions(label=q.get("label") or None, last=len(res.runs), by=[by], metrics=[metric],
+                               section=section or "all", keys=res.keys or None)
+        regressed = {(f["run_id"], f["key"]) for f in marks.regressions if f["device"] == "all"}
+        return page(request, "trend.html", {"res": res, "regressed": sorted(regressed)},
+                    chart=svg(from_trend(res, regressed), res.unit, run_url=run_link))
 
     def sql_page(request: Request) -> Response:
-        from warehouse.query import stream_sql
+        from warehouse import render
         q = request.query_params
         sql = q.get("q") or ""
         if not sql.strip():
             return page(request, "sql.html", {"columns": [], "rows": [], "truncated": False})
-        with stream_sql(engine, sql, timeout_s=SQL_TIMEOUT_S, max_rows=SQL_MAX_ROWS,
-                        max_value_bytes=SQL_MAX_VALUE_BYTES, max_result_bytes=SQL_MAX_RESULT_BYTES) as res:
-            from warehouse.render import plain_row
-            cols, rows = res.columns, [plain_row(r) for r in res.rows]
+        with wh.sql(sql, timeout_s=SQL_TIMEOUT_S, max_rows=SQL_MAX_ROWS, max_value_bytes=SQL_MAX_VALUE_BYTES,
+                    max_result_bytes=SQL_MAX_RESULT_BYTES) as res:
+            cols, rows = res.columns, [render.plain_row(r) for r in res.rows]
             truncated = res.truncated
         if q.get("format") == "csv":
-            from warehouse import render
             return Response(render.to_csv(cols, rows) + "\n", media_type="text/csv",
                             headers={"Content-Disposition": 'attachment; filename="query.csv"'})
-        data = {"columns": cols, "rows": rows, "truncated": truncated, "max_rows": SQL_MAX_ROWS}
-        if q.get("format") == "json":
-            return _json(data)
-        return page(request, "sql.html", data)
+        return page(request, "sql.html", {"columns": cols, "rows": rows, "truncated": truncated,
+                                          "max_rows": SQL_MAX_ROWS})
 
     routes = [
-        Route("/", guarded(runs_page)),
-        Route("/runs/{run}", guarded(run_page)),
-        Route("/runs/{run}/report.{kind:str}", guarded(report_download)),
-        Route("/runs/{run}/export.csv", guarded(export_download)),
-        Route("/runs/{run}/perf.csv", guarded(perf_download)),
-        Route("/compare", guarded(compare_page)),
-        Route("/regressions", guarded(regressions_page)),
-        Route("/changes", guarded(changes_page)),
-        Route("/trend", guarded(trend_page)),
-        Route("/sql", guarded(sql_page)),
+        Route("/", guarded(runs_page), name="runs"),
+        Route("/runs/{run}", guarded(run_page), name="run"),
+        Route("/runs/{run}/report.{kind:str}", guarded(report_download), name="report"),
+        Route("/runs/{run}/export.csv", guarded(export_download), name="export"),
+        Route("/runs/{run}/perf.csv", guarded(perf_download), name="perf"),
+        Route("/compare", guarded(compare_page), name="compare"),
+        Route("/regressions", guarded(regressions_page), name="regressions"),
+        Route("/changes", guarded(changes_page), name="changes"),
+        Route("/trend", guarded(trend_page), name="trend"),
+        Route("/sql", guarded(sql_page), name="sql"),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
     from starlette.middleware import Middleware
@@ -322,7 +300,7 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
     app = Starlette(routes=routes, exception_handlers={Exception: crashed}, middleware=[
         Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or LOOPBACK_HOSTS),
         Middleware(_SecurityHeaders)])
-    app.state.engine = engine
+    app.state.warehouse = wh
     return app
 
 

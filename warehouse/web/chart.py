@@ -3,9 +3,13 @@ a <title> (the browser shows run, date and value on hover) and links to its run'
 marked; a change point is drawn as a line at its first night with the levels before and after it."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from warehouse.trend import Trend
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f",
            "#bcbd22"]
@@ -30,8 +34,10 @@ class Mark:
 
 
 def svg(series: list[Series], unit: str, width: int = 900, height: int = 360, marks: list[Mark] | None = None,
-        from_zero: bool = True) -> str:
-    """The chart's SVG markup; ``from_zero=False`` fits the y axis to the values (a 3 % step stays visible)."""
+        from_zero: bool = True, run_url: Callable[[int], str] | None = None) -> str:
+    """The chart's SVG markup; ``from_zero=False`` fits the y axis to the values (a 3 % step stays visible);
+    each point links to ``run_url(run id)`` (the app's route)."""
+    link = run_url or (lambda r: f"/runs/{r}")
     left, right, top, bottom = 70, 50, 20, 60
     marks = marks or []
     n = max((len(s.points) for s in series), default=0)
@@ -86,7 +92,8 @@ def svg(series: list[Series], unit: str, width: int = 900, height: int = 360, ma
                 continue
             cls = "point regressed" if bad else "point"
             r = 6 if bad else 3.5
-            out.append(f'<a href="/runs/{int(run)}"><circle class="{cls}" cx="{x(i):.1f}" cy="{y(v):.1f}" r="{r}" '
+            out.append(f'<a href="{escape(link(int(run)))}"><circle class="{cls}" cx="{x(i):.1f}" cy="{y(v):.1f}" '
+                       f'r="{r}" '
                        f'fill="{color}" data-run="{run}"><title>{escape(s.key)}: run {run}, {escape(t)}, '
                        f'{v:,.3f} {escape(unit)}{" (regressed)" if bad else ""}</title></circle></a>')
     out.append("</svg>")
@@ -95,16 +102,17 @@ def svg(series: list[Series], unit: str, width: int = 900, height: int = 360, ma
     return "".join(out) + f'<ul class="legend">{legend}</ul>'
 
 
-def from_trend(res: dict[str, Any], regressed: set[tuple[int, str]]) -> list[Series]:
-    """Series of a :func:`warehouse.trend.trend` result; ``regressed`` holds (run id, key) pairs to mark."""
+def from_trend(res: Trend, regressed: set[tuple[int, str]]) -> list[Series]:
+    """Series of a :class:`warehouse.trend.Trend`; ``regressed`` holds (run id, key) pairs to mark."""
     out = []
-    for k in res["keys"]:
-        pts = [(res["meta"][r]["time"] or "", r, v, (r, k) in regressed) for r, v in zip(res["runs"], res["values"][k])]
+    for k in res.keys:
+        pts = [(res.meta[r]["time"] or "", r, v, (r, k) in regressed) for r, v in zip(res.runs, res.values[k])]
         out.append(Series(k, pts))
     return out
 
 
-def from_change(change: dict[str, Any], runs: list[dict[str, Any]]) -> str:
+def from_change(change: dict[str, Any], runs: list[dict[str, Any]],
+                run_url: Callable[[int], str] | None = None) -> str:
     """The chart of one change (``Change.to_json()``) over its history's ``runs``: its series, its first night
     marked, its levels before and after."""
     values = change.get("series") or []
@@ -114,5 +122,4 @@ def from_change(change: dict[str, Any], runs: list[dict[str, Any]]) -> str:
     mark = Mark(at, label, change["before"], change["after"]) if change["kind"] == "step" else Mark(at, label)
     name = change["key"] if change["by"] != "section" or change["key"] != "all" else "whole run"
     return svg([Series(f"{name} ({change.get('series_of') or ', '.join(change['sections'])})", pts)], "us",
-               marks=[mark], from_zero=False,
-               height=260)
+               marks=[mark], from_zero=False, height=260, run_url=run_url)

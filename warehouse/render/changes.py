@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from warehouse import render
+from warehouse.render import rows as render
 from warehouse.changes import Change, ChangesResult
 
 # GitHub refuses a comment over 65,536 characters; leave room for what a CI job adds around it

@@ -1,0 +1,48 @@
+"""tt-perf-report's per-op table (:class:`warehouse.perf.PerfTable`) as a terminal table, Markdown, JSON or its
+``--csv`` layout."""
+from __future__ import annotations
+
+from warehouse.perf import COLUMNS, VISIBLE, PerfTable, summary
+from warehouse.render import rows as r
+
+
+def _fmt(v: object, unit: str | None, decimals: int | None) -> str:
+    if v is None:
+        return ""
+    text = f"{v:,.{decimals}f}" if decimals is not None and isinstance(v, (int, float)) else str(v)
+    return f"{text} {unit}" if unit else text
+
+
+def render(table: PerfTable, fmt: str) -> str:
+    """The table as ``table`` (terminal), ``md``, ``json`` or ``csv`` (tt-perf-report's --csv columns)."""
+    if fmt == "json":
+        return r.to_json({"summary": summary(table), "rows": table.rows})
+    if fmt == "csv":
+        return to_csv(table)
+    cols = [c for c, _, _ in VISIBLE]
+    rows = [[_fmt(row[c], u, d) for c, u, d in VISIBLE] for row in table.rows]
+    s = summary(table)
+    head = (f"run {table.run_id}: {s['device_ops']} device ops, {s['host_ops']} host ops, {s['signposts']} "
+            f"signposts; device time {s['device_time_us']:,.0f} μs, op-to-op {s['op_to_op_us']:,.0f} μs "
+            f"({table.arch}, {table.worker_cores} worker cores{', devices merged' if table.merged else ''})")
+    body = r.markdown(cols, rows) if fmt == "md" else r.table(cols, rows)
+    return f"{head}\n\n{body}"
+
+
+def _safe(v: object) -> object:
+    # A spreadsheet runs a cell starting with one of these as a formula (tt-perf-report escapes them too).
+    if isinstance(v, str) and v.startswith(("=", "+", "-", "@", "\t", "\r")):
+        return f"'{v}"
+    return "" if v is None else v
+
+
+def to_csv(table: PerfTable) -> str:
+    """tt-perf-report's ``--csv`` layout (``--no-advice --raw-op-codes``): every column, numbers in full."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(COLUMNS)
+    w.writerows([[_safe(row[c]) for c in COLUMNS] for row in table.rows])
+    return buf.getvalue()
