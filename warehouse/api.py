@@ -212,8 +212,10 @@ class Warehouse:
         return list_runs(self._reader(), label=label, warnings=warnings)
 
     def run(self, run: str | int) -> dict[str, Any]:
-        """One run as :meth:`runs` gives it, with its warnings, its sections (``sections``) and the runs before
-        and after it among its label's (``previous``, ``next``)."""
+        """One run as :meth:`runs` gives it, with its warnings, its sections (``sections``; ``sectioned``: whether
+        it has the oracle's, which the OPT_BASELINE report summarises) and the runs before and after it among its
+        label's (``previous``, ``next``)."""
+        from warehouse.contract import SECTIONS
         from sqlalchemy import text
 
         from warehouse.runs import list_runs
@@ -224,6 +226,7 @@ class Warehouse:
             info["sections"] = [dict(r) for r in conn.execute(text(
                 "SELECT name, kind, ordinal, start_row, end_row FROM section WHERE run_id = :r ORDER BY ordinal"),
                 {"r": run_id}).mappings()]
+        info["sectioned"] = any(x["kind"] in SECTIONS for x in info["sections"])
         ids = [r["id"] for r in list_runs(eng, label=info["label"])] if info["label"] is not None else []
         at = ids.index(run_id) if run_id in ids else -1
         info["previous"] = ids[at - 1] if at > 0 else None

@@ -23,7 +23,7 @@ CATEGORIES: list[tuple[str, str]] = [
 _COMPILED = [(name, re.compile(pat)) for name, pat in CATEGORIES]
 
 # The layer cost split's compute ops (conv / matmul kernels), as in the oracle's precision_split.
-COMPUTE = re.compile(r"Conv2d|Matmul|ConvTranspose")
+from warehouse.contract import COMPUTE  # noqa: E402,F401
 
 
 def category(op_code: str) -> str:

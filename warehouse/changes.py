@@ -40,7 +40,7 @@ TOP_CONTRIBUTORS = 5
 PAIRS_SEEN = 3  # a block or op code with this many (block, op code) pairs is also seen through their median
 NEST_SLACK = 1.25  # a candidate is explained by a cause whose change is at least this share of its own
 NEST_NIGHTS = 3
-SECTIONS = ("eager", "trace")  # the oracle's sections, which run the same ops
+from warehouse.contract import SECTIONS  # noqa: E402  (the oracle's sections, which run the same ops)
 CORROBORATE = 2.0  # ... and whose night is this close to its own (a noisy child may name a neighbouring night)
 
 

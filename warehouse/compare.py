@@ -10,6 +10,7 @@ from sqlalchemy import Engine
 from warehouse.measures import METRIC
 from warehouse.runs import resolve_run
 from warehouse.series import ALL_DEVICES, fetch, resolve_sections, run_meta, section_label
+from warehouse.contract import TRACE
 
 
 def _pct(a: float, b: float) -> float | None:
@@ -58,7 +59,7 @@ def compare_runs(engine: Engine, a: str, b: str, by: str = "layer", section: str
     with engine.connect() as conn:
         ra, rb = resolve_run(conn, a), resolve_run(conn, b)
         sections = resolve_sections(conn, section, [ra, rb])
-        sec = sections[0] if section is not None else ("trace" if "trace" in sections else sections[0])
+        sec = sections[0] if section is not None else (TRACE if TRACE in sections else sections[0])
         meta = run_meta(conn, [ra, rb])
         values = fetch(conn, [ra, rb], sec, by, keys=keys)
         totals = fetch(conn, [ra, rb], sec, "section")

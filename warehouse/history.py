@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, text
+from warehouse.contract import EAGER, TRACE
 
 SIGNPOST, POSITION, ALIGNED, UNMATCHED = "signpost", "position", "aligned", "unmatched"
 WINDOW = 64  # how far ahead (in either sequence) a resynchronisation is looked for
@@ -283,10 +284,10 @@ def attribute_run_v8(conn: Connection, run_id: int) -> None:
     values: list[tuple[int, Attributed]] = []
     # eager first (the trace learns from it), whatever the order in the file
     for _row, kind, _pos, code, block, layer, _ in rows:
-        if kind == "eager":
+        if kind == EAGER:
             tracker.eager_op(code, block, layer)
     for row_no, kind, pos, code, block, layer, replay in rows:
-        if kind == "trace":
+        if kind == TRACE:
             values.append((row_no, tracker.trace_op(row_no, code, replay or None, block, layer, pos)))
         else:
             values.append((row_no, own(block, layer, pos)))

@@ -34,6 +34,7 @@ from warehouse.rowprep import REPLAY, TYPED, Batch, Chunk, RowSource
 from warehouse.report import ReportFeed, store_parts
 from warehouse.rollups import build_rollups
 from warehouse.signposts import Attribution, SectionSpan
+from warehouse.contract import EAGER, TRACE
 
 MAX_WARNINGS = 1000  # stored per run
 _CAPTURED = re.compile(r"_(\d{4})_(\d{2})_(\d{2})_(\d{2})_(\d{2})_(\d{2})")
@@ -253,8 +254,8 @@ class _FileIngest:
         self._sp_sql = _insert_sql(conn, "signpost", SIGNPOST_COLUMNS)
         self.pos: dict[str, int] = {}
         self.seen: dict[tuple, int] = {}  # (section, block, layer, op code) -> ops so far: the occurrence
-        self.codes: dict[str, array] = {"eager": array("q"), "trace": array("q")}
-        self.section_ids: dict[str, list[int]] = {"eager": [], "trace": []}
+        self.codes: dict[str, array] = {EAGER: array("q"), TRACE: array("q")}
+        self.section_ids: dict[str, list[int]] = {EAGER: [], TRACE: []}
         self.n_ops = self.n_signposts = self.n_sections = 0
         self.rows_read = 0
         self.arch: str | None = None
@@ -313,10 +314,10 @@ class _FileIngest:
         self.seen[key] = occ + 1
         if sec is not None:
             self.feed.op(sec.name, p or 0, code_id, a.block, a.layer, typed, fid)
-        if sec is not None and sec.name == "trace":
+        if sec is not None and sec.name == TRACE:
             hist = self.history.trace_op(row_no, code_id, typed[REPLAY], block, layer, p or 0)
         else:
-            if sec is not None and sec.name == "eager":
+            if sec is not None and sec.name == EAGER:
                 self.history.eager_op(code_id, block, layer)
             hist = own(block, layer, p)
         place = self.intern.place
@@ -401,14 +402,14 @@ class _FileIngest:
     def _inherit_trace(self) -> bool:
         """The oracle's rule: the replay inherits block and layer of the eager op at the same position, only
         when both op-code sequences are identical."""
-        eager, trace = self.codes["eager"], self.codes["trace"]
+        eager, trace = self.codes[EAGER], self.codes[TRACE]
         same = eager == trace
         if same and len(trace):
             # Same op codes at every position: the eager op's occurrence is the replayed op's too.
             e = t.op.alias("e")
             self.conn.execute(update(t.op)
-                              .where(t.op.c.section_id.in_(self.section_ids["trace"]),
-                                     e.c.section_id.in_(self.section_ids["eager"]), e.c.pos == t.op.c.pos)
+                              .where(t.op.c.section_id.in_(self.section_ids[TRACE]),
+                                     e.c.section_id.in_(self.section_ids[EAGER]), e.c.pos == t.op.c.pos)
                               .values(place_id=e.c.place_id, occurrence=e.c.occurrence,
                                       attribution="eager_position"))
         history.apply(self.conn, self.run_id, self.history.finish(), self.intern.place)

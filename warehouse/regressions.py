@@ -26,6 +26,7 @@ import numpy as np
 from sqlalchemy import Connection, Engine, text
 
 from warehouse.changepoints import robust_sigma
+from warehouse.contract import EAGER, TRACE
 from warehouse.errors import NotFound
 from warehouse.measures import DRILL_DOWN, METRICS
 from warehouse.quality import judge, other_models
@@ -377,7 +378,7 @@ def _corroborated(f: Finding, moved: set[tuple], judged: dict[tuple, float], thr
     the other section, which judged the same key, moved the same way by at least a third as much: one op's
     hiccup lands in one section (a kernel that changed runs slower in both). Op-to-op gaps are the host's, which
     the trace leaves out: one section is enough, at ``CORROBORATE`` times its bar."""
-    other = {"eager": "trace", "trace": "eager"}.get(f.section)
+    other = {EAGER: TRACE, TRACE: EAGER}.get(f.section)
     there = judged.get((other, f.by, f.key, f.device, f.metric)) if other else None
     if there is None or (other, f.by, f.key, f.device, f.metric, f.kind) in moved:
         return True

@@ -29,8 +29,7 @@ from warehouse import schema as t
 from warehouse.measures import REPORT_TABLES
 from warehouse.errors import NotFound
 
-SECTIONS = ("eager", "trace")
-TOP = 10
+from warehouse.contract import EAGER, FEW_CORES, SECTIONS, TOP, TRACE, is_post  # noqa: E402
 
 # One op as the report reads it from op_detail (names, categories and shapes are looked up, not read per op).
 _COLS = ("pos", "op_code_id", "block", "layer", "kernel_us", "fw_us", "op2op_us", "fw_start_cycle", "fw_end_cycle",
@@ -92,7 +91,7 @@ class _SectionScan:
                     a[1] += k
                     a[2] += g
             lay = op[LAYER]
-            if lay and not lay.endswith("|post"):
+            if lay and not is_post(lay):
                 ks = self.layers.get(lay)
                 if ks is None:
                     ks = self.layers[lay] = (array("d"), bytearray())
@@ -167,7 +166,7 @@ class ReportFeed:
         if self.fed > self.MAX_OPS:
             return
         alt: tuple[str, str] | None = None
-        if section == "eager":
+        if section == EAGER:
             self.eager_codes.append(code)
             ix = self.pair_ix.get((block, layer))
             if ix is None:
@@ -215,7 +214,7 @@ class ReportFeed:
             cols = (kern, fw, gap, st, en, cores, fid)
             key = keys.get((code, block, layer)) or self._key(code, block, layer)
             rows[sec].append((pos, code, block, layer, *cols, *key))
-            if sec == "trace" and self.inherited is not None and alt is not None:
+            if sec == TRACE and self.inherited is not None and alt is not None:
                 b, lay = alt
                 key = keys.get((code, b, lay)) or self._key(code, b, lay)
                 inherited.append((pos, code, b, lay, *cols, *key))
@@ -233,12 +232,12 @@ class ReportFeed:
             return None
         if not same:
             return self.own
-        x, own = self.inherited, self.own["trace"]
+        x, own = self.inherited, self.own[TRACE]
         if x is None:
             return None
         x.kern, x.fw, x.gaps, x.cores, x.start, x.end, x.fid = own.kern, own.fw, own.gaps, own.cores, own.start, \
             own.end, own.fid
-        return {"eager": self.own["eager"], "trace": x}
+        return {EAGER: self.own[EAGER], TRACE: x}
 
 
 def _scan(conn: Connection, run_id: int, section: str, compute: dict[int, bool]) -> _SectionScan:
@@ -323,7 +322,7 @@ def _section(conn: Connection, run_id: int, section: str, codes: dict[int, tuple
            "op2op_median_us": round(_gap_median(conn, run_id, section, gaps, n_nz), 2) if n_nz else None,
            "span_us": round(span, 1) if span else None, "freq_mhz": freq,
            "cores_median": _tally_median(x.cores) if n else None,
-           "ops_below_120_cores": sum(k for c, k in x.cores.items() if 0 < c < 120), "fidelity": dict(x.fid)}
+           "ops_below_120_cores": sum(k for c, k in x.cores.items() if 0 < c < FEW_CORES), "fidelity": dict(x.fid)}
     out.update(x.group_tables(total))
     out.update(top_ops=top_ops, top_gaps=top_gaps, precision_split=x.precision_split())
     return out

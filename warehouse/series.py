@@ -13,6 +13,7 @@ from warehouse import schema as t
 from warehouse.errors import NotFound, UsageError
 from warehouse.measures import METRICS, grouping_keys
 from warehouse.runs import order_key
+from warehouse.contract import EAGER, TRACE
 
 ALL_DEVICES = -1
 
@@ -93,7 +94,7 @@ def sections_of(conn: Connection, run_ids: Iterable[int]) -> dict[int, list[str]
     rows = conn.execute(text(
         "SELECT run_id, section FROM rollup WHERE grouping = 'section' AND device = -1 AND run_id IN "
         f"({', '.join(str(int(r)) for r in ids)}) AND section IN ({sql_list(section_names(conn, ids))})")).all()
-    order = {"eager": 0, "trace": 1, "": 3}
+    order = {EAGER: 0, TRACE: 1, "": 3}
     for rid, sec in rows:
         out[rid].append(sec)
     for rid in out:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-ORACLE_SECTIONS = ("eager", "trace")
+from warehouse.contract import BLOCK, LAYER, SECTION_ENDS
+from warehouse.contract import SECTIONS as ORACLE_SECTIONS
 _ENDS = ("_end", "_END", " finished", " ended")
 _STARTS = (" started", "_start", "_START")
 
@@ -73,7 +74,7 @@ class Attribution:
             self.section = ev.opened = self._span(name, name, row)
             self.block, self.layer = "", ""
             return ev
-        if name in ("eager_end", "trace_end"):
+        if name in SECTION_ENDS:
             ev = SignpostEvent("section_end")
             if self.section is None:
                 ev.warning = f"{name!r} without an open section"
@@ -84,11 +85,11 @@ class Attribution:
                 ev.closed.append(self.section)
             self.section = None
             return ev
-        if name.startswith("m:"):
-            self.block, self.layer = name[2:], ""
+        if name.startswith(BLOCK):
+            self.block, self.layer = name[len(BLOCK):], ""
             return SignpostEvent("block")
-        if name.startswith("c:"):
-            self.layer = name[2:]
+        if name.startswith(LAYER):
+            self.layer = name[len(LAYER):]
             return SignpostEvent("layer")
         base = _strip(name, _ENDS)
         if base is not None:

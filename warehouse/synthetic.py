@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import random
+from warehouse.contract import EAGER, SECTION_ENDS, SECTIONS, TRACE
 from datetime import datetime, timedelta
 from pathlib import Path
 from collections.abc import Callable, Iterator
@@ -13,18 +14,18 @@ KERNEL = "DEVICE KERNEL DURATION [ns]"
 
 def _sections(rows: list[list[str]], name_i: int, type_i: int) -> tuple[list[list[str]], list[list[str]]]:
     """The rows inside ``eager`` .. ``eager_end`` and ``trace`` .. ``trace_end`` (signposts included)."""
-    out: dict[str, list[list[str]]] = {"eager": [], "trace": []}
+    out: dict[str, list[list[str]]] = {EAGER: [], TRACE: []}
     cur = None
     for r in rows:
-        if r[type_i] == "signpost" and r[name_i] in ("eager", "trace"):
+        if r[type_i] == "signpost" and r[name_i] in SECTIONS:
             cur = r[name_i]
             continue
-        if r[type_i] == "signpost" and r[name_i] in ("eager_end", "trace_end"):
+        if r[type_i] == "signpost" and r[name_i] in SECTION_ENDS:
             cur = None
             continue
         if cur:
             out[cur].append(r)
-    return out["eager"], out["trace"]
+    return out[EAGER], out[TRACE]
 
 
 def scale_csv(src: Path, dst: Path, ops: int,
@@ -50,7 +51,7 @@ def scale_csv(src: Path, dst: Path, ops: int,
     with open(dst, "w", newline="") as f:
         w = csv.writer(f, lineterminator="\r\n")
         w.writerow(header)
-        for name, sec in (("eager", eager), ("trace", trace)):
+        for name, sec in ((EAGER, eager), (TRACE, trace)):
             w.writerow(signpost(name))
             for _ in range(reps):
                 for r in sec:

@@ -10,6 +10,7 @@ from sqlalchemy import Engine
 from warehouse.errors import NotFound
 from warehouse.measures import METRIC
 from warehouse.series import ALL_DEVICES, fetch, resolve_sections, run_meta, section_label, select_runs
+from warehouse.contract import TRACE
 
 
 @dataclass
@@ -54,7 +55,7 @@ def trend(engine: Engine, by: str = "block", section: str | None = None, top: in
                     warnings.append(f"run {r} {strangers[r]}: left out (pass --all-models to draw it)")
                 runs = [r for r in runs if r not in strangers]
         secs = resolve_sections(conn, section, runs[-1:] if section is None else runs)
-        sec = secs[0] if section is not None else ("trace" if "trace" in secs else secs[0])
+        sec = secs[0] if section is not None else (TRACE if TRACE in secs else secs[0])
         points = fetch(conn, runs, sec, by, keys=keys)
         meta = run_meta(conn, runs)
     values = {(r, k): p.values.get(metric) for (r, k, d), p in points.items() if d == ALL_DEVICES}

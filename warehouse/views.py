@@ -16,6 +16,7 @@ import hashlib
 
 from sqlalchemy import Connection, inspect, text
 
+from warehouse.contract import FEW_CORES, SQL_NOT_POST, SQL_SECTIONS
 from warehouse.dialect import AS_NUMBER, CHUNK_ROWS, IN_FILE_ORDER, JSON_CELL
 from warehouse.measures import REPORT_TABLES
 from warehouse.perf import op_perf_view_sql
@@ -47,7 +48,7 @@ WITH v AS (
          ROW_NUMBER() OVER (PARTITION BY run_id, section ORDER BY {value}) AS rn,
          COUNT(*) OVER (PARTITION BY run_id, section ORDER BY {value}
                         ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS n
-  FROM op_detail WHERE section_kind IN ('eager', 'trace') AND {where})
+  FROM op_detail WHERE section_kind IN __SECTIONS__ AND {where})
 SELECT run_id, section, AVG(v) AS {column} FROM v
 WHERE rn IN ((n + 1) / 2, (n + 2) / 2) GROUP BY run_id, section"""
 
@@ -60,7 +61,7 @@ def _in_file_order(sql: str) -> dict[str, str]:
 def _group(name: str, key: str, doc: str) -> tuple[str, str, dict[str, str]]:
     grouped = f"""(SELECT run_id, section, {key} AS key, COUNT(*) AS ops, SUM(kernel_us{{ORDER}}) AS kernel_us,
              SUM(op2op_us{{ORDER}}) AS op2op_us, MIN(pos) AS first_pos
-      FROM op_detail WHERE section_kind IN ('eager', 'trace') GROUP BY run_id, section, {key}) g"""
+      FROM op_detail WHERE section_kind IN __SECTIONS__ GROUP BY run_id, section, {key}) g"""
     sqlite = f"""
 CREATE VIEW {name} AS
 SELECT run_id, section, key, ops, kernel_us,
@@ -76,7 +77,7 @@ SELECT g.run_id, g.section, g.key, g.ops, g.kernel_us,
        g.first_pos
 FROM {grouped.replace("{ORDER}", IN_FILE_ORDER["postgresql"])}
 JOIN (SELECT run_id, section, SUM(kernel_us{IN_FILE_ORDER["postgresql"]}) AS total FROM op_detail
-      WHERE section_kind IN ('eager', 'trace') GROUP BY run_id, section) t
+      WHERE section_kind IN __SECTIONS__ GROUP BY run_id, section) t
   ON t.run_id = g.run_id AND t.section = g.section"""
     return name, doc, {"sqlite": sqlite, "postgresql": postgresql}
 
@@ -135,8 +136,8 @@ SELECT run_id, section, COUNT(*) AS ops, SUM(kernel_us{ORDER}) AS kernel_sum_us,
        SUM(op2op_us{ORDER}) AS op2op_sum_us,
        MIN(CASE WHEN fw_start_cycle > 0 THEN fw_start_cycle END) AS first_start_cycle,
        MAX(CASE WHEN fw_end_cycle > 0 THEN fw_end_cycle END) AS last_end_cycle,
-       SUM(CASE WHEN cores > 0 AND cores < 120 THEN 1 ELSE 0 END) AS ops_below_120_cores
-FROM op_detail WHERE section_kind IN ('eager', 'trace') GROUP BY run_id, section""")),
+       SUM(CASE WHEN cores > 0 AND cores < __FEW_CORES__ THEN 1 ELSE 0 END) AS ops_below_120_cores
+FROM op_detail WHERE section_kind IN __SECTIONS__ GROUP BY run_id, section""")),
     ("section_gap_median", "per run and section: median op-to-op gap (us) of the non-zero gaps after the first op",
      _median("section_gap_median", "op2op_us", "pos > 0 AND op2op_us > 0", "op2op_median_us")),
     ("section_cores_median", "per run and section: median core count per op",
@@ -155,7 +156,7 @@ LEFT JOIN section_cores_median c ON c.run_id = t.run_id AND c.section = t.sectio
     ("section_fidelity", "per run and section: ops per math fidelity (first_pos keeps the file's order)", """
 CREATE VIEW section_fidelity AS
 SELECT run_id, section, fidelity, COUNT(*) AS ops, MIN(pos) AS first_pos
-FROM op_detail WHERE section_kind IN ('eager', 'trace') AND fidelity <> '' GROUP BY run_id, section, fidelity"""),
+FROM op_detail WHERE section_kind IN __SECTIONS__ AND fidelity <> '' GROUP BY run_id, section, fidelity"""),
     *[_group(t.view, t.expr, t.doc) for t in REPORT_TABLES],
     ("layer_cost_split", "per run, section and layer with a conv / matmul: compute, movement, split, finish us",
      _in_file_order("""
@@ -165,7 +166,7 @@ WITH l AS (
          MIN(CASE WHEN is_compute = 1 THEN pos END) OVER p AS a,
          MAX(CASE WHEN is_compute = 1 THEN pos END) OVER p AS z
   FROM op_detail
-  WHERE section_kind IN ('eager', 'trace') AND layer <> '' AND SUBSTR(layer, LENGTH(layer) - 4) <> '|post'
+  WHERE section_kind IN __SECTIONS__ AND layer <> '' AND __NOT_POST__
   WINDOW p AS (PARTITION BY run_id, section, layer ORDER BY pos
                ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)),
 c AS (
@@ -231,6 +232,18 @@ SELECT d.run_id, i.run_time, i.label, d.section, d.block, d.layer, d.op_code, d.
 FROM op_detail d JOIN run_info i ON i.run_id = d.run_id"""),
 ]
 
+
+
+def _contract(sql: str | dict[str, str]) -> str | dict[str, str]:
+    """The oracle's vocabulary (warehouse.contract) put into a view's SQL: ``__SECTIONS__`` (its two sections),
+    ``__FEW_CORES__`` (the core count it counts ops below), ``__NOT_POST__`` (a layer that is no ``|post`` glue)."""
+    if isinstance(sql, dict):
+        return {k: str(_contract(v)) for k, v in sql.items()}
+    return (sql.replace("__SECTIONS__", SQL_SECTIONS).replace("__FEW_CORES__", str(FEW_CORES))
+            .replace("__NOT_POST__", SQL_NOT_POST))
+
+
+VIEWS = [(name, doc, _contract(sql)) for name, doc, sql in VIEWS]
 VIEW_NAMES: list[str] = [name for name, _, _ in VIEWS]
 
 

@@ -177,7 +177,7 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
         sections = info.pop("sections")
         near = {"previous": info.pop("previous"), "next": info.pop("next")}
         return page(request, "run.html", {"run": info, "sections": sections, "neighbours": near,
-                                          "sectioned": any(x["kind"] in ("eager", "trace") for x in sections),
+                                          "sectioned": info.pop("sectioned"),
                                           "report": wh.report(info["id"])})
 
     def perf_download(request: Request) -> Response:
