@@ -92,3 +92,21 @@ def test_tensor_descriptors(corpus_wh, case):
                     cols.get("LAYOUT", ""), cols.get("DATATYPE", ""), cols.get("MEMORY", ""))
                 checked += 1
     assert checked > len(rows)
+
+
+def test_the_op_table_is_the_declared_typed_columns():
+    """warehouse.columns declares the typed op columns: the op table has each, with the SQL type of its kind, in
+    the order ingest writes them."""
+    from sqlalchemy import BigInteger, Double, Integer, Text
+
+    from warehouse.columns import FLOAT, INT32, INT64, OP_COLUMNS, TEXT
+    from warehouse.ingest import OP_COLUMNS as WRITTEN
+    from warehouse.schema import op
+    types = {FLOAT: Double, INT64: BigInteger, INT32: Integer, TEXT: Text}
+    for c in OP_COLUMNS:
+        col = op.c[c.name]
+        assert type(col.type) is types[c.kind], (c.name, col.type)
+        assert col.nullable  # an empty or unparsable cell is NULL
+    names = [c.name for c in OP_COLUMNS]
+    at = WRITTEN.index(names[0])
+    assert list(WRITTEN[at:at + len(names)]) == names

@@ -154,7 +154,7 @@ def test_typing_by_column_is_typing_by_cell():
     as not numbers (random rows, fixed seed)."""
     import random
     from warehouse.csvfile import Layout
-    header = ["OP CODE"] + [h for _, h, _ in rowprep.TYPED]
+    header = ["OP CODE"] + [k.csv for k in rowprep.TYPED]
     lay = Layout("x", header, "OP CODE", "\n", False, [0], list(range(1, len(header))),
                  {h: i for i, h in enumerate(header)})
     pool = ["", "12", "-3", "1.5", "nan", "inf", "x", " 7 ", "1e400", "99999999999", "12345678901234567890", "3.0",
@@ -168,8 +168,8 @@ def test_typing_by_column_is_typing_by_cell():
         want, bad = [], {}
         for r in rows:
             vals = []
-            for (_, h, parse), cell in zip(rowprep.TYPED, r[1:]):
-                v = parse(cell)
+            for k, cell in zip(rowprep.TYPED, r[1:]):
+                h, v = k.csv, rowprep.PARSE[k.kind](cell)
                 vals.append(None if v in (None, "") else v)
                 if v is None and cell.strip():
                     bad[h] = bad.get(h, 0) + 1

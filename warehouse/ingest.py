@@ -30,7 +30,7 @@ from warehouse.history import HistoryTracker, own
 from warehouse.places import place_digest
 from warehouse.perfstore import ShapeCache, column_rows, perf_arch
 from warehouse.cellstore import compresses, pack_cells, static_ids_json
-from warehouse.rowprep import REPLAY, TYPED, Batch, Chunk, RowSource
+from warehouse.rowprep import REPLAY, ROW_TYPED, TYPED, Batch, Chunk, RowSource
 from warehouse.report import ReportFeed, store_parts
 from warehouse.rollups import build_rollups
 from warehouse.signposts import Attribution, SectionSpan
@@ -120,7 +120,7 @@ def captured_at_problem(file_name: str) -> str | None:
 
 # The columns of an op row as _FileIngest builds it, in this order.
 OP_COLUMNS = (["run_id", "row_no", "section_id", "pos", "place_id", "attribution", "occurrence",
-               "marker_row", "op_code_id"] + [c for c, _, _ in TYPED]
+               "marker_row", "op_code_id"] + [c.name for c in TYPED]
               + ["hist_place_id", "hist_how", "iteration", "iter_pos", "perf_shape_id"])
 SIGNPOST_COLUMNS = ["run_id", "row_no", "name", "message", "host_ts", "kind"]
 
@@ -352,7 +352,7 @@ class _FileIngest:
             self.shape_of.update((tok, (self.shapes.ids[d], shape.fidelity or "")) for tok, d, shape in b.shapes)
             self.shapes.trim()
         for row in b.rows:
-            if row[3] is None:
+            if row[ROW_TYPED] is None:
                 self._signpost(row)
             else:
                 self._op(row)
@@ -458,8 +458,8 @@ def _ingest_file(engine: Engine, path: Path, label: str | None, tags: dict[str, 
         attempts = 5
         for attempt in range(attempts):
             try:
-                return _ingest_once(engine, path, source, scan, sha, meta, warnings, label, tags, freq,
-                                    freq_source, log_arch, progress, t0)
+                return _ingest_once(engine, _Request(path, sha, label, tags, freq, freq_source, log_arch, meta,
+                                                     warnings, progress, t0), source, scan)
             except IntegrityError:
                 # Two processes raced on the same content: the other one committed first.
                 with engine.connect() as conn:
@@ -478,8 +478,27 @@ def _ingest_file(engine: Engine, path: Path, label: str | None, tags: dict[str, 
         source.close()
 
 
-def _ingest_once(engine: Engine, path: Path, source: RowSource, scan: FileScan, sha: str, meta: dict, warnings,
-                 label, tags, freq, freq_source, log_arch, progress, t0: float) -> IngestResult:
+@dataclass
+class _Request:
+    """One file's ingest, as decided before its write transaction (a retry repeats it unchanged)."""
+
+    path: Path
+    sha: str  # the content's hash (or the copied run's)
+    label: str | None
+    tags: dict[str, str] | None
+    freq: float  # MHz, and where it came from (option, device log, default)
+    freq_source: str
+    log_arch: str | None  # the device log's architecture, when it names one
+    meta: dict  # run columns that override the file's (warehouse copy)
+    warnings: list | None  # (row, column, message) that replace the ones found (warehouse copy)
+    progress: Callable[[int], None] | None
+    t0: float  # when the ingest began (perf_counter)
+
+
+def _ingest_once(engine: Engine, req: _Request, source: RowSource, scan: FileScan) -> IngestResult:
+    path, sha, meta, warnings, t0 = req.path, req.sha, req.meta, req.warnings, req.t0
+    label, tags, freq, freq_source, log_arch, progress = (req.label, req.tags, req.freq, req.freq_source,
+                                                          req.log_arch, req.progress)
     with write_tx(engine) as conn:
         found = conn.execute(select(t.run.c.id).where(t.run.c.sha256 == sha)).scalar()
         if found is not None:  # another process stored it while we waited for the write lock

@@ -29,6 +29,7 @@ from warehouse import schema as t
 from warehouse.measures import REPORT_TABLES
 from warehouse.errors import NotFound
 
+from warehouse.columns import AT
 from warehouse.contract import EAGER, FEW_CORES, SECTIONS, TOP, TRACE, is_post  # noqa: E402
 
 # One op as the report reads it from op_detail (names, categories and shapes are looked up, not read per op).
@@ -162,7 +163,7 @@ class ReportFeed:
 
     def op(self, section: str, pos: int, code: int, block: str, layer: str, typed: Sequence[Any],
            fidelity: str) -> None:
-        """One op of the eager or trace section (``typed`` as :data:`warehouse.rowprep.TYPED`)."""
+        """One op of the eager or trace section (``typed`` as :data:`warehouse.columns.OP_COLUMNS`)."""
         if self.fed > self.MAX_OPS:
             return
         alt: tuple[str, str] | None = None
@@ -178,9 +179,10 @@ class ReportFeed:
                 alt = self.pairs[self.eager_places[pos]]
             else:
                 self.inherited = None  # the sequences differ here (or the eager op is not known yet)
-        k, f, g = typed[0], typed[1], typed[2]
+        k, f, g = typed[AT.kernel_ns], typed[AT.fw_ns], typed[AT.op2op_ns]
         self.pending.append((section, pos, code, block, layer, alt, 0 if k is None else k, 0 if f is None else f,
-                             0 if g is None else g, typed[3], typed[4], typed[9] or 0, fidelity))
+                             0 if g is None else g, typed[AT.fw_start_cycle], typed[AT.fw_end_cycle],
+                             typed[AT.cores] or 0, fidelity))
 
     def _key(self, code: int, block: str, layer: str) -> tuple:
         """The group tables' keys of an op, by the registry's SQL (once per op code, block and layer)."""

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from warehouse.cellstore import cut_chunks
+from warehouse.columns import AT, FLOAT, INT32, INT64, OP_COLUMNS, TEXT
 from warehouse.csvfile import (CHANGED, CsvReader, FileScan, Layout, RowWarning, cells_getter, encode_volatile,
                                hash_file, scan_file)
 from warehouse.errors import InputError, WarehouseError
@@ -80,26 +81,13 @@ def _int32(s: str) -> int | None:
     return v if v is not None and -_INT32 <= v < _INT32 else None
 
 
-# Typed op columns taken from the CSV, in insert order: (column, CSV header, parser).
-_STRIP = str.strip
-TYPED: list[tuple[str, str, Callable[[str], object] | None]] = [
-    # floats (positions 0-4), ints (5-9), stripped texts (10-11): _Cells.typed parses them by slices. The static
-    # cells the report prints (op type, fidelity, input 0 shape and memory, output 0 memory) are facts of the
-    # row's perf_shape, stored once per distinct static tuple, not per op.
-    ("kernel_ns", "DEVICE KERNEL DURATION [ns]", _float),
-    ("fw_ns", "DEVICE FW DURATION [ns]", _float),
-    ("op2op_ns", "OP TO OP LATENCY [ns]", _float),
-    ("fw_start_cycle", "DEVICE FW START CYCLE", _float),
-    ("fw_end_cycle", "DEVICE FW END CYCLE", _float),
-    ("device_id", "DEVICE ID", _int32),
-    ("global_call_count", "GLOBAL CALL COUNT", parse_int),
-    ("host_start_ns", "HOST START TS", parse_int),
-    ("host_end_ns", "HOST END TS", parse_int),
-    ("cores", "CORE COUNT", _int32),
-    ("trace_id", "METAL TRACE ID", _STRIP),
-    ("replay_session", "METAL TRACE REPLAY SESSION ID", _STRIP),
-]
-REPLAY = [c for c, _, _ in TYPED].index("replay_session")
+# The typed op columns (warehouse.columns), in insert order, and how each kind parses. The static cells the
+# report prints (op type, fidelity, input 0 shape and memory, output 0 memory) are facts of the row's perf_shape,
+# stored once per distinct static tuple, not per op.
+TYPED = OP_COLUMNS
+PARSE: dict[str, Callable[[str], object]] = {FLOAT: _float, INT64: parse_int, INT32: _int32, TEXT: str.strip}
+REPLAY = AT.replay_session
+ROW_TYPED = 3  # where a batch row holds its typed tuple (None: the row is a signpost)
 
 
 class _Cells:
@@ -118,10 +106,11 @@ class _Cells:
         self.attributes = c("ATTRIBUTES")
         self.host_start = c("HOST START TS")
         self.arch = c("DEVICE ARCH")
-        self.pad = any(c(h) is None for _, h, _ in TYPED)  # whether rows need the extra empty cell
-        self._get = itemgetter(*[at(h) for _, h, _ in TYPED])
-        self._parse = [p for _, _, p in TYPED]
-        self._headers = [h for _, h, _ in TYPED]
+        self.pad = any(c(k.csv) is None for k in TYPED)  # whether rows need the extra empty cell
+        self._get = itemgetter(*[at(k.csv) for k in TYPED])
+        self._kinds = [k.kind for k in TYPED]
+        self._parse = [PARSE[k.kind] for k in TYPED]
+        self._headers = [k.csv for k in TYPED]
         self.unparsable: dict[str, int] = {}  # header -> cells that were not numbers (stored as NULL)
 
     def raw(self, row: list[str]) -> tuple[str, ...]:
@@ -137,13 +126,14 @@ class _Cells:
         cols: list[list] = []
         for j, col in enumerate(zip(*raws)):
             vals: list | None = None
+            kind = self._kinds[j]
             try:
-                if j < 5:
+                if kind == FLOAT:
                     vals = [float(v) if v else None for v in col]
                     if not isfinite(sum(filter(None, vals))):
                         vals = None  # NaN or an infinity somewhere (or a sum that overflows: checked cell by cell)
-                elif j < 10:
-                    if max(map(len, col)) <= (9 if j in (5, 9) else 18):  # cannot overflow 32 (64) bits
+                elif kind in (INT32, INT64):
+                    if max(map(len, col)) <= (9 if kind == INT32 else 18):  # cannot overflow 32 (64) bits
                         vals = [int(v) if v else None for v in col]
                 else:
                     vals = [v.strip() or None for v in col]
@@ -183,8 +173,9 @@ class Batch:
     """Up to :data:`BATCH` consecutive rows, prepared.
 
     ``rows`` holds one tuple per row in file order: ``(row_no, name, token, typed)`` for an op (``typed`` a
-    tuple as :data:`TYPED`), ``(row_no, name, token, None, message, host_start)`` for a signpost. Tokens name static
-    cell tuples: ``keys[i]`` is the tuple of token ``first_token + i``, first met in this batch."""
+    tuple as :data:`TYPED`; :data:`ROW_TYPED` is its position), ``(row_no, name, token, None, message,
+    host_start)`` for a signpost. Tokens name static cell tuples: ``keys[i]`` is the tuple of token
+    ``first_token + i``, first met in this batch."""
 
     rows: list[tuple] = field(default_factory=list)
     first_token: int = 0
@@ -298,7 +289,7 @@ class _Preparer:
         r.verify()
         bad = self.cells.unparsable  # in the columns' order, whatever the order rows and batches met them
         return Finish(r.rows_read, r.warnings[:early], r.warnings[early:], r.exact_file(),
-                      {h: bad[h] for _, h, _ in TYPED if h in bad}, self.arch, r.parsed_sha256)
+                      {k.csv: bad[k.csv] for k in TYPED if k.csv in bad}, self.arch, r.parsed_sha256)
 
 
 def prepare(path: Path, scan: FileScan | None = None, hashed: bool = True) -> Iterator[Any]:
