@@ -19,8 +19,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Column, Connection, Engine, Integer, MetaData, Table, Text, select
+from sqlalchemy import Connection, Engine, select
 
+from warehouse import dialect
 from warehouse import schema as t
 from warehouse.errors import WarehouseError
 
@@ -89,7 +90,7 @@ def unpack(first_row: int, row_nos: str | None, static_ids: str, raw_size: int, 
 
 def compresses(conn: Connection | Engine) -> bool:
     """Whether this back end stores chunks compressed by us (SQLite) or compresses them itself (PostgreSQL)."""
-    return conn.dialect.name == "sqlite"
+    return dialect.compresses_chunks(conn)
 
 
 class ChunkWriter:
@@ -164,52 +165,3 @@ def survey_chunks(conn: Connection) -> ChunkSurvey:
     return out
 
 
-# The per-row table of revisions 0003 to 0007, for the migrations that read or convert it.
-_legacy = MetaData()
-ROW_CELLS_V7 = Table(
-    "row_cells", _legacy,
-    Column("run_id", Integer, primary_key=True),
-    Column("row_no", Integer, primary_key=True),
-    Column("static_id", Integer, nullable=False),
-    Column("cells", Text, nullable=False),
-)
-
-
-def iter_legacy_rows(conn: Connection, run_id: int, batch: int = 20000) -> Iterator[tuple[int, int, str]]:
-    """:func:`iter_chunk_rows` over the per-row table of revisions 0003 to 0007 (cells still as stored)."""
-    c = ROW_CELLS_V7.c
-    last = 0
-    while True:
-        rows = conn.execute(select(c.row_no, c.static_id, c.cells).where(c.run_id == run_id, c.row_no > last)
-                            .order_by(c.row_no).limit(batch)).all()
-        if not rows:
-            return
-        yield from rows
-        last = rows[-1][0]
-
-
-def to_chunks(conn: Connection) -> None:
-    """Migration 0008: every run's per-row cells into chunks."""
-    for run_id in conn.execute(select(t.run.c.id)).scalars().all():
-        w = ChunkWriter(conn, run_id)
-        batch: list[tuple[int, int, str]] = []
-        for r in iter_legacy_rows(conn, run_id):
-            batch.append(tuple(r))  # type: ignore[arg-type]
-            if len(batch) >= 20 * CHUNK_ROWS:
-                w.add(batch)
-                batch = []
-        w.add(batch, final=True)
-
-
-def to_rows(conn: Connection) -> None:
-    """Migration 0008 downgraded: every run's chunks back into per-row cells."""
-    for run_id in conn.execute(select(t.run.c.id)).scalars().all():
-        batch = []
-        for row_no, static_id, cells in iter_chunk_rows(conn, run_id):
-            batch.append({"run_id": run_id, "row_no": row_no, "static_id": static_id,
-                          "cells": json.dumps(cells, ensure_ascii=False, separators=(",", ":"))})
-            if len(batch) >= 5000:
-                conn.execute(ROW_CELLS_V7.insert(), batch)
-                batch = []
-        if batch:
-            conn.execute(ROW_CELLS_V7.insert(), batch)

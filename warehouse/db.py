@@ -202,13 +202,8 @@ def read_snapshot(engine: Engine) -> Iterator[Connection]:
     """One consistent, read-only view of the warehouse for a read of many statements (export, copy, check,
     report): REPEATABLE READ on PostgreSQL (READ COMMITTED would let a concurrent ``rm`` cut a run in half between
     two chunk reads), one read transaction on SQLite (WAL keeps its snapshot until it ends)."""
-    with engine.connect() as conn:
-        if conn.dialect.name == "postgresql":
-            conn = conn.execution_options(isolation_level="REPEATABLE READ")
-        with conn.begin():
-            if conn.dialect.name == "postgresql":
-                conn.exec_driver_sql("SET TRANSACTION READ ONLY")
-            yield conn
+    with engine.connect() as conn, dialect.snapshot(conn) as snap:
+        yield snap
 
 
 def current_revision(conn: Connection) -> str | None:
@@ -219,45 +214,19 @@ def current_revision(conn: Connection) -> str | None:
 
 
 @contextlib.contextmanager
-def _schema_lock(conn: Connection) -> Iterator[None]:
-    if conn.dialect.name == "postgresql":
-        conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _LOCK_ID})
-        conn.commit()
-        try:
-            yield
-        finally:
-            if conn.in_transaction():  # a failed migration: its transaction is aborted, the unlock must not be
-                conn.rollback()
-            conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _LOCK_ID})
-            conn.commit()
-    else:
-        yield
-
-
-@contextlib.contextmanager
 def _migrating(engine: Engine) -> Iterator[Connection]:
-    """A connection for migrations. On SQLite, foreign keys are off while tables are rebuilt (Alembic batch mode
-    drops and recreates a table; with foreign keys on, dropping ``run`` would cascade to every child row) and
-    checked before the commit; the pooled connection gets them back after."""
-    with engine.connect().execution_options(write=True) as conn:
-        raw = None
-        if conn.dialect.name == "sqlite":
-            raw = conn.connection.dbapi_connection
-            assert raw is not None
-            raw.execute("PRAGMA foreign_keys = OFF")  # no transaction is open yet: the pragma takes effect
-        try:
-            with _schema_lock(conn):
-                yield conn
-                if raw is not None:
-                    bad = conn.exec_driver_sql("PRAGMA foreign_key_check").all()
-                    if bad:
-                        conn.rollback()
-                        raise WarehouseError(f"the migration left {len(bad)} broken foreign keys "
-                                             f"(first: {tuple(bad[0])}); nothing was changed")
-                conn.commit()
-        finally:
-            if raw is not None:
-                raw.execute("PRAGMA foreign_keys = ON")
+    """A connection for migrations, one migrating process at a time; foreign keys are off while tables are
+    rebuilt where the back end needs it (:func:`warehouse.dialect.foreign_keys_off`) and checked before the
+    commit."""
+    with engine.connect().execution_options(write=True) as conn, dialect.foreign_keys_off(conn), \
+            dialect.schema_lock(conn, _LOCK_ID):
+        yield conn
+        bad = dialect.broken_foreign_keys(conn)
+        if bad:
+            conn.rollback()
+            raise WarehouseError(f"the migration left {len(bad)} broken foreign keys (first: {bad[0]}); nothing "
+                                 "was changed")
+        conn.commit()
 
 
 def _known_current(conn: Connection) -> str | None:
@@ -342,7 +311,7 @@ def _refresh_views(engine: Engine) -> None:
         if views_current(conn):
             return
     with engine.connect().execution_options(write=True) as conn:
-        with _schema_lock(conn):
+        with dialect.schema_lock(conn, _LOCK_ID):
             with conn.begin():
                 if not views_current(conn):
                     drop_views(conn)

@@ -1,8 +1,12 @@
-"""What differs between SQLite and PostgreSQL, in one place: upserts, how interning may run, session set-up for
-read-only SQL, what a database error means to a user, and the SQL fragments the views say differently (reading a
-cell of a JSON array, adding in file order).
+"""What differs between SQLite and PostgreSQL, in one place: upserts, how interning may run, snapshots, schema
+locks and table rebuilds, the back end's own storage check, who compresses chunks, how -0.0 reads back, what a
+database error means to a user, and the SQL fragments the views say differently (reading a cell of a JSON array,
+adding in file order, text aggregation).
 
-Business modules ask this module instead of testing ``conn.dialect.name`` themselves.
+Business modules ask this module instead of testing ``conn.dialect.name`` themselves. Two places keep their back
+end's half apart because that is what they are: :mod:`warehouse.db` builds the engine (a SQLite file's path,
+pragmas and read-only URI; PostgreSQL's session options), and :mod:`warehouse.query` with :mod:`warehouse.sqlguard`
+holds the SQL guard's two halves (SQLite's authorizer and limits, PostgreSQL's statement check and sandbox).
 """
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Connection, Table
+from sqlalchemy import Connection, Engine, Table, text
 from sqlalchemy.exc import DBAPIError
 
 from warehouse.errors import UsageError
@@ -111,6 +115,93 @@ def interns_apart(conn: Connection) -> bool:
     committed early by a file that later fails is harmless (the next file reuses it). SQLite has one writer at
     a time, so a second connection would wait on the file's own transaction: there interning stays inside it."""
     return name(conn) == "postgresql"
+
+
+# ------------------------------------------------------------------------------------------------ transactions
+def is_postgres(conn: Connection | Engine) -> bool:
+    """Whether the back end is PostgreSQL (else SQLite)."""
+    return conn.dialect.name == "postgresql"
+
+
+@contextmanager
+def snapshot(conn: Connection) -> Iterator[Connection]:
+    """A read-only transaction that sees one state of the database for many statements: REPEATABLE READ on
+    PostgreSQL (READ COMMITTED would let a concurrent delete cut a run in half between two reads), one read
+    transaction on SQLite (WAL keeps its snapshot until it ends)."""
+    if is_postgres(conn):
+        conn = conn.execution_options(isolation_level="REPEATABLE READ")
+    with conn.begin():
+        if is_postgres(conn):
+            conn.exec_driver_sql("SET TRANSACTION READ ONLY")
+        yield conn
+
+
+@contextmanager
+def schema_lock(conn: Connection, key: int) -> Iterator[None]:
+    """One migrating process at a time: PostgreSQL's advisory lock ``key`` (released however the migration
+    ends); SQLite's write lock already serialises them."""
+    if not is_postgres(conn):
+        yield
+        return
+    conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
+    conn.commit()
+    try:
+        yield
+    finally:
+        if conn.in_transaction():  # a failed migration: its transaction is aborted, the unlock must not be
+            conn.rollback()
+        conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+        conn.commit()
+
+
+@contextmanager
+def foreign_keys_off(conn: Connection) -> Iterator[None]:
+    """SQLite: foreign keys off while tables are rebuilt (Alembic's batch mode drops and recreates a table; with
+    them on, dropping ``run`` would cascade to every child row), back on after; PostgreSQL alters in place."""
+    raw = None
+    if not is_postgres(conn):
+        raw = conn.connection.dbapi_connection
+        assert raw is not None
+        raw.execute("PRAGMA foreign_keys = OFF")  # no transaction is open yet: the pragma takes effect
+    try:
+        yield
+    finally:
+        if raw is not None:
+            raw.execute("PRAGMA foreign_keys = ON")
+
+
+def broken_foreign_keys(conn: Connection) -> list[tuple]:
+    """Rows whose foreign key points nowhere: SQLite checks them when asked (after a rebuild with them off);
+    PostgreSQL never lets one in."""
+    if is_postgres(conn):
+        return []
+    return [tuple(r) for r in conn.exec_driver_sql("PRAGMA foreign_key_check")]
+
+
+def storage_problems(conn: Connection) -> list[str]:
+    """The back end's own storage check: SQLite's integrity and foreign-key checks (PostgreSQL keeps both
+    itself: nothing to add)."""
+    if is_postgres(conn):
+        return []
+    res = [r[0] for r in conn.execute(text("PRAGMA integrity_check"))]
+    out = [f"integrity: {r}" for r in res] if res != ["ok"] else []
+    return out + [f"foreign key: {r[0]} row {r[1]} -> {r[2]}" for r in broken_foreign_keys(conn)]
+
+
+def compresses_chunks(conn: Connection | Engine) -> bool:
+    """Whether the warehouse compresses the cell chunks itself (SQLite) or the back end does (PostgreSQL's TOAST
+    compresses large values)."""
+    return not is_postgres(conn)
+
+
+def keeps_negative_zero(conn: Connection) -> bool:
+    """Whether -0.0 reads back as stored (PostgreSQL) or as 0.0 (SQLite)."""
+    return is_postgres(conn)
+
+
+def drop_view_sql(conn: Connection, view: str) -> str:
+    """``DROP VIEW IF EXISTS`` (PostgreSQL: with the views that depend on it)."""
+    return f"DROP VIEW IF EXISTS {view}" + (" CASCADE" if is_postgres(conn) else "")
 
 
 # ------------------------------------------------------------------------------------------------ errors

@@ -8,10 +8,10 @@ from itertools import islice
 from typing import IO, Any
 from collections.abc import Iterator
 
-from sqlalchemy import Connection, Engine, bindparam, select
+from sqlalchemy import Connection, Engine, select
 
 from warehouse import schema as t
-from warehouse.cellstore import ROW_CELLS_V7, iter_chunk_rows, iter_legacy_rows
+from warehouse.cellstore import iter_chunk_rows
 from warehouse.csvfile import decode_volatile, write_rows
 from warehouse.db import read_snapshot
 from warehouse.errors import NotFound, WarehouseError
@@ -48,15 +48,15 @@ def iter_rows(conn: Connection, run_id: int, width: int, static_idx: list[int], 
 
 
 def iter_numbered_rows(conn: Connection, run_id: int, width: int, static_idx: list[int], chunk: int = 20000,
-                       legacy: bool = False) -> Iterator[tuple[int, list[str]]]:
-    """:func:`iter_rows` with each row's ``row_no``. ``legacy`` reads the per-row table of revisions 0003 to
-    0007 (for the migrations that run before 0008)."""
+                       source: Iterator[tuple[int, int, Any]] | None = None) -> Iterator[tuple[int, list[str]]]:
+    """:func:`iter_rows` with each row's ``row_no``; ``source`` gives ``(row_no, static_id, cells)`` instead of
+    the stored chunks (the migrations read an older schema's table: see migrations/legacy.py)."""
     static = set(static_idx)
     volatile_idx = [i for i in range(width) if i not in static]
     nv = len(volatile_idx)
     tuples = _Tuples(conn)
-    source: Iterator[tuple[int, int, Any]] = (iter_legacy_rows(conn, run_id, chunk) if legacy
-                                              else iter_chunk_rows(conn, run_id))
+    if source is None:
+        source = iter_chunk_rows(conn, run_id)
     while True:
         rows = list(islice(source, chunk))
         if not rows:
@@ -71,31 +71,6 @@ def iter_numbered_rows(conn: Connection, run_id: int, width: int, static_idx: li
             for i, v in zip(volatile_idx, cells):
                 row[i] = v
             yield row_no, row
-
-
-def reencode_cells(conn: Connection, to_json: bool) -> None:
-    """Convert every run's volatile cells between the JSON arrays of revision 0006 and the unit-separated text
-    before it (migration 0006, both ways)."""
-    from warehouse.csvfile import decode_inline, encode_inline, encode_volatile
-
-    c = ROW_CELLS_V7.c
-    for run_id, static_columns, columns in conn.execute(select(t.run.c.id, t.run.c.static_columns,
-                                                               t.run.c.columns)).all():
-        nv = len(json.loads(columns)) - len(json.loads(static_columns))
-        last = -1
-        while True:
-            rows = conn.execute(select(c.row_no, c.cells).where(c.run_id == run_id, c.row_no > last)
-                                .order_by(c.row_no).limit(5000)).all()
-            if not rows:
-                break
-            if to_json:
-                new = encode_volatile([decode_inline(cells, nv) for _, cells in rows])
-            else:
-                new = [encode_inline(decode_volatile(cells, nv)) for _, cells in rows]
-            conn.execute(ROW_CELLS_V7.update().where(c.run_id == bindparam("r"), c.row_no == bindparam("n"))
-                         .values(cells=bindparam("v")),
-                         [{"r": run_id, "n": n, "v": v} for (n, _), v in zip(rows, new)])
-            last = rows[-1][0]
 
 
 def export_run(engine: Engine, run_id: int, out: IO[bytes]) -> int:

@@ -27,7 +27,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, text
-from warehouse.contract import EAGER, TRACE
 
 SIGNPOST, POSITION, ALIGNED, UNMATCHED = "signpost", "position", "aligned", "unmatched"
 WINDOW = 64  # how far ahead (in either sequence) a resynchronisation is looked for
@@ -253,47 +252,15 @@ class HistoryTracker:
 
 UPDATE_SQL = ("UPDATE op SET hist_place_id = {m}, hist_how = {m}, iteration = {m}, iter_pos = {m} "
               "WHERE run_id = {m} AND row_no = {m}")
-# The op table of revisions 0005 to 0008 (block and layer as text): migration 0005 attributes stored runs in it.
-UPDATE_SQL_V8 = ("UPDATE op SET hist_block = {m}, hist_layer = {m}, hist_how = {m}, iteration = {m}, "
-                 "iter_pos = {m} WHERE run_id = {m} AND row_no = {m}")
-
-
 def apply(conn: Connection, run_id: int, fixes: list[tuple[int, Attributed]],
-          place: Callable[[str | None, str | None], int | None] | None) -> None:
-    """Write corrections from :meth:`HistoryTracker.finish`; ``place`` gives a pair's ``place`` id (None: the
-    text columns of revisions before 0009)."""
+          place: Callable[[str | None, str | None], int | None]) -> None:
+    """Write corrections from :meth:`HistoryTracker.finish`; ``place`` gives a pair's ``place`` id."""
     if not fixes:
         return
     from warehouse import dialect
     m = dialect.paramstyle_mark(conn)
-    if place is None:
-        conn.exec_driver_sql(UPDATE_SQL_V8.format(m=m), [(*a.values(), run_id, row) for row, a in fixes])
-        return
     conn.exec_driver_sql(UPDATE_SQL.format(m=m), [(place(a.block, a.layer), a.how, a.iteration, a.iter_pos,
                                                    run_id, row) for row, a in fixes])
-
-
-def attribute_run_v8(conn: Connection, run_id: int) -> None:
-    """(Re)compute the history attribution of a run stored in the op table of revisions 0005 to 0008 (block and
-    layer as text): migration 0005."""
-    rows = conn.execute(text(
-        "SELECT o.row_no, s.kind, o.pos, o.op_code_id, o.block, o.layer, o.replay_session "
-        "FROM op o LEFT JOIN section s ON s.id = o.section_id WHERE o.run_id = :r ORDER BY o.row_no"),
-        {"r": run_id}).all()
-    tracker = HistoryTracker()
-    values: list[tuple[int, Attributed]] = []
-    # eager first (the trace learns from it), whatever the order in the file
-    for _row, kind, _pos, code, block, layer, _ in rows:
-        if kind == EAGER:
-            tracker.eager_op(code, block, layer)
-    for row_no, kind, pos, code, block, layer, replay in rows:
-        if kind == TRACE:
-            values.append((row_no, tracker.trace_op(row_no, code, replay or None, block, layer, pos)))
-        else:
-            values.append((row_no, own(block, layer, pos)))
-    fixed = dict(tracker.finish())
-    values = [(row, fixed.get(row, a)) for row, a in values]
-    apply(conn, run_id, values, None)
 
 
 def summarize(conn: Connection, run_id: int) -> None:
@@ -311,9 +278,3 @@ def summarize(conn: Connection, run_id: int) -> None:
                  {"a": json.dumps(dict(sorted(counts.items()))), "r": run_id})
 
 
-def backfill_v8(conn: Connection) -> None:
-    """History attribution for every stored run (migration 0005; the rollups are built at head, see
-    :func:`warehouse.derived.backfill`)."""
-    for (run_id,) in conn.execute(text("SELECT id FROM run ORDER BY id")).all():
-        attribute_run_v8(conn, run_id)
-        summarize(conn, run_id)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from sqlalchemy import Engine, delete, func, select, text
 
+from warehouse import dialect
 from warehouse import schema as t
 from warehouse.cellstore import survey_chunks
 from warehouse.db import read_snapshot, write_tx
@@ -23,12 +24,7 @@ def check_warehouse(engine: Engine, progress: Callable[[int, int], None] | None 
     original file's sha256. Everything is read in one snapshot, so a run deleted meanwhile is not damage."""
     problems: list[str] = []
     with read_snapshot(engine) as conn:
-        if conn.dialect.name == "sqlite":
-            res = [r[0] for r in conn.execute(text("PRAGMA integrity_check"))]
-            if res != ["ok"]:
-                problems += [f"integrity: {r}" for r in res]
-            problems += [f"foreign key: {r[0]} row {r[1]} -> {r[2]}"
-                         for r in conn.execute(text("PRAGMA foreign_key_check"))]
+        problems += dialect.storage_problems(conn)
         chunks = survey_chunks(conn)  # one read of every chunk: counts, cell tuples named, damage
         counts: dict[str, dict[int, int]] = {
             "op": dict(conn.execute(select(t.op.c.run_id, func.count()).group_by(t.op.c.run_id)).all()),

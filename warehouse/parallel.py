@@ -121,7 +121,7 @@ def ingest_parallel(engine: Engine, files: list[Path], jobs: int, *, label: str 
                     tags: dict[str, str] | None = None,
                     freq_mhz: float | None = None) -> Iterator[tuple[Path, IngestResult | WarehouseError]]:
     """Ingest ``files`` with ``jobs`` worker processes; yields ``(file, result or error)`` in file order."""
-    sqlite = engine.dialect.name == "sqlite"
+    sqlite = not dialect.is_postgres(engine)
     # scratch warehouses beside the warehouse: the disk the user chose for it, not a small /tmp
     near = os.path.dirname(engine.url.database or "") if sqlite else None
     clean_scratch(near or tempfile.gettempdir())

@@ -3,10 +3,9 @@ and ``run.perf_arch``. Ingest calls :class:`ShapeCache` row by row; migration 00
 stored before it, from their cells (the same code, so both give the same facts)."""
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, select
 
 from warehouse import dialect
 from warehouse import schema as t
@@ -97,35 +96,3 @@ class ShapeCache:
             self.ids.clear()
 
 
-def backfill(conn: Connection) -> None:
-    """Shapes and architecture for every stored run that lacks them (migration 0006), from the stored cells."""
-    from warehouse.export import iter_numbered_rows
-
-    runs = conn.execute(select(t.run.c.id, t.run.c.columns, t.run.c.static_columns, t.run.c.name_column)
-                        .where(t.run.c.perf_arch.is_(None))).all()
-    for run_id, columns, static_columns, name_column in runs:
-        header = json.loads(columns)
-        static_idx = json.loads(static_columns)
-        ops = set(conn.execute(select(t.op.c.row_no).where(t.op.c.run_id == run_id)).scalars())
-        cache = ShapeCache(header)
-        name_i = len(header) - 1 - header[::-1].index(name_column)
-        arch_i = (len(header) - 1 - header[::-1].index("DEVICE ARCH")) if "DEVICE ARCH" in header else None
-        first_arch = None
-        rows_of: dict[bytes, list[int]] = {}
-        tokens: dict[tuple, int] = {}
-        for row_no, cells in iter_numbered_rows(conn, run_id, len(header), static_idx, legacy=True):
-            if row_no not in ops:
-                continue
-            if first_arch is None and arch_i is not None:
-                first_arch = cells[arch_i].strip() or None
-            key = tuple(cells[i] for i in static_idx)
-            tok = tokens.setdefault(key, len(tokens))
-            rows_of.setdefault(cache.digest(tok, cells, cells[name_i]), []).append(row_no)
-        cache.resolve(conn)
-        for d, row_nos in rows_of.items():
-            for k in range(0, len(row_nos), 500):
-                conn.execute(update(t.op).where(t.op.c.run_id == run_id, t.op.c.row_no.in_(row_nos[k:k + 500]))
-                             .values(perf_shape_id=cache.ids[d]))
-        conn.execute(update(t.run).where(t.run.c.id == run_id).values(perf_arch=perf_arch(header, first_arch)))
-        conn.execute(t.run_column.delete().where(t.run_column.c.run_id == run_id))
-        conn.execute(t.run_column.insert(), column_rows(run_id, header, static_idx))

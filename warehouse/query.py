@@ -146,7 +146,7 @@ def stream_sql(engine: Engine, sql: str, params: dict[str, Any] | None = None, *
     if not sql.strip():
         raise UsageError("no SQL given (pass it as an argument or on standard input)")
     cursor = True
-    pg = engine.dialect.name == "postgresql"
+    pg = dialect.is_postgres(engine)
     if pg:
         cursor = sqlguard.check_postgres(sql)
         _prepare_pg(engine)

@@ -149,7 +149,7 @@ class ReportFeed:
     def __init__(self, conn: Connection):
         self.conn = conn
         self.fed = 0
-        self.plus_zero = conn.dialect.name == "sqlite"  # (SQLite stores -0.0 as 0.0: as it reads back)
+        self.plus_zero = not dialect.keeps_negative_zero(conn)  # (a -0.0 as it will read back)
         self.own = {s: _SectionScan() for s in SECTIONS}
         self.inherited: _SectionScan | None = _SectionScan()
         self.eager_codes = array("q")

@@ -16,6 +16,7 @@ import re
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DBAPIError
 
+from warehouse import dialect
 from warehouse.db import write_tx
 from warehouse.errors import UsageError
 
@@ -102,7 +103,7 @@ def create_reader(engine: Engine, role: str, password: str | None = None) -> lis
     warehouse (and on those made later by this role), transactions read-only by default, a statement timeout, no
     temporary tables; large objects, advisory locks and NOTIFY revoked from PUBLIC when the owner is a superuser.
     Returns what stays possible for the role (see the README)."""
-    if engine.dialect.name != "postgresql":
+    if not dialect.is_postgres(engine):
         raise UsageError("create-reader is for PostgreSQL; a SQLite warehouse is read-only for `warehouse sql` "
                          "already (and a file's permissions guard it)")
     if not _ROLE.match(role):

@@ -16,6 +16,7 @@ import hashlib
 
 from sqlalchemy import Connection, inspect, text
 
+from warehouse import dialect
 from warehouse.contract import FEW_CORES, SQL_NOT_POST, SQL_SECTIONS
 from warehouse.dialect import AS_NUMBER, CHUNK_ROWS, IN_FILE_ORDER, JSON_CELL
 from warehouse.measures import REPORT_TABLES
@@ -269,9 +270,9 @@ def create_views(conn: Connection) -> None:
     """Create every view (the schema must be at head); on PostgreSQL, tables and views get their one-line docs
     as comments (psql's \\d+ and other tools show them)."""
     for _, _, sql in VIEWS:
-        conn.execute(text(view_sql(sql, conn.dialect.name)))
+        conn.execute(text(view_sql(sql, dialect.name(conn))))
     conn.execute(text(f"CREATE VIEW {_STAMP} AS SELECT '{VIEWS_HASH}' AS hash"))
-    if conn.dialect.name == "postgresql":
+    if dialect.is_postgres(conn):
         from warehouse.schema import TABLE_DOCS
 
         def quote(doc: str) -> str:
@@ -303,6 +304,5 @@ RETIRED_VIEWS: list[str] = []  # (series_* are still created, from the rollups s
 
 def drop_views(conn: Connection) -> None:
     """Drop the warehouse's views, current and retired (a user's own views are left alone)."""
-    cascade = " CASCADE" if conn.dialect.name == "postgresql" else ""
     for name in [_STAMP] + list(reversed(VIEW_NAMES)) + RETIRED_VIEWS:
-        conn.execute(text(f"DROP VIEW IF EXISTS {name}{cascade}"))
+        conn.execute(text(dialect.drop_view_sql(conn, name)))

@@ -61,7 +61,7 @@ def upgrade() -> None:
     )
     # Existing runs: the history attribution, computed by the same code as ingest (their rollups are built when
     # the upgrade reaches head, by the head's code: see migrations/env.py).
-    from warehouse.history import backfill_v8
+    from warehouse.migrations.legacy import backfill_v8
 
     backfill_v8(op.get_bind())
 

@@ -102,8 +102,8 @@ def upgrade() -> None:
         b.add_column(sa.Column("perf_arch", sa.Text(), nullable=True,
                                comment="tt-perf-report's architecture for `warehouse perf` (NULL: one it does not "
                                        "know)"))
-    from warehouse.export import reencode_cells
-    from warehouse.perfstore import backfill
+    from warehouse.migrations.legacy import reencode_cells
+    from warehouse.migrations.legacy import perf_backfill as backfill
 
     reencode_cells(op.get_bind(), to_json=True)
     backfill(op.get_bind())
@@ -113,7 +113,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    from warehouse.export import reencode_cells
+    from warehouse.migrations.legacy import reencode_cells
 
     reencode_cells(op.get_bind(), to_json=False)
     with op.batch_alter_table("op") as b:

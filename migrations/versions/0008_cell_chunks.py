@@ -21,7 +21,7 @@ Id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 
 def upgrade() -> None:
-    from warehouse.cellstore import to_chunks
+    from warehouse.migrations.legacy import to_chunks
 
     op.create_table(
         "cell_chunk",
@@ -54,7 +54,7 @@ def _kind_comment(where: str) -> None:
 
 
 def downgrade() -> None:
-    from warehouse.cellstore import to_rows
+    from warehouse.migrations.legacy import to_rows
 
     op.create_table(
         "row_cells",
