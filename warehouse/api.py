@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # (imported lazily at run time: a one-line answer pays only f
     from warehouse.perf import PerfTable
     from warehouse.query import SqlResult
     from warehouse.regressions import Gate
+    from warehouse.runs import RunInfo
     from warehouse.trend import Trend
     from warehouse.triage import Decision
 
@@ -54,6 +55,22 @@ class IngestOutcome:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass
+class RunDetail:
+    """One run for its page: the run, its sections, whether it has the oracle's (``sectioned``: what the
+    OPT_BASELINE report summarises), and the runs before and after it among its label's."""
+
+    run: RunInfo
+    sections: list[dict[str, Any]]
+    sectioned: bool
+    previous: int | None
+    next: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run": self.run.to_json(), "sections": self.sections, "sectioned": self.sectioned,
+                "neighbours": {"previous": self.previous, "next": self.next}}
 
 
 class Warehouse:
@@ -155,7 +172,7 @@ class Warehouse:
         if label is None:
             return None
         from warehouse.runs import list_runs
-        old = list_runs(self.engine, run_id=run_id)[0]["label"]
+        old = list_runs(self.engine, run_id=run_id)[0].label
         return None if old == label else (old or "")
 
     def tag(self, run: str | int, *, label: str | None = None, tags: dict[str, str] | None = None,
@@ -206,15 +223,13 @@ class Warehouse:
         with self._reader().connect() as conn:
             return resolve_run(conn, str(run), label)
 
-    def runs(self, label: str | None = None, warnings: bool = False) -> list[dict[str, Any]]:
+    def runs(self, label: str | None = None, warnings: bool = False) -> list[RunInfo]:
         """Every run, oldest capture first, with tags, history attribution (and warnings)."""
         from warehouse.runs import list_runs
         return list_runs(self._reader(), label=label, warnings=warnings)
 
-    def run(self, run: str | int) -> dict[str, Any]:
-        """One run as :meth:`runs` gives it, with its warnings, its sections (``sections``; ``sectioned``: whether
-        it has the oracle's, which the OPT_BASELINE report summarises) and the runs before and after it among its
-        label's (``previous``, ``next``)."""
+    def run(self, run: str | int) -> RunDetail:
+        """One run with its warnings, its sections and the runs before and after it among its label's."""
         from warehouse.contract import SECTIONS
         from sqlalchemy import text
 
@@ -223,15 +238,13 @@ class Warehouse:
         eng = self._reader()
         info = list_runs(eng, warnings=True, run_id=run_id)[0]
         with eng.connect() as conn:
-            info["sections"] = [dict(r) for r in conn.execute(text(
+            sections = [dict(r) for r in conn.execute(text(
                 "SELECT name, kind, ordinal, start_row, end_row FROM section WHERE run_id = :r ORDER BY ordinal"),
                 {"r": run_id}).mappings()]
-        info["sectioned"] = any(x["kind"] in SECTIONS for x in info["sections"])
-        ids = [r["id"] for r in list_runs(eng, label=info["label"])] if info["label"] is not None else []
+        ids = [r.id for r in list_runs(eng, label=info.label)] if info.label is not None else []
         at = ids.index(run_id) if run_id in ids else -1
-        info["previous"] = ids[at - 1] if at > 0 else None
-        info["next"] = ids[at + 1] if 0 <= at < len(ids) - 1 else None
-        return info
+        return RunDetail(info, sections, any(x["kind"] in SECTIONS for x in sections),
+                         ids[at - 1] if at > 0 else None, ids[at + 1] if 0 <= at < len(ids) - 1 else None)
 
     def labels(self) -> list[str]:
         """Every label, sorted."""

@@ -1,6 +1,8 @@
 """Listing runs and resolving the ``RUN`` argument of commands (an id, or ``latest``)."""
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, field
+
 import json
 import re
 from typing import Any
@@ -38,8 +40,43 @@ def resolve_run(conn: Connection, ref: str, label: str | None = None) -> int:
     return run_id
 
 
+@dataclass
+class RunInfo:
+    """A stored run: its capture (time, file, counts, frequency, architecture), label, tags, how its trace was
+    attributed, and (when asked) the warnings recorded at ingest."""
+
+    id: int
+    captured_at: str | None  # from the file name (YYYY-MM-DD HH:MM:SS), when it has one
+    ingested_at: str
+    label: str | None
+    file_name: str
+    op_count: int
+    signpost_count: int
+    freq_mhz: float
+    freq_source: str
+    arch: str | None
+    trace_matches_eager: bool
+    export_exact: bool
+    source_path: str
+    attribution: dict[str, int]  # ops per history attribution (signpost, position, aligned, unmatched, none)
+    tags: dict[str, str] = field(default_factory=dict)
+    warnings: list[dict[str, Any]] | None = None  # {"row", "column", "message"}; None: not asked for
+
+    @property
+    def time(self) -> str:
+        """The capture time, else the ingest time."""
+        return self.captured_at or self.ingested_at
+
+    def to_json(self) -> dict[str, Any]:
+        """The run as ``runs --json`` prints it (``warnings`` only when asked for)."""
+        out = asdict(self)
+        if self.warnings is None:
+            del out["warnings"]
+        return out
+
+
 def list_runs(engine: Engine, label: str | None = None, warnings: bool = False, run_id: int | None = None
-              ) -> list[dict[str, Any]]:
+              ) -> list[RunInfo]:
     """Every run (oldest capture first; only ``run_id`` when given) with its tags, and its warnings when asked."""
     with engine.connect() as conn:
         q = select(t.run.c.id, t.run.c.captured_at, t.run.c.ingested_at, t.run.c.label, t.run.c.file_name,
@@ -63,14 +100,15 @@ def list_runs(engine: Engine, label: str | None = None, warnings: bool = False, 
             for w in conn.execute(wq.order_by(t.run_warning.c.id)).mappings():
                 warn.setdefault(w["run_id"], []).append(
                     {"row": w["row_no"], "column": w["column_name"], "message": w["message"]})
+    out = []
     for r in runs:
         r["tags"] = tags.get(r["id"], {})
         r["attribution"] = json.loads(r["attribution"]) if r["attribution"] else {}
         for k in ("captured_at", "ingested_at"):
             r[k] = r[k].isoformat(sep=" ") if r[k] is not None else None
-        if warnings:
-            r["warnings"] = warn.get(r["id"], [])
-    return runs
+        r["trace_matches_eager"], r["export_exact"] = bool(r["trace_matches_eager"]), bool(r["export_exact"])
+        out.append(RunInfo(**r, warnings=warn.get(r["id"], []) if warnings else None))
+    return out
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")

@@ -8,24 +8,25 @@ from warehouse.render import rows as rowfmt
 
 if TYPE_CHECKING:
     from warehouse.api import IngestOutcome
+    from warehouse.runs import RunInfo
     from warehouse.triage import Decision
 
 RUN_COLUMNS = ["id", "captured", "label", "tags", "file", "ops", "history attribution"]
 DECISION_COLUMNS = ["id", "run", "status", "kind", "by", "key", "who", "when", "note"]
 
 
-def runs(rows: list[dict[str, Any]], fmt: str = "table", warnings: bool = False) -> str:
+def runs(rows: list[RunInfo], fmt: str = "table", warnings: bool = False) -> str:
     """:meth:`warehouse.Warehouse.runs` as JSON or a table (with a line per recorded warning after it)."""
     if fmt == "json":
-        return rowfmt.to_json(rows)
-    data = [[r["id"], r["captured_at"] or "", r["label"] or "", " ".join(f"{k}={v}" for k, v in r["tags"].items()),
-             r["file_name"], r["op_count"], " ".join(f"{k} {v}" for k, v in r["attribution"].items())] for r in rows]
+        return rowfmt.to_json([r.to_json() for r in rows])
+    data = [[r.id, r.captured_at or "", r.label or "", " ".join(f"{k}={v}" for k, v in r.tags.items()),
+             r.file_name, r.op_count, " ".join(f"{k} {v}" for k, v in r.attribution.items())] for r in rows]
     out = [rowfmt.table(RUN_COLUMNS, data)]
     if warnings:
         for r in rows:
-            for w in r["warnings"]:
+            for w in r.warnings or []:
                 where = f"row {w['row']}: " if w["row"] is not None else ""
-                out.append(f"run {r['id']}: {where}{w['message']}")
+                out.append(f"run {r.id}: {where}{w['message']}")
     return "\n".join(out)
 
 

@@ -161,24 +161,18 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
         rows = wh.runs(label=q.get("label") or None)
         if q.get("tag"):
             k, _, v = q["tag"].partition("=")
-            rows = [r for r in rows if r["tags"].get(k) == v]
+            rows = [r for r in rows if r.tags.get(k) == v]
         since, until = _date_param(request, "since") or "", _date_param(request, "until") or ""
-        rows = [r for r in rows if (not since or (r["captured_at"] or r["ingested_at"]) >= since)
-                and (not until or (r["captured_at"] or r["ingested_at"])[:10] <= until)]
-        totals = wh.section_totals([r["id"] for r in rows])
-        for r in rows:
-            r["kernel_us_by_section"] = {sec or "(whole run)": round(k, 1)
-                                         for sec, k in totals.get(r["id"], {}).items()}
+        rows = [r for r in rows if (not since or r.time >= since) and (not until or r.time[:10] <= until)]
+        totals = {rid: {sec or "(whole run)": round(k, 1) for sec, k in by.items()}
+                  for rid, by in wh.section_totals([r.id for r in rows]).items()}
         rows.reverse()  # newest first
-        return page(request, "runs.html", {"runs": rows, "labels": wh.labels()})  # every label, whatever is shown
+        # (every label in the filter, whatever is shown)
+        return page(request, "runs.html", {"runs": rows, "kernel_us_by_section": totals, "labels": wh.labels()})
 
     def run_page(request: Request) -> Response:
-        info = wh.run(request.path_params["run"])
-        sections = info.pop("sections")
-        near = {"previous": info.pop("previous"), "next": info.pop("next")}
-        return page(request, "run.html", {"run": info, "sections": sections, "neighbours": near,
-                                          "sectioned": info.pop("sectioned"),
-                                          "report": wh.report(info["id"])})
+        detail = wh.run(request.path_params["run"])
+        return page(request, "run.html", {**detail.to_json(), "report": wh.report(detail.run.id)})
 
     def perf_download(request: Request) -> Response:
         from warehouse.render.perf import to_csv
@@ -199,12 +193,12 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
                         headers={"Content-Disposition": f'attachment; filename="run{run_id}.md"'})
 
     def export_download(request: Request) -> Response:
-        info = wh.run(request.path_params["run"])
+        info = wh.run(request.path_params["run"]).run
         # spooled to a temporary file (in memory up to 8 MiB), verified by the export, then streamed from it: a
         # 161 MiB run never sits in the server's memory, and a damaged run is an error, never half a file
         spool = tempfile.SpooledTemporaryFile(max_size=8 << 20)
         try:
-            wh.export(info["id"], spool)
+            wh.export(info.id, spool)
         except BaseException:
             spool.close()
             raise
@@ -215,7 +209,7 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
             with spool:
                 while block := spool.read(1 << 20):
                     yield block
-        safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in str(info["file_name"]))
+        safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in str(info.file_name))
         return StreamingResponse(chunks(), media_type="text/csv",
                                  headers={"Content-Disposition": f'attachment; filename="{safe}"',
                                           "Content-Length": str(size)})
