@@ -231,6 +231,9 @@ def ingest_and_report(a, out: Path, name: str, src: Path) -> list[dict]:
     results.append(line(f"2. db growth per run / CSV size ({name}{imp_ratio})", f"{growth:.3f}", "<= 0.15",
                         growth <= 0.15))
 
+    # 9. the dashboard's export download of that run: the server's peak memory while it streams the CSV
+    results.append(download_memory(db, size, tag))
+
     # 4. report vs oracle
     if Path(a.oracle).exists():
         t_oracle = best([sys.executable, a.oracle, str(csv_path), str(out / "oracle.json"), "--md",
@@ -262,6 +265,40 @@ def ingest_and_report(a, out: Path, name: str, src: Path) -> list[dict]:
     else:
         results.append(line(f"7. perf / tt-perf-report: not found at {a.tt_perf_report}", "-", "< 1", None))
     return results
+
+
+def download_memory(db: Path, size: int, tag: str) -> dict:
+    """Serve ``db`` (`warehouse serve`), download run 1's CSV and read the server's peak RSS (VmHWM)."""
+    import socket
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen(WAREHOUSE + ["--db", str(db), "serve", "--port", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/?format=json", timeout=5).read()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        got = 0
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/runs/1/export.csv", timeout=600) as r:
+            while block := r.read(1 << 20):
+                got += len(block)
+        status = Path(f"/proc/{server.pid}/status").read_text()
+        hwm = int(next(x for x in status.splitlines() if x.startswith("VmHWM")).split()[1]) / 1024
+    finally:
+        server.terminate()
+        server.wait(30)
+    ok = got == size and hwm <= 150
+    return line(f"9. dashboard download of a run's CSV, server peak RSS ({tag}, {got / 2**20:.0f} MiB)",
+                f"{hwm:.0f} MiB", "<= 150 MiB", ok)
 
 
 def history_and_dashboard(a, out: Path) -> list[dict]:

@@ -1,24 +1,24 @@
 """A SQL warehouse for Tenstorrent tt-metal Tracy ops profiles (``ops_perf_results_*.csv``).
 
-Architecture at a glance (each module does one thing; ``cli`` only parses arguments and renders):
+Architecture at a glance: two adapters over one application layer over the library (each module does one thing).
 
-- ``csvfile``     streaming, validated reading of one CSV and the lossless cell encoding
-- ``signposts``   sections, blocks, layers and markers: the attribution state machine
-- ``categories``  the oracle's op-code categories
-- ``devicelog``   chip frequency and arch from ``profile_log_device.csv``
-- ``schema``      the tables (SQLAlchemy Core); ``views`` the summary views (plain SQL)
-- ``db``          engines, SQLite pragmas, Alembic upgrade / check
+- ``cli`` (click) and ``web`` (Starlette): parse, call :class:`Warehouse`, print what ``render`` gives
+- ``api``         :class:`Warehouse`, the application layer: a method per command and page, typed results
+- ``render``      every result as text, Markdown, CSV, JSON (``rows``, ``report``, ``perf``, ``compare``, ``trend``,
+                  ``regressions``, ``changes``, ``admin``)
+- ``contract``    the oracle's vocabulary; ``columns`` the typed op columns; ``measures`` groupings and metrics
+- ``csvfile``, ``rowprep``   streaming, validated reading of one CSV, typed and encoded (in a worker process)
+- ``signposts``   sections, blocks, layers and markers: the attribution state machine; ``history`` across replays
 - ``ingest``      CSV -> one transaction of run, section, signpost and op rows; ``parallel`` folders on all cores
-- ``export``      run -> the original CSV
-- ``runs``        listing runs and resolving ``RUN`` references
-- ``report``      the OPT_BASELINE JSON / Markdown from the views
-- ``query``       read-only SQL and schema listing
-- ``series``, ``compare``, ``regressions``, ``trend``   runs over time
-- ``copy``, ``maintenance``   moving runs between warehouses; check and rm
-- ``synthetic``   large and nightly captures built from real ones (benchmarks, tests)
-- ``api``         :class:`Warehouse`, the public Python API for notebooks and scripts
-- ``measures``    the registry of groupings and metrics; ``rollups`` per-run figures; ``history`` attribution
-- ``dialect``, ``files``, ``sqlguard``, ``roles``   back-end differences, safe file I/O, read-only SQL, roles
+- ``schema``      the tables (SQLAlchemy Core); ``views`` the summary views (plain SQL); ``view_types`` their types
+- ``db``          engines, Alembic upgrade / check; ``dialect`` every other SQLite / PostgreSQL difference
+- ``export``      run -> the original CSV; ``cellstore`` the lossless chunks
+- ``report``      the OPT_BASELINE document; ``perf``, ``perffacts`` tt-perf-report's per-op table
+- ``runs``, ``series``, ``rollups``   runs, their series across time, per-run figures
+- ``compare``, ``trend``, ``regressions`` (the gate), ``changes`` / ``changepoints`` (history), ``triage``
+- ``query``, ``sqlguard``, ``roles``   read-only SQL, its guard, PostgreSQL reader roles
+- ``copy``, ``maintenance``, ``synthetic``   moving runs; check and rm; captures built from real ones
+- ``migrations/legacy.py`` (shipped as ``warehouse.migrations.legacy``): code only migrations run
 """
 from __future__ import annotations
 
