@@ -52,18 +52,8 @@ def test_tracker_replays_and_mismatch():
 
 
 def _drifted(rng: random.Random, eager: list[int], drifts: int) -> list[int]:
-    """eager with ops dropped, added and replaced at a few random places."""
-    b = list(eager)
-    for _ in range(drifts):
-        k = rng.randrange(len(b) + 1)
-        kind = rng.randrange(3)
-        if kind == 0 and k < len(b):
-            del b[k]
-        elif kind == 1:
-            b.insert(k, rng.randrange(12))
-        elif k < len(b):
-            b[k] = rng.randrange(12)
-    return b
+    """eager with ops dropped, added and replaced at a few random places (op codes from 12)."""
+    return _drifted_with_truth(rng, eager, drifts, 12)[0]
 
 
 def _final(eager: list[int], trace: list[int], late: int, streaming: bool, monkeypatch,
@@ -126,8 +116,8 @@ def test_streaming_alignment_answers_are_final_after_corrections(monkeypatch):
 
 def _drifted_with_truth(rng: random.Random, eager: list[int], drifts: int,
                         alphabet: int) -> tuple[list[int], list[int | None]]:
-    """eager drifted as :func:`_drifted` does, with each trace op's true eager index (None: an added or replaced
-    op, which has no partner)."""
+    """eager with ops dropped, added and replaced at a few random places, with each trace op's true eager index
+    (None: an added or replaced op, which has no partner)."""
     b: list[tuple[int, int | None]] = [(c, k) for k, c in enumerate(eager)]
     for _ in range(drifts):
         k = rng.randrange(len(b) + 1)
