@@ -286,11 +286,13 @@ class Warehouse:
             return perf_table(conn, resolve_run(conn, str(run), label), section=section, start=start, end=end,
                               merge=merge, arch=arch, sort=sort)
 
-    def perf(self, run: str | int = "latest", label: str | None = None, **table: Any) -> dict[str, Any]:
+    def perf(self, run: str | int = "latest", label: str | None = None, *, section: str | None = None,
+             start: str | None = None, end: str | None = None, merge: bool = True, arch: str | None = None,
+             sort: bool = True) -> dict[str, Any]:
         """:meth:`perf_table` (same arguments) as a document: ``summary`` and ``rows`` (tt-perf-report's
         column names)."""
         from warehouse.perf import summary
-        t = self.perf_table(run, label, **table)
+        t = self.perf_table(run, label, section=section, start=start, end=end, merge=merge, arch=arch, sort=sort)
         return {"summary": summary(t), "rows": t.rows}
 
     # ------------------------------------------------------------------------------------------- history
