@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import re
 
+from warehouse.contract import COMPUTE
+
 CATEGORIES: list[tuple[str, str]] = [
     ("conv2d / conv_transpose2d", r"Conv2d|conv2d|Conv2D|ConvTranspose"),
     ("halo", r"Halo|halo|UntilizeWithHalo"),
@@ -22,8 +24,6 @@ CATEGORIES: list[tuple[str, str]] = [
 ]
 _COMPILED = [(name, re.compile(pat)) for name, pat in CATEGORIES]
 
-# The layer cost split's compute ops (conv / matmul kernels), as in the oracle's precision_split.
-from warehouse.contract import COMPUTE  # noqa: E402,F401
 
 
 def category(op_code: str) -> str:

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Connection, Engine
 
+from warehouse.contract import SECTIONS  # the oracle's sections, which run the same ops
 from warehouse.changepoints import MIN_AFTER, MIN_BEFORE, analyse, prepare
 from warehouse.errors import NotFound, UsageError
 from warehouse.series import RunMeta, run_meta, section_names, select_runs, sql_list
@@ -40,7 +41,6 @@ TOP_CONTRIBUTORS = 5
 PAIRS_SEEN = 3  # a block or op code with this many (block, op code) pairs is also seen through their median
 NEST_SLACK = 1.25  # a candidate is explained by a cause whose change is at least this share of its own
 NEST_NIGHTS = 3
-from warehouse.contract import SECTIONS  # noqa: E402  (the oracle's sections, which run the same ops)
 CORROBORATE = 2.0  # ... and whose night is this close to its own (a noisy child may name a neighbouring night)
 
 

@@ -16,8 +16,7 @@ from warehouse.files import DEFAULT_GLOB
 
 FORMATS = click.Choice(["table", "csv", "json", "md"])
 # the flags of API parameters not spelled --<param> (an error naming `keys` says --key)
-FLAGS = {"url": "--db", "tags": "--tag", "keys": "--key", "metrics": "--metric", "freq_mhz": "--freq-mhz",
-         "run_ids": "RUN"}
+FLAGS = {"url": "--db", "tags": "--tag", "keys": "--key", "metrics": "--metric"}
 
 
 def one_line(message: object) -> str:

@@ -24,13 +24,13 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, select, text
 
+from warehouse.contract import EAGER, FEW_CORES, SECTIONS, TOP, TRACE, is_post
 from warehouse import dialect
 from warehouse import schema as t
 from warehouse.measures import REPORT_TABLES
 from warehouse.errors import NotFound
 
 from warehouse.columns import AT
-from warehouse.contract import EAGER, FEW_CORES, SECTIONS, TOP, TRACE, is_post  # noqa: E402
 
 # One op as the report reads it from op_detail (names, categories and shapes are looked up, not read per op).
 _COLS = ("pos", "op_code_id", "block", "layer", "kernel_us", "fw_us", "op2op_us", "fw_start_cycle", "fw_end_cycle",

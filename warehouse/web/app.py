@@ -193,12 +193,13 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
                         headers={"Content-Disposition": f'attachment; filename="run{run_id}.md"'})
 
     def export_download(request: Request) -> Response:
-        info = wh.run(request.path_params["run"]).run
+        run_id = wh.resolve(request.path_params["run"])
+        name = wh.query("SELECT file_name FROM run WHERE id = :r", r=run_id)[0]["file_name"]
         # spooled to a temporary file (in memory up to 8 MiB), verified by the export, then streamed from it: a
         # 161 MiB run never sits in the server's memory, and a damaged run is an error, never half a file
         spool = tempfile.SpooledTemporaryFile(max_size=8 << 20)
         try:
-            wh.export(info.id, spool)
+            wh.export(run_id, spool)
         except BaseException:
             spool.close()
             raise
@@ -209,7 +210,7 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
             with spool:
                 while block := spool.read(1 << 20):
                     yield block
-        safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in str(info.file_name))
+        safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in str(name))
         return StreamingResponse(chunks(), media_type="text/csv",
                                  headers={"Content-Disposition": f'attachment; filename="{safe}"',
                                           "Content-Length": str(size)})
