@@ -12,6 +12,8 @@ Architecture at a glance: two adapters over one application layer over the libra
 - ``ingest``      CSV -> one transaction of run, section, signpost and op rows; ``parallel`` folders on all cores
 - ``schema``      the tables (SQLAlchemy Core); ``views`` the summary views (plain SQL); ``view_types`` their types
 - ``db``          engines, Alembic upgrade / check; ``dialect`` every other SQLite / PostgreSQL difference
+- ``lite``        the light read path: a SQLite warehouse through the stdlib's sqlite3 (``runs`` in 0.1 s);
+                  ``revisions`` the migrations' revisions, known without Alembic
 - ``export``      run -> the original CSV; ``cellstore`` the lossless chunks
 - ``report``      the OPT_BASELINE document; ``perf``, ``perffacts`` tt-perf-report's per-op table
 - ``runs``, ``series``, ``rollups``   runs, their series across time, per-run figures

@@ -21,11 +21,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from sqlalchemy import Engine
-
 from warehouse.errors import InputError, WarehouseError
 
 if TYPE_CHECKING:  # (imported lazily at run time: a one-line answer pays only for what it uses)
+    from sqlalchemy import Engine
+
     from warehouse.changes import ChangesResult
     from warehouse.compare import Comparison
     from warehouse.copy import Copied
@@ -106,6 +106,14 @@ class Warehouse:
         if "_read_engine" not in self.__dict__:
             self.__dict__["_read_engine"] = open_db(self.url, create=False, readonly=True)
         return self.__dict__["_read_engine"]
+
+    def _light(self) -> contextlib.AbstractContextManager[Any]:
+        """A connection of the light read path (:mod:`warehouse.lite`: no SQLAlchemy to import) while this
+        Warehouse has no engine yet and the warehouse is a SQLite file at head; else None (use an engine)."""
+        from warehouse.lite import reader
+        if any(k in self.__dict__ for k in ("engine", "_read_engine", "_write_engine")):
+            return contextlib.nullcontext(None)
+        return reader(self.url)
 
     # ------------------------------------------------------------------------------------------- writing
     def ingest(self, paths: str | Path | Iterable[str | Path], *, label: str | None = None,
@@ -226,7 +234,8 @@ class Warehouse:
     def runs(self, label: str | None = None, warnings: bool = False) -> list[RunInfo]:
         """Every run, oldest capture first, with tags, history attribution (and warnings)."""
         from warehouse.runs import list_runs
-        return list_runs(self._reader(), label=label, warnings=warnings)
+        with self._light() as conn:
+            return list_runs(conn or self._reader(), label=label, warnings=warnings)
 
     def run(self, run: str | int) -> RunDetail:
         """One run with its warnings, its sections and the runs before and after it among its label's."""

@@ -33,18 +33,11 @@ class _Group(click.Group):
     """Turns library errors into one ``Error:`` line and the error's exit status, never a traceback."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        from sqlalchemy.exc import DBAPIError
-
-        from warehouse import dialect
-
         try:
             return super().invoke(ctx)
         except WarehouseError as e:
             error(e.for_cli(FLAGS))  # the API names its parameters; a person typed flags
             ctx.exit(e.exit_code)
-        except DBAPIError as e:
-            error(dialect.explain(e))
-            ctx.exit(1)
         except OSError as e:  # the terminal or pipe we print to went away, or its device is full
             if isinstance(e, BrokenPipeError):
                 ctx.exit(1)
@@ -53,6 +46,16 @@ class _Group(click.Group):
         except KeyboardInterrupt:
             error("interrupted; an unfinished write was rolled back whole (nothing half-written)")
             ctx.exit(130)
+        except Exception as e:
+            # a database error (SQLAlchemy is imported only by the commands that use it: a one-line answer on
+            # the light path never pays for it, so it is looked for, not imported, here)
+            exc = sys.modules.get("sqlalchemy.exc")
+            if exc is None or not isinstance(e, exc.DBAPIError):
+                raise
+            from warehouse import dialect
+
+            error(dialect.explain(e))
+            ctx.exit(1)
 
 
 def _interactive() -> bool:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import stat
 import sys
 import urllib.parse
@@ -22,8 +21,8 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from warehouse import dialect
 from warehouse.cellstore import register_sqlite_functions
 from warehouse.errors import SchemaOutdated, UsageError, WarehouseError
+from warehouse.revisions import DEFAULT_DB, head_revision_fast, known_revisions, migrations_dir  # noqa: F401
 
-DEFAULT_DB = "warehouse.db"
 BUSY_TIMEOUT_MS = 120_000
 _LOCK_ID = 0x77617265  # PostgreSQL advisory lock that serialises schema creation / upgrade
 
@@ -51,15 +50,6 @@ def display(url: URL) -> str:
     return url.render_as_string(hide_password=True)
 
 
-def migrations_dir() -> Path:
-    """The Alembic script directory: inside the installed package, or ``migrations/`` of a source checkout."""
-    here = Path(__file__).resolve().parent
-    for cand in (here / "migrations", here.parent / "migrations"):
-        if (cand / "env.py").exists():
-            return cand
-    raise WarehouseError("the Alembic migrations are missing from this installation; reinstall the package")
-
-
 def alembic_config(url: str | URL, connection: Connection | None = None):
     """An Alembic config for ``url`` (and an open connection to run on, when given)."""
     from alembic.config import Config
@@ -82,22 +72,6 @@ def head_revision() -> str:
     if head is None:  # pragma: no cover - the package always ships its revisions
         raise WarehouseError("the Alembic migrations are missing from this installation; reinstall the package")
     return head
-
-
-_REVISION_FILE = re.compile(r"^(\d{4})_\w+\.py$")
-
-
-def known_revisions() -> list[str]:
-    """Every revision this code knows, oldest first, from the file names alone (revisions are linear and named
-    ``NNNN_<slug>.py``, revision id ``NNNN``; a test holds this equal to Alembic's view): every command checks
-    the head, and importing Alembic to parse the revisions costs more than most commands."""
-    return sorted(m.group(1) for p in (migrations_dir() / "versions").iterdir()
-                  if (m := _REVISION_FILE.match(p.name)))
-
-
-def head_revision_fast() -> str:
-    """The head revision, from the file names (see :func:`known_revisions`)."""
-    return known_revisions()[-1]
 
 
 def check_revision_arg(revision: str, *, allow_base: bool = False) -> None:
@@ -295,12 +269,12 @@ def open_db(db: str | URL | None, *, create: bool = True, readonly: bool = False
 
 def _warn_stale_views(engine: Engine) -> None:
     """A read-only opening never rewrites the views: say so when they are another version's."""
+    from warehouse.lite import STALE_VIEWS
     from warehouse.views import views_current
 
     with engine.connect() as conn:
         if not views_current(conn):
-            sys.stderr.write("warning: the warehouse's views are another version's; reading them as they are "
-                             "(`warehouse db upgrade` by a writer refreshes them)\n")
+            sys.stderr.write(STALE_VIEWS)
 
 
 def _refresh_views(engine: Engine) -> None:

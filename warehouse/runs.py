@@ -1,25 +1,32 @@
 """Listing runs and resolving the ``RUN`` argument of commands (an id, or ``latest``)."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-
+import contextlib
 import json
 import re
-from typing import Any
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Engine, func, select
-
-from warehouse import schema as t
 from warehouse.errors import NotFound, UsageError
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection, Engine
 
 
 def order_key():
     """Runs in capture order (ingest time when the file name has no capture time), then id."""
+    from sqlalchemy import func
+
+    from warehouse import schema as t
     return (func.coalesce(t.run.c.captured_at, t.run.c.ingested_at), t.run.c.id)
 
 
 def resolve_run(conn: Connection, ref: str, label: str | None = None) -> int:
     """The id of ``ref``: a number, or ``latest`` (the newest capture, optionally with ``label``)."""
+    from sqlalchemy import select
+
+    from warehouse import schema as t
     ref = str(ref).strip()
     if ref.lower() == "latest":
         q = select(t.run.c.id)
@@ -75,40 +82,56 @@ class RunInfo:
         return out
 
 
-def list_runs(engine: Engine, label: str | None = None, warnings: bool = False, run_id: int | None = None
+_RUN_COLUMNS = ("id, captured_at, ingested_at, label, file_name, op_count, signpost_count, freq_mhz, freq_source, "
+                "arch, trace_matches_eager, export_exact, source_path, attribution")
+
+
+def list_runs(source: Any, label: str | None = None, warnings: bool = False, run_id: int | None = None
               ) -> list[RunInfo]:
-    """Every run (oldest capture first; only ``run_id`` when given) with its tags, and its warnings when asked."""
-    with engine.connect() as conn:
-        q = select(t.run.c.id, t.run.c.captured_at, t.run.c.ingested_at, t.run.c.label, t.run.c.file_name,
-                   t.run.c.op_count, t.run.c.signpost_count, t.run.c.freq_mhz, t.run.c.freq_source, t.run.c.arch,
-                   t.run.c.trace_matches_eager, t.run.c.export_exact, t.run.c.source_path, t.run.c.attribution)
-        tq = select(t.run_tag.c.run_id, t.run_tag.c.key, t.run_tag.c.value)
-        wq = select(t.run_warning)
-        if label is not None:
-            q = q.where(t.run.c.label == label)
-        if run_id is not None:
-            q = q.where(t.run.c.id == run_id)
-            tq, wq = tq.where(t.run_tag.c.run_id == run_id), wq.where(t.run_warning.c.run_id == run_id)
-        runs = [dict(r) for r in conn.execute(q.order_by(*order_key())).mappings()]
+    """Every run (oldest capture first; only ``run_id`` when given) with its tags, and its warnings when asked.
+    ``source`` is an engine, or an open connection of the light path (:mod:`warehouse.lite`): the same SQL."""
+    from warehouse.lite import fetch, timestamp
+
+    where, params = [], {"label": label, "run": run_id}
+    if label is not None:
+        where.append("label = :label")
+    if run_id is not None:
+        where.append("id = :run")
+    cond = f" WHERE {' AND '.join(where)}" if where else ""
+    only = " WHERE run_id = :run" if run_id is not None else ""
+    with _connected(source) as conn:
+        runs = fetch(conn, f"SELECT {_RUN_COLUMNS} FROM run{cond} ORDER BY COALESCE(captured_at, ingested_at), id",
+                     params)
         if label is not None and not runs:
             raise NotFound(f"no runs with label {label!r}; `warehouse runs` lists every label")
         tags: dict[int, dict[str, str]] = {}
-        for rid, k, v in conn.execute(tq.order_by(t.run_tag.c.run_id, t.run_tag.c.key)):
-            tags.setdefault(rid, {})[k] = v
+        for r in fetch(conn, f"SELECT run_id, key, value FROM run_tag{only} ORDER BY run_id, key", params):
+            tags.setdefault(r["run_id"], {})[r["key"]] = r["value"]
         warn: dict[int, list[dict[str, Any]]] = {}
         if warnings:
-            for w in conn.execute(wq.order_by(t.run_warning.c.id)).mappings():
+            for w in fetch(conn, f"SELECT run_id, row_no, column_name, message FROM run_warning{only} ORDER BY id",
+                           params):
                 warn.setdefault(w["run_id"], []).append(
                     {"row": w["row_no"], "column": w["column_name"], "message": w["message"]})
     out = []
     for r in runs:
         r["tags"] = tags.get(r["id"], {})
         r["attribution"] = json.loads(r["attribution"]) if r["attribution"] else {}
-        for k in ("captured_at", "ingested_at"):
-            r[k] = r[k].isoformat(sep=" ") if r[k] is not None else None
+        r["captured_at"], r["ingested_at"] = timestamp(r["captured_at"]), timestamp(r["ingested_at"])
         r["trace_matches_eager"], r["export_exact"] = bool(r["trace_matches_eager"]), bool(r["export_exact"])
+        r["freq_mhz"] = float(r["freq_mhz"])
         out.append(RunInfo(**r, warnings=warn.get(r["id"], []) if warnings else None))
     return out
+
+
+@contextlib.contextmanager
+def _connected(source: Any) -> Iterator[Any]:
+    """A connection of ``source``: an engine's (opened and closed here), or the open connection given."""
+    if hasattr(source, "connect"):
+        with source.connect() as conn:
+            yield conn
+    else:
+        yield source
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -127,8 +150,9 @@ def check_names(label: str | None, tags: dict[str, str] | None) -> None:
 def retag(engine: Engine, ref: str, *, label: str | None = None, tags: dict[str, str] | None = None,
           untag: list[str] | None = None) -> dict[str, Any]:
     """Change a run's label (``''`` removes it) and tags; returns ``{"id", "label", "tags"}`` after."""
-    from sqlalchemy import delete
+    from sqlalchemy import delete, select
 
+    from warehouse import schema as t
     from warehouse.db import write_tx
     from warehouse.dialect import insert_ignore
 

@@ -257,7 +257,7 @@ VIEWS_HASH = hashlib.sha256("\n".join(v if isinstance(v, str) else "\n".join(v.v
 def view_sql(sql: str | dict[str, str], dialect: str) -> str:
     """A view's CREATE statement for a back end (most are the same on both)."""
     return sql if isinstance(sql, str) else sql[dialect]
-_STAMP = "warehouse_views"
+_STAMP = "warehouse_views"  # (warehouse.lite reads it too: VIEWS_STAMP)
 
 
 def not_a_view(name: str, type_: str, parent_names: dict) -> bool:
