@@ -176,7 +176,7 @@ def clone_runs(db: Path, template: int, copies: int, seed: int = 1, ops: bool = 
     cols = [r[1] for r in con.execute("PRAGMA table_info(op)") if r[1] not in ("id", "run_id", "section_id",
                                                                               "kernel_ns")]
     run_cols = [r[1] for r in con.execute("PRAGMA table_info(run)") if r[1] not in ("id", "sha256", "captured_at")]
-    roll = [r[1] for r in con.execute("PRAGMA table_info(rollup)") if r[1] not in ("run_id", "kernel_us")]
+    roll = [r[1] for r in con.execute("PRAGMA table_info(rollup_row)") if r[1] not in ("run_id", "kernel_ns")]
     base = datetime(2025, 1, 1, 2)
     with con:
         for i in range(copies):
@@ -197,9 +197,9 @@ def clone_runs(db: Path, template: int, copies: int, seed: int = 1, ops: bool = 
                 con.execute(f"INSERT INTO op (run_id, section_id, kernel_ns, {', '.join(cols)}) "
                             f"SELECT ?, {sect}, kernel_ns * (0.98 + (ABS(RANDOM()) % 4000) / 100000.0) * ?, "
                             f"{', '.join(cols)} FROM op WHERE run_id = ?", (new, slow, template))
-            con.execute(f"INSERT INTO rollup (run_id, kernel_us, {', '.join(roll)}) "
-                        f"SELECT ?, kernel_us * (0.99 + (ABS(RANDOM()) % 2000) / 100000.0) * ?, {', '.join(roll)} "
-                        "FROM rollup WHERE run_id = ?", (new, slow, template))
+            con.execute(f"INSERT INTO rollup_row (run_id, kernel_ns, {', '.join(roll)}) "
+                        f"SELECT ?, ROUND(kernel_ns * (0.99 + (ABS(RANDOM()) % 2000) / 100000.0) * ?), "
+                        f"{', '.join(roll)} FROM rollup_row WHERE run_id = ?", (new, slow, template))
     con.close()
 
 

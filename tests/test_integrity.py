@@ -346,11 +346,11 @@ def test_an_unexpected_failure_is_one_files_error(db_url, tmp_path, monkeypatch)
     real = ing.build_rollups
     calls = {"n": 0}
 
-    def flaky(conn, run_id, freq):
+    def flaky(conn, run_id, freq, **kw):
         calls["n"] += 1
         if calls["n"] == 1:
             raise KeyError("boom")
-        return real(conn, run_id, freq)
+        return real(conn, run_id, freq, **kw)
     monkeypatch.setattr(ing, "build_rollups", flaky)
     a, b = tmp_path / "a" / "ops_perf_results_x.csv", tmp_path / "b" / "ops_perf_results_y.csv"
     for p, case in ((a, SMALL), (b, "dlv3_same")):

@@ -10,6 +10,8 @@ import pytest
 
 from corpus import GOLDEN, cases
 
+from warehouse.cellstore import unpack_text
+
 PARITY = Path(__file__).parent / "parity.py"
 
 
@@ -262,8 +264,9 @@ def test_report_parts_fed_at_ingest_equal_parts_read_back(db_url, tmp_path, corp
     assert read_back == (["eager", "trace"] if order in ("trace_first", "capped") else [])
     with eng.connect() as c:
         for r in ids:
-            stored = c.execute(text("SELECT doc FROM run_report WHERE run_id = :r"), {"r": r}).scalar()
+            packed, size = c.execute(text("SELECT doc, raw_size FROM run_report WHERE run_id = :r"), {"r": r}).one()
             freq = c.execute(text("SELECT freq_mhz FROM run WHERE id = :r"), {"r": r}).scalar()
+            stored = unpack_text(packed, size)
             assert stored == json.dumps(report.compute_parts(c, r, float(freq)), ensure_ascii=False)
         same = c.execute(text("SELECT trace_matches_eager FROM run WHERE id = :r"), {"r": ids[0]}).scalar()
     assert bool(same) == (order != "differ")

@@ -39,6 +39,22 @@ def sqlar_uncompress(data: bytes | None, size: int | None) -> bytes | None:
     return zlib.decompress(data, bufsize=size)
 
 
+def pack_text(value: str, compress: bool) -> tuple[bytes, int]:
+    """A text as stored by the sqlar convention: ``(bytes, raw_size)``, zlib-compressed (level 6: a document is
+    written once and read often) when ``compress`` and it is smaller."""
+    raw = value.encode("utf-8", "surrogatepass")
+    if compress:
+        packed = zlib.compress(raw, 6)
+        if len(packed) < len(raw):
+            return packed, len(raw)
+    return raw, len(raw)
+
+
+def unpack_text(data: bytes, size: int) -> str:
+    """The text that :func:`pack_text` stored."""
+    return (sqlar_uncompress(data, size) or b"").decode("utf-8", "surrogatepass")
+
+
 def register_sqlite_functions(dbapi_conn: Any) -> None:
     """The SQL functions the views need on every SQLite connection (what the sqlite3 shell has built in)."""
     dbapi_conn.create_function("sqlar_uncompress", 2, sqlar_uncompress, deterministic=True)

@@ -11,6 +11,6 @@ from warehouse.rollups import build_rollups
 def backfill(conn: Connection) -> None:
     """Rollups and report parts for every run that lacks them."""
     for run_id, freq in conn.execute(text("SELECT id, freq_mhz FROM run WHERE id NOT IN "
-                                          "(SELECT DISTINCT run_id FROM rollup) ORDER BY id")).all():
+                                          "(SELECT DISTINCT run_id FROM rollup_row) ORDER BY id")).all():
         build_rollups(conn, run_id, freq)
     backfill_parts(conn)

@@ -541,7 +541,10 @@ def _ingest_once(engine: Engine, req: _Request, source: RowSource, scan: FileSca
                                                    "message": m} for r, c, m in job.warnings])
         history.summarize(conn, run_id)
         with dialect.small_sorts(conn):
-            build_rollups(conn, run_id, meta.get("freq_mhz", freq))
+            try:  # (new rollup keys are interned as the file's other values are)
+                build_rollups(conn, run_id, meta.get("freq_mhz", freq), key_conn=job.intern.connection())
+            finally:
+                job.intern.close()
         store_parts(conn, run_id, job.feed.scans(same))
         job.feed = None  # type: ignore[assignment]
         seconds = time.perf_counter() - t0

@@ -95,7 +95,7 @@ def remove_runs(engine: Engine, run_ids: list[int]) -> int:
         if missing:
             raise NotFound(f"no run {', '.join(map(str, missing))}; `warehouse runs` lists them")
         # Children first: no reliance on ON DELETE CASCADE being enabled on the connection.
-        for table in (t.rollup, t.run_report, t.cell_chunk, t.op, t.signpost, t.section, t.run_tag, t.run_warning,
+        for table in (t.rollup_row, t.run_report, t.cell_chunk, t.op, t.signpost, t.section, t.run_tag, t.run_warning,
                       t.triage):
             conn.execute(delete(table).where(table.c.run_id.in_(run_ids)))
         conn.execute(delete(t.run).where(t.run.c.id.in_(run_ids)))

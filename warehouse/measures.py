@@ -7,7 +7,7 @@ per-iteration figure of a key (kernel time, op-to-op time...). The rollups writt
 
 Expressions read the per-iteration fine table of :mod:`warehouse.rollups` (columns ``block``, ``layer`` (the
 history attribution), ``op_code``, ``category``); metric expressions aggregate its per-iteration sums
-(``kernel_us``, ``op2op_us``, ``fw_us``, ``first_cycle``, ``last_cycle``) within one iteration.
+(``kernel_ns``, ``op2op_ns``, ``fw_ns``, ``first_cycle``, ``last_cycle``) within one iteration.
 """
 from __future__ import annotations
 
@@ -33,9 +33,11 @@ class Grouping:
 
 @dataclass(frozen=True)
 class Metric:
-    """A per-iteration figure. ``column`` is its rollup column (its spread over iterations is
-    ``<column>`` with ``_spread`` before the unit); ``expr`` aggregates the fine table within one iteration;
-    ``total_only``: meaningful for a whole section (or device) only, not per key."""
+    """A per-iteration figure. ``column`` is its column in the view ``rollup`` (its spread over iterations is
+    ``<column>`` with ``_spread`` before the unit); ``expr`` aggregates the fine table within one iteration, in
+    the stored unit ``stored_unit``, which is ``scale`` times ``unit`` (times are stored in whole ns: integers
+    take half the bytes of a double, and a sum of ns is exact); ``total_only``: meaningful for a whole section
+    (or device) only, not per key."""
 
     key: str
     label: str
@@ -44,12 +46,24 @@ class Metric:
     expr: str
     doc: str
     total_only: bool = False
+    stored_unit: str = "us"
+    scale: int = 1
 
     @property
     def spread_column(self) -> str:
         """The rollup column of the spread between iterations (max - min)."""
         base, _, unit = self.column.rpartition("_")
         return f"{base}_spread_{unit}"
+
+    @property
+    def stored_column(self) -> str:
+        """Its column in the table ``rollup_row`` (in ``stored_unit``)."""
+        return self.column.rpartition("_")[0] + "_" + self.stored_unit
+
+    @property
+    def stored_spread_column(self) -> str:
+        """The spread's column in the table ``rollup_row``."""
+        return self.spread_column.rpartition("_")[0] + "_" + self.stored_unit
 
 
 GROUPINGS: list[Grouping] = [
@@ -65,10 +79,12 @@ GROUPINGS: list[Grouping] = [
 ]
 
 METRICS: list[Metric] = [
-    Metric("kernel", "kernel time", "us", "kernel_us", "SUM(kernel_us)", "DEVICE KERNEL DURATION, summed"),
-    Metric("op2op", "op-to-op time", "us", "op2op_us", "SUM(op2op_us)",
-           "OP TO OP LATENCY, summed (0 for the first op of each iteration)"),
-    Metric("fw", "FW time", "us", "fw_us", "SUM(fw_us)", "DEVICE FW DURATION, summed"),
+    Metric("kernel", "kernel time", "us", "kernel_us", "SUM(kernel_ns)", "DEVICE KERNEL DURATION, summed",
+           stored_unit="ns", scale=1000),
+    Metric("op2op", "op-to-op time", "us", "op2op_us", "SUM(op2op_ns)",
+           "OP TO OP LATENCY, summed (0 for the first op of each iteration)", stored_unit="ns", scale=1000),
+    Metric("fw", "FW time", "us", "fw_us", "SUM(fw_ns)", "DEVICE FW DURATION, summed", stored_unit="ns",
+           scale=1000),
     Metric("span", "span", "us", "span_us", "(MAX(last_cycle) - MIN(first_cycle)) / MAX(freq_mhz)",
            "first FW start to last FW end, at the run's frequency", total_only=True),
 ]

@@ -42,8 +42,8 @@ AUTO_MIN_BYTES = 64 * 2**20
 # How each table of the schema moves from a scratch warehouse into the warehouse. A new table must be added
 # here (a test checks that every table is): run-owned rows are copied with the new run id, interned rows are
 # matched by their natural key, and references are rewritten through the mappings built on the way.
-_INTERNED = ("op_code", "perf_shape", "place", "text_value", "cell_tuple")
-_RUN_OWNED = ("run", "run_tag", "run_column", "run_warning", "section", "signpost", "op", "cell_chunk", "rollup",
+_INTERNED = ("op_code", "perf_shape", "place", "text_value", "cell_tuple", "rollup_key")
+_RUN_OWNED = ("run", "run_tag", "run_column", "run_warning", "section", "signpost", "op", "cell_chunk", "rollup_row",
               "run_report", "perf_tensor")
 _NOT_INGESTED = ("triage",)  # written by people (`warehouse triage`), never by an ingest: nothing to merge
 MERGED_TABLES = frozenset(_INTERNED + _RUN_OWNED + _NOT_INGESTED)
@@ -239,10 +239,11 @@ def _merge(conn: Connection) -> tuple[int, bool]:
         ex(f"INSERT INTO {name} SELECT s.id, m.id FROM src.{table} s JOIN main.{table} m ON {on}", params)
 
     # interned rows: matched by their natural key, inserted when new
-    for table in ("op_code", "perf_shape", "place"):
+    for table in ("op_code", "perf_shape", "place", "rollup_key"):
         cols = _cols(table)
         ex(f"INSERT OR IGNORE INTO main.{table} ({', '.join(cols)}) SELECT {', '.join(cols)} FROM src.{table}")
     mapping("m_code", "op_code", "m.name = s.name")
+    mapping("m_rkey", "rollup_key", "m.grouping = s.grouping AND m.key = s.key")
     mapping("m_shape", "perf_shape", "m.digest = s.digest")
     mapping("m_place", "place", "m.digest = s.digest")
     tensor_cols = _cols("perf_tensor", ("perf_shape_id",))
@@ -259,8 +260,9 @@ def _merge(conn: Connection) -> tuple[int, bool]:
            f"{order}", (run_id,))
 
     new_run = {"run_id": "?"}
-    for table in ("run_tag", "run_column", "rollup", "run_report"):  # run_report names op codes, not ids
+    for table in ("run_tag", "run_column", "run_report"):  # run_report names op codes, not ids
         copy(table, new_run)
+    copy("rollup_row", {**new_run, "key_id": "mk.new"}, "JOIN m_rkey mk ON mk.old = x.key_id")
     for table in ("run_warning", "section", "signpost"):
         copy(table, new_run, order="ORDER BY x.id")
     mapping("m_section", "section", "m.run_id = ? AND m.kind = s.kind AND m.name = s.name AND m.ordinal = s.ordinal "
@@ -271,7 +273,7 @@ def _merge(conn: Connection) -> tuple[int, bool]:
          "LEFT JOIN m_shape mp ON mp.old = x.perf_shape_id LEFT JOIN m_place mpl ON mpl.old = x.place_id "
          "LEFT JOIN m_place mph ON mph.old = x.hist_place_id", "ORDER BY x.id")
     _merge_chunks(conn, run_id)
-    for m in ("m_code", "m_shape", "m_place", "m_tuple", "m_section"):
+    for m in ("m_code", "m_rkey", "m_shape", "m_place", "m_tuple", "m_section"):
         ex(f"DROP TABLE temp.{m}")
     return run_id, False
 

@@ -30,6 +30,7 @@ from warehouse import schema as t
 from warehouse.measures import REPORT_TABLES
 from warehouse.errors import NotFound
 
+from warehouse.cellstore import compresses, pack_text, unpack_text
 from warehouse.columns import AT
 
 # One op as the report reads it from op_detail (names, categories and shapes are looked up, not read per op).
@@ -354,7 +355,8 @@ def store_parts(conn: Connection, run_id: int, scans: dict[str, _SectionScan] | 
     conn.execute(t.run_report.delete().where(t.run_report.c.run_id == run_id))
     with dialect.small_sorts(conn):  # (a small page cache: a million-op ingest stays within its memory budget)
         doc = json.dumps(compute_parts(conn, run_id, freq, scans), ensure_ascii=False)
-    conn.execute(t.run_report.insert().values(run_id=run_id, doc=doc))
+    packed, size = pack_text(doc, compresses(conn))  # (a 100,000-op run's parts: 4.3 MB of JSON, 0.4 MB packed)
+    conn.execute(t.run_report.insert().values(run_id=run_id, raw_size=size, doc=packed))
 
 
 def backfill_parts(conn: Connection) -> int:
@@ -370,7 +372,8 @@ def check_parts(conn: Connection, step: Callable[[], None] | None = None) -> lis
     """Problems: runs whose stored report parts are missing or differ from parts computed again from their ops
     (``step`` is called after each run)."""
     problems = []
-    stored = dict(conn.execute(select(t.run_report.c.run_id, t.run_report.c.doc)).all())
+    stored = {r: unpack_text(d, n) for r, d, n in conn.execute(
+        select(t.run_report.c.run_id, t.run_report.c.doc, t.run_report.c.raw_size)).all()}
     for run_id, freq in conn.execute(select(t.run.c.id, t.run.c.freq_mhz).order_by(t.run.c.id)).all():
         if run_id not in stored:
             problems.append(f"run {run_id}: no stored report parts (`warehouse db upgrade` builds them)")
@@ -396,9 +399,10 @@ def build_report(engine: Engine, run_id: int) -> dict[str, Any]:
         if run is None:
             raise NotFound(f"no run {run_id}; `warehouse runs` lists them")
         freq = float(run["freq_mhz"])
-        doc = conn.execute(select(t.run_report.c.doc).where(t.run_report.c.run_id == run_id)).scalar()
+        doc = conn.execute(select(t.run_report.c.doc, t.run_report.c.raw_size)
+                           .where(t.run_report.c.run_id == run_id)).first()
         # A warehouse written before migration 0007 and not yet upgraded has none: compute them.
-        parts = json.loads(doc) if doc is not None else compute_parts(conn, run_id, freq)
+        parts = json.loads(unpack_text(*doc)) if doc is not None else compute_parts(conn, run_id, freq)
     res: dict[str, Any] = {
         "csv": run["source_path"], "columns": json.loads(run["columns"]), "freq_mhz": freq,
         "trace_matches_eager_op_sequence": bool(run["trace_matches_eager"]),

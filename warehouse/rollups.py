@@ -1,6 +1,7 @@
 """Per-run rollups: what history reads instead of ops, written at ingest in the file's transaction.
 
-One ``rollup`` row per run x section x grouping x key x device: the per-iteration mean of every metric of
+One row per run x section x grouping x key x device (table ``rollup_row``, read through the view ``rollup``,
+see :mod:`warehouse.schema`): the per-iteration mean of every metric of
 :mod:`warehouse.measures`, and its spread (max - min) over the iterations (trace replays). Sections are the
 oracle's ``eager`` and ``trace`` (all sections of a name together), each custom pair by name, and ``''`` for
 the whole run. Device ``-1`` is all devices together; runs with several devices also get a row per device.
@@ -21,52 +22,59 @@ from warehouse.measures import GROUPINGS, METRICS, Grouping
 _SCOPED = """
 ops AS (
   SELECT o.row_no, o.device_id AS device, o.hist_place_id AS place_id, o.op_code_id,
-         COALESCE(o.kernel_ns, 0) / 1000.0 AS kernel_us, COALESCE(o.fw_ns, 0) / 1000.0 AS fw_us,
-         COALESCE(o.op2op_ns, 0) / 1000.0 AS op2op_raw, o.iteration, o.iter_pos, s.name AS sec, o.fw_start_cycle,
+         COALESCE(o.kernel_ns, 0) AS kernel_ns, COALESCE(o.fw_ns, 0) AS fw_ns,
+         COALESCE(o.op2op_ns, 0) AS op2op_raw, o.iteration, o.iter_pos, s.name AS sec, o.fw_start_cycle,
          o.fw_end_cycle
   FROM op o LEFT JOIN section s ON s.id = o.section_id
   WHERE o.run_id = :run),
 scoped AS (
   SELECT 0 AS custom, COALESCE(sec, '') AS section, COALESCE(iteration, 0) AS iteration, device, place_id,
-         op_code_id, kernel_us, fw_us,
-         CASE WHEN sec IS NOT NULL AND COALESCE(iter_pos, 0) = 0 THEN 0.0 ELSE op2op_raw END AS op2op_us,
+         op_code_id, kernel_ns, fw_ns,
+         CASE WHEN sec IS NOT NULL AND COALESCE(iter_pos, 0) = 0 THEN 0.0 ELSE op2op_raw END AS op2op_ns,
          fw_start_cycle, fw_end_cycle
   FROM ops
   UNION ALL
-  SELECT 1, s.name, 0, device, place_id, op_code_id, kernel_us, fw_us, op2op_raw, fw_start_cycle, fw_end_cycle
+  SELECT 1, s.name, 0, device, place_id, op_code_id, kernel_ns, fw_ns, op2op_raw, fw_start_cycle, fw_end_cycle
   FROM ops JOIN section s ON s.run_id = :run AND s.kind = 'custom' AND ops.row_no > s.start_row
                          AND (s.end_row IS NULL OR ops.row_no < s.end_row)),
 by_id AS MATERIALIZED (
   -- grouped by the ids, which sort faster than the texts they stand for (joined after, on few rows)
   SELECT custom, section, iteration, device, place_id, op_code_id, COUNT(*) AS ops,
-         SUM(kernel_us) AS kernel_us, SUM(op2op_us) AS op2op_us, SUM(fw_us) AS fw_us,
+         SUM(kernel_ns) AS kernel_ns, SUM(op2op_ns) AS op2op_ns, SUM(fw_ns) AS fw_ns,
          MIN(CASE WHEN fw_start_cycle > 0 THEN fw_start_cycle END) AS first_cycle,
          MAX(CASE WHEN fw_end_cycle > 0 THEN fw_end_cycle END) AS last_cycle
   FROM scoped GROUP BY custom, section, iteration, device, place_id, op_code_id),
 f0 AS MATERIALIZED (
   SELECT custom, section, iteration, device, COALESCE(p.block, '') AS block, COALESCE(p.layer, '') AS layer,
-         c.name AS op_code, c.category, ops, kernel_us, op2op_us, fw_us, first_cycle, last_cycle
+         c.name AS op_code, c.category, ops, kernel_ns, op2op_ns, fw_ns, first_cycle, last_cycle
   FROM by_id JOIN op_code c ON c.id = by_id.op_code_id LEFT JOIN place p ON p.id = by_id.place_id),
 f AS MATERIALIZED (
   -- the eager / trace sections and the custom ones, then the whole run ('') from the oracle's sections and the
   -- ops outside them (which f0 holds under '' already): one pass over the ops, not two
-  SELECT section, iteration, device, block, layer, op_code, category, ops, kernel_us, op2op_us, fw_us,
+  SELECT section, iteration, device, block, layer, op_code, category, ops, kernel_ns, op2op_ns, fw_ns,
          first_cycle, last_cycle, :freq AS freq_mhz
   FROM f0 WHERE section <> '' OR custom = 1
   UNION ALL
-  SELECT '', 0, device, block, layer, op_code, category, SUM(ops), SUM(kernel_us), SUM(op2op_us), SUM(fw_us),
+  SELECT '', 0, device, block, layer, op_code, category, SUM(ops), SUM(kernel_ns), SUM(op2op_ns), SUM(fw_ns),
          MIN(first_cycle), MAX(last_cycle), :freq
   FROM f0 WHERE custom = 0 GROUP BY device, block, layer, op_code, category),
 iters AS (SELECT section, COUNT(DISTINCT iteration) AS n FROM f GROUP BY section),
 devices AS (SELECT COUNT(DISTINCT device) AS n FROM f WHERE device IS NOT NULL)"""
 
 
-def rollup_columns() -> list[str]:
-    """The rollup table's columns, in insert order."""
-    cols = ["run_id", "section", "grouping", "key", "device", "iterations", "ops"]
+def _stored_columns() -> list[str]:
+    """The metric columns as computed and stored (``rollup_row``: times in whole ns)."""
+    return [c for m in METRICS for c in (m.stored_column, m.stored_spread_column)]
+
+
+def rollup_view_sql() -> str:
+    """The view ``rollup``: every stored row with its grouping and key as text and its times in us."""
+    metrics = []
     for m in METRICS:
-        cols += [m.column, m.spread_column]
-    return cols
+        for stored, shown in ((m.stored_column, m.column), (m.stored_spread_column, m.spread_column)):
+            metrics.append(f"r.{stored} / {m.scale:.1f} AS {shown}" if m.scale != 1 else f"r.{stored} AS {shown}")
+    return (f"CREATE VIEW rollup AS\nSELECT r.run_id, r.section, k.grouping, k.key, r.device, r.iterations, r.ops, "
+            f"{', '.join(metrics)}\nFROM rollup_row r JOIN rollup_key k ON k.id = r.key_id")
 
 
 def _per_grouping(g: Grouping, per_device: bool) -> str:
@@ -74,12 +82,12 @@ def _per_grouping(g: Grouping, per_device: bool) -> str:
     group_device = ", device" if per_device else ""
     # (a device id below 0 is no device: -1 is "all devices"; such ops count in the all-devices rows only)
     where = "WHERE device IS NOT NULL AND device >= 0 AND (SELECT n FROM devices) > 1" if per_device else ""
-    metrics = [f"{'CAST(NULL AS DOUBLE PRECISION)' if m.total_only and g.key != 'section' else m.expr} AS {m.column}"
-               for m in METRICS]
+    metrics = [f"{'CAST(NULL AS DOUBLE PRECISION)' if m.total_only and g.key != 'section' else m.expr} "
+               f"AS {m.stored_column}" for m in METRICS]
     outer = []
     for m in METRICS:
-        outer.append(f"SUM(p.{m.column}) / i.n")
-        outer.append(f"CASE WHEN i.n > 1 THEN MAX(p.{m.column}) - MIN(p.{m.column}) END")
+        outer.append(f"SUM(p.{m.stored_column}) / i.n")
+        outer.append(f"CASE WHEN i.n > 1 THEN MAX(p.{m.stored_column}) - MIN(p.{m.stored_column}) END")
     key = g.expr
     group_key = "" if key.startswith("'") else f", {key}"  # PostgreSQL refuses a constant in GROUP BY
     return f"""
@@ -91,33 +99,58 @@ GROUP BY p.section, p.key, p.device, i.n"""
 
 
 def build_sql() -> str:
-    """The one INSERT that writes a run's rollups (parameters ``run`` and ``freq``)."""
+    """The SELECT of a run's rollup rows, keys as text (parameters ``run`` and ``freq``)."""
     parts = [_per_grouping(g, d) for g in GROUPINGS for d in (False, True)]
-    return (f"INSERT INTO rollup ({', '.join(rollup_columns())})\nWITH {_SCOPED}\n"
-            + "\nUNION ALL".join(parts))
+    return f"WITH {_SCOPED}\n" + "\nUNION ALL".join(parts)
 
 
 _SQL = build_sql()
+_NEW = "rollup_new"  # the run's rows before their keys are ids: a temporary table of the connection
+_NEW_COLUMNS = ["run_id", "section", "grouping", "key", "device", "iterations", "ops", *_stored_columns()]
+_NEW_TYPES = ["BIGINT", "TEXT", "TEXT", "TEXT", "INTEGER", "INTEGER", *["DOUBLE PRECISION"] * (
+    len(_NEW_COLUMNS) - 6)]
 
 
-def build_rollups(conn: Connection, run_id: int, freq_mhz: float) -> None:
-    """Write the rollups of one run (its ops and history attribution must be complete)."""
-    conn.execute(text("DELETE FROM rollup WHERE run_id = :run"), {"run": run_id})
-    conn.execute(text(_SQL), {"run": run_id, "freq": float(freq_mhz)})
+def build_rollups(conn: Connection, run_id: int, freq_mhz: float, key_conn: Connection | None = None) -> None:
+    """Write the rollups of one run (its ops and history attribution must be complete). Keys met for the first
+    time are added to ``rollup_key`` on ``key_conn`` (ingest's interning connection: on PostgreSQL one that
+    commits at once, so that concurrent ingests never wait on each other's keys), else on ``conn``."""
+    from warehouse import dialect
+    from warehouse import schema as t
+
+    conn.execute(text("DELETE FROM rollup_row WHERE run_id = :run"), {"run": run_id})
+    conn.execute(text(f"DROP TABLE IF EXISTS {_NEW}"))
+    conn.execute(text(f"CREATE TEMPORARY TABLE {_NEW} ("
+                      + ", ".join(f"{c} {ty}" for c, ty in zip(_NEW_COLUMNS, _NEW_TYPES)) + ")"))
+    conn.execute(text(f"INSERT INTO {_NEW} ({', '.join(_NEW_COLUMNS)})\n{_SQL}"),
+                 {"run": run_id, "freq": float(freq_mhz)})
+    missing = conn.execute(text(
+        f"SELECT DISTINCT n.grouping, n.key FROM {_NEW} n WHERE NOT EXISTS "
+        "(SELECT 1 FROM rollup_key k WHERE k.grouping = n.grouping AND k.key = n.key)")).all()
+    if missing:
+        kc = key_conn if key_conn is not None else conn
+        rows = [{"grouping": g, "key": k} for g, k in sorted(missing)]  # (in key order: no deadlock between two)
+        for i in range(0, len(rows), 5000):
+            kc.execute(dialect.insert_ignore(kc, t.rollup_key), rows[i:i + 5000])
+    values = ", ".join(f"n.{c}" for c in ["iterations", "ops", *_stored_columns()])
+    conn.execute(text(
+        f"INSERT INTO rollup_row (run_id, section, key_id, device, iterations, ops, {', '.join(_stored_columns())})"
+        f"\nSELECT n.run_id, n.section, k.id, n.device, {values}\n"
+        f"FROM {_NEW} n JOIN rollup_key k ON k.grouping = n.grouping AND k.key = n.key"))
+    conn.execute(text(f"DROP TABLE {_NEW}"))
 
 
 def check_rollups(conn: Connection, step: Callable[[], None] | None = None) -> list[str]:
     """Problems: runs whose stored rollups differ from rollups computed again from their ops (``step`` is called
     after each run)."""
     problems = []
-    cols = rollup_columns()
-    keycols = ["section", "grouping", "key", "device"]
-    values = [c for c in cols if c not in keycols and c != "run_id"]
+    values = ["iterations", "ops", *_stored_columns()]
+    stored_values = ", ".join(f"r.{c}" for c in values)
     for run_id, freq in conn.execute(text("SELECT id, freq_mhz FROM run ORDER BY id")).all():
-        stored = {tuple(r[:4]): r[4:] for r in conn.execute(text(
-            f"SELECT {', '.join(keycols + values)} FROM rollup WHERE run_id = :r"), {"r": run_id})}
-        fresh_sql = _SQL.split("\n", 1)[1]  # the SELECT without the INSERT
-        fresh = {tuple(r[1:5]): r[5:] for r in conn.execute(text(fresh_sql), {"run": run_id, "freq": float(freq)})}
+        stored = {tuple(row[:4]): row[4:] for row in conn.execute(text(
+            f"SELECT r.section, k.grouping, k.key, r.device, {stored_values} FROM rollup_row r "
+            "JOIN rollup_key k ON k.id = r.key_id WHERE r.run_id = :r"), {"r": run_id})}
+        fresh = {tuple(row[1:5]): row[5:] for row in conn.execute(text(_SQL), {"run": run_id, "freq": float(freq)})}
         if step:
             step()
         if stored.keys() != fresh.keys():

@@ -264,32 +264,50 @@ cell_chunk = Table(
 )
 Index("ix_op_section_pos", op.c.section_id, op.c.pos)
 
-# Per-run figures for history (see warehouse.rollups): runs x keys, never ops.
-rollup = Table(
-    "rollup", metadata,
+# Per-run figures for history (see warehouse.rollups): runs x keys, never ops. The view ``rollup`` reads them
+# with their grouping and key as text and times in us; stored, a key is an id shared by every run that has it (a
+# night of a model seen before adds no key text) and times are whole ns (integers: half the bytes of a double).
+rollup_key = Table(
+    "rollup_key", metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("grouping", String(32), nullable=False, comment="section | block | layer | op-code | category ..."),
+    Column("key", Text, nullable=False),
+    UniqueConstraint("grouping", "key"),
+)
+
+
+def _rollup_metric_columns() -> list[Column]:
+    from warehouse.measures import METRICS
+
+    cols = []
+    for m in METRICS:
+        cols.append(Column(m.stored_column, Double, nullable=True,
+                           comment=f"{m.label} per iteration (mean over replays), {m.stored_unit}"))
+        cols.append(Column(m.stored_spread_column, Double, nullable=True,
+                           comment=f"max - min over replays (NULL: one), {m.stored_unit}"))
+    return cols
+
+
+rollup_row = Table(
+    "rollup_row", metadata,
     Column("run_id", Id, ForeignKey("run.id", ondelete="CASCADE"), primary_key=True),
     Column("section", Text, primary_key=True, comment="eager, trace, a custom section's name, '' the whole run"),
-    Column("grouping", String(32), primary_key=True, comment="section | block | layer | op-code | category ..."),
-    Column("key", Text, primary_key=True),
+    Column("key_id", Id, ForeignKey("rollup_key.id"), primary_key=True),
     Column("device", Integer, primary_key=True, comment="-1: all devices together"),
     Column("iterations", Integer, nullable=False, comment="replays the figures are averaged over"),
     Column("ops", Double, nullable=False, comment="ops per iteration"),
-    Column("kernel_us", Double, nullable=True, comment="per iteration (mean over replays)"),
-    Column("kernel_spread_us", Double, nullable=True, comment="max - min over replays (NULL: one)"),
-    Column("op2op_us", Double, nullable=True),
-    Column("op2op_spread_us", Double, nullable=True),
-    Column("fw_us", Double, nullable=True),
-    Column("fw_spread_us", Double, nullable=True),
-    Column("span_us", Double, nullable=True, comment="section and device totals only"),
-    Column("span_spread_us", Double, nullable=True),
+    *_rollup_metric_columns(),
+    sqlite_with_rowid=False,
 )
 
 # The report's parts computed from ops, stored at ingest (warehouse.report.store_parts).
 run_report = Table(
     "run_report", metadata,
     Column("run_id", Id, ForeignKey("run.id", ondelete="CASCADE"), primary_key=True),
-    Column("doc", Text, nullable=False,
-           comment="JSON: trace_ids, replay_sessions and the eager / trace sections of the OPT_BASELINE report"),
+    Column("raw_size", Integer, nullable=False, comment="bytes of the document's JSON text"),
+    Column("doc", LargeBinary, nullable=False,
+           comment="JSON: trace_ids, replay_sessions and the eager / trace sections of the OPT_BASELINE report; "
+                   "zlib-compressed when its length differs from raw_size: sqlar_uncompress(doc, raw_size)"),
 )
 
 # One line per table: `warehouse schema`, PostgreSQL's table comments and the README (scripts/gen_docs.py) read it.
@@ -310,8 +328,11 @@ TABLE_DOCS = {
     "place": "the (block, layer) pairs ops are attributed to, stored once ('' for none); `op.place_id` and "
              "`op.hist_place_id` name them, the views give them as text",
     "op_code": "op codes with their report category and whether they are compute (conv / matmul)",
-    "rollup": "per run, section, grouping, key and device: per-iteration kernel / op-to-op / FW / span us and "
-              "their spread over replays (what history reads)",
+    "rollup_key": "the grouping and key of rollup rows (a block, a layer, an op code...), stored once, shared by "
+                  "runs",
+    "rollup_row": "per run, section, key and device: per-iteration kernel / op-to-op / FW time (ns) and span (us) "
+                  "and their spread over replays (what history reads; the view `rollup` gives keys as text and "
+                  "times in us)",
     "run_report": "per run, the OPT_BASELINE report's parts computed from its ops (trace ids, sections, group "
                   "tables, top ops), stored at ingest so that `report` reads kilobytes, not ops",
     "perf_shape": "the static facts of ops, stored once, shared by ops and runs: the report's (op type, fidelity, "

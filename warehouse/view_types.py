@@ -20,6 +20,10 @@ def generic(sql_type: Any) -> str:
 
 
 VIEW_TYPES: dict[str, dict[str, str]] = {
+    "rollup": {"run_id": "INTEGER", "section": "TEXT", "grouping": "TEXT", "key": "TEXT", "device": "INTEGER",
+        "iterations": "INTEGER", "ops": "REAL", "kernel_us": "REAL", "kernel_spread_us": "REAL", "op2op_us": "REAL",
+        "op2op_spread_us": "REAL", "fw_us": "REAL", "fw_spread_us": "REAL", "span_us": "REAL", "span_spread_us":
+        "REAL"},
     "op_detail": {"op_id": "INTEGER", "run_id": "INTEGER", "row_no": "INTEGER", "section": "TEXT", "section_kind":
         "TEXT", "pos": "INTEGER", "block": "TEXT", "layer": "TEXT", "attribution": "TEXT", "occurrence": "INTEGER",
         "marker_row": "INTEGER", "op_code_id": "INTEGER", "op_code": "TEXT", "category": "TEXT", "is_compute":

@@ -21,6 +21,7 @@ from warehouse.contract import FEW_CORES, SQL_NOT_POST, SQL_SECTIONS
 from warehouse.dialect import AS_NUMBER, CHUNK_ROWS, IN_FILE_ORDER, JSON_CELL
 from warehouse.measures import REPORT_TABLES
 from warehouse.perf import op_perf_view_sql
+from warehouse.rollups import rollup_view_sql
 
 def _cell_view(backend: str) -> str:
     return f"""
@@ -112,6 +113,9 @@ FROM series WHERE grouping = 'section' AND device >= 0"""))
 
 # (name, one line for the README, SQL), in creation order: a view may read only the views above it.
 VIEWS: list[tuple[str, str, str | dict[str, str]]] = [
+    ("rollup", "per run, section, grouping, key and device: per-iteration kernel / op-to-op / FW / span us and "
+               "their spread over replays (what history reads; stored in `rollup_row` and `rollup_key`)",
+     rollup_view_sql()),
     ("op_detail", "every op with its run, section, op code, category and times in us (op2op_us 0 for a "
                   "section's first op)", """
 CREATE VIEW op_detail AS
@@ -304,5 +308,7 @@ RETIRED_VIEWS: list[str] = []  # (series_* are still created, from the rollups s
 
 def drop_views(conn: Connection) -> None:
     """Drop the warehouse's views, current and retired (a user's own views are left alone)."""
+    views = set(inspect(conn).get_view_names())
     for name in [_STAMP] + list(reversed(VIEW_NAMES)) + RETIRED_VIEWS:
-        conn.execute(text(dialect.drop_view_sql(conn, name)))
+        if name in views:  # (a name may be a table at an older revision: `rollup` was one before 0011)
+            conn.execute(text(dialect.drop_view_sql(conn, name)))
