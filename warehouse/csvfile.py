@@ -475,25 +475,41 @@ _NEEDS_ESCAPE = re.compile(r'[\\"\x00-\x1e]')  # \x1f separates the cells while 
 _TRAILING_EMPTY = re.compile(r'(?:,"")+(?=\])')
 
 
-def encode_volatile(rows: Sequence[Sequence[str]]) -> list[str]:
+class _Null(str):
+    """The type of :data:`NULL`: told from every cell read from a file by identity, never by its text."""
+
+
+NULL = _Null("\x1d")
+"""A volatile cell stored as its op's typed value (see :func:`warehouse.columns.stored_once`): JSON null."""
+_NULL_MARK = '"\x1d"'
+
+
+def encode_volatile(rows: Sequence[Sequence[str]], nulls: int = 0) -> list[str]:
     """The volatile cells of each row as a JSON array of strings that SQL can read (``json_extract`` on SQLite,
-    ``->>`` on PostgreSQL; the view csv_cell), trailing empty cells left out. Built with joins, not an encoder:
-    a chunk whose cells need no escaping (all of tt-metal's) costs little more than joining them."""
+    ``->>`` on PostgreSQL; the view csv_cell), trailing empty cells left out; :data:`NULL` cells (``nulls`` of
+    them in all) become JSON null. Built with joins, not an encoder: a chunk whose cells need no escaping (all
+    of tt-metal's) costs little more than joining them."""
     if not rows:
         return []
     width = len(rows[0])
     joined = ["\x1f".join(r) for r in rows]
     whole = "".join(joined)
+    # (a \x1d that is not one of the NULLs is a cell's own: such a chunk takes the slow path, by identity)
     if width and all(len(r) == width for r in rows) and whole.count("\x1f") == len(rows) * (width - 1) \
-            and not _NEEDS_ESCAPE.search(whole):
+            and whole.count("\x1d") == nulls and not _NEEDS_ESCAPE.search(whole.replace("\x1d", "") if nulls
+                                                                        else whole):
         text = '["' + '"]\n["'.join([j.rstrip("\x1f") for j in joined]) + '"]'
         # (no cell holds a quote: '[""]' can only be a row whose cells are all empty)
-        return text.replace("\x1f", '","').replace('[""]', "[]").split("\n")
+        text = text.replace("\x1f", '","').replace('[""]', "[]")
+        if nulls:
+            text = text.replace(_NULL_MARK, "null")
+        return text.split("\n")
     return [_one(r) for r in rows]
 
 
 def _one(row: Sequence[str]) -> str:
-    text = _TRAILING_EMPTY.sub("", json.dumps(list(row), ensure_ascii=False, separators=(",", ":")))
+    cells = [None if c is NULL else c for c in row]
+    text = _TRAILING_EMPTY.sub("", json.dumps(cells, ensure_ascii=False, separators=(",", ":")))
     return "[]" if text == '[""]' else text
 
 

@@ -12,6 +12,7 @@ from sqlalchemy import Connection, Engine, select
 
 from warehouse import schema as t
 from warehouse.cellstore import iter_chunk_rows
+from warehouse.columns import StoredOnce, stored_once, typed_text
 from warehouse.csvfile import decode_volatile, write_rows
 from warehouse.db import read_snapshot
 from warehouse.errors import NotFound, WarehouseError
@@ -40,20 +41,25 @@ class _Tuples:
                 self.cache[i] = [self.texts[v] if isinstance(v, int) else v for v in cells]
 
 
-def iter_rows(conn: Connection, run_id: int, width: int, static_idx: list[int], chunk: int = 20000
+def iter_rows(conn: Connection, run_id: int, header: list[str], static_idx: list[int], chunk: int = 20000
               ) -> Iterator[list[str]]:
     """The run's rows in file order, as lists of cells (read in chunks: memory stays flat)."""
-    for _, row in iter_numbered_rows(conn, run_id, width, static_idx, chunk):
+    for _, row in iter_numbered_rows(conn, run_id, len(header), static_idx, chunk, header=header):
         yield row
 
 
 def iter_numbered_rows(conn: Connection, run_id: int, width: int, static_idx: list[int], chunk: int = 20000,
-                       source: Iterator[tuple[int, int, Any]] | None = None) -> Iterator[tuple[int, list[str]]]:
+                       source: Iterator[tuple[int, int, Any]] | None = None, header: list[str] | None = None
+                       ) -> Iterator[tuple[int, list[str]]]:
     """:func:`iter_rows` with each row's ``row_no``; ``source`` gives ``(row_no, static_id, cells)`` instead of
-    the stored chunks (the migrations read an older schema's table: see migrations/legacy.py)."""
+    the stored chunks (the migrations read an older schema's table: see migrations/legacy.py). Cells stored as
+    their op's typed value (JSON null: :func:`warehouse.columns.stored_once`) are read from the op table, which
+    needs the run's ``header``."""
     static = set(static_idx)
     volatile_idx = [i for i in range(width) if i not in static]
     nv = len(volatile_idx)
+    once = stored_once(header, volatile_idx) if header is not None else []
+    by_slot = {o.slot: k for k, o in enumerate(once)}
     tuples = _Tuples(conn)
     if source is None:
         source = iter_chunk_rows(conn, run_id)
@@ -62,15 +68,44 @@ def iter_numbered_rows(conn: Connection, run_id: int, width: int, static_idx: li
         if not rows:
             return
         tuples.load({r[1] for r in rows})
+        typed: dict[int, tuple] | None = None
         for row_no, static_id, cells in rows:
             row = [""] * width
             for i, v in zip(static_idx, tuples.cache[static_id]):
                 row[i] = v
             if isinstance(cells, str):
                 cells = decode_volatile(cells, nv)
+            if None in cells:
+                if typed is None:
+                    typed = _typed_values(conn, run_id, once, rows[0][0], rows[-1][0])
+                cells = _fill(cells, typed.get(row_no), by_slot, run_id, row_no)
             for i, v in zip(volatile_idx, cells):
                 row[i] = v
             yield row_no, row
+
+
+def _typed_values(conn: Connection, run_id: int, once: list[StoredOnce], first: int, last: int
+                  ) -> dict[int, tuple]:
+    """The stored-once typed values of the run's ops in rows ``first`` .. ``last``, by row."""
+    if not once:
+        return {}
+    cols = [t.op.c.row_no] + [t.op.c[o.column.name] for o in once]
+    return {r[0]: r[1:] for r in conn.execute(select(*cols).where(
+        t.op.c.run_id == run_id, t.op.c.row_no >= first, t.op.c.row_no <= last))}
+
+
+def _fill(cells: list, values: tuple | None, by_slot: dict[int, int], run_id: int, row_no: int) -> list:
+    """A row's volatile cells with its nulls printed from its op's typed values (``by_slot``: a volatile slot ->
+    its index in ``values``)."""
+    cells = list(cells)
+    for j, v in enumerate(cells):
+        if v is None:
+            k = by_slot.get(j)
+            if k is None or values is None or values[k] is None:
+                raise WarehouseError(f"run {run_id}, row {row_no}: a cell stored as its op's typed value has no "
+                                     "value in the op table (the run is damaged); `warehouse check` lists damage")
+            cells[j] = typed_text(values[k])
+    return cells
 
 
 def export_run(engine: Engine, run_id: int, out: IO[bytes]) -> int:
@@ -98,7 +133,7 @@ def export_conn(conn: Connection, run_id: int, out: IO[bytes]) -> int:
 
     def rows() -> Iterator[list[str]]:
         nonlocal n
-        for row in iter_rows(conn, run_id, len(header), static_idx):
+        for row in iter_rows(conn, run_id, header, static_idx):
             n += 1
             yield row
 

@@ -124,14 +124,16 @@ def build_rollups(conn: Connection, run_id: int, freq_mhz: float, key_conn: Conn
                       + ", ".join(f"{c} {ty}" for c, ty in zip(_NEW_COLUMNS, _NEW_TYPES)) + ")"))
     conn.execute(text(f"INSERT INTO {_NEW} ({', '.join(_NEW_COLUMNS)})\n{_SQL}"),
                  {"run": run_id, "freq": float(freq_mhz)})
-    missing = conn.execute(text(
-        f"SELECT DISTINCT n.grouping, n.key FROM {_NEW} n WHERE NOT EXISTS "
-        "(SELECT 1 FROM rollup_key k WHERE k.grouping = n.grouping AND k.key = n.key)")).all()
-    if missing:
-        kc = key_conn if key_conn is not None else conn
-        rows = [{"grouping": g, "key": k} for g, k in sorted(missing)]  # (in key order: no deadlock between two)
-        for i in range(0, len(rows), 5000):
-            kc.execute(dialect.insert_ignore(kc, t.rollup_key), rows[i:i + 5000])
+    # (in key order: two ingests that meet the same new keys never deadlock)
+    missing = (f"SELECT DISTINCT n.grouping, n.key FROM {_NEW} n WHERE NOT EXISTS "
+               "(SELECT 1 FROM rollup_key k WHERE k.grouping = n.grouping AND k.key = n.key) ORDER BY 1, 2")
+    if key_conn is None or key_conn is conn:
+        conn.execute(text(f"INSERT INTO rollup_key (grouping, key) {missing}"))
+    else:  # streamed from this connection's temporary table to the one that commits them (memory stays flat)
+        result = conn.execution_options(stream_results=True, yield_per=5000).execute(text(missing))
+        for part in result.partitions(5000):
+            key_conn.execute(dialect.insert_ignore(key_conn, t.rollup_key), [{"grouping": g, "key": k}
+                                                                               for g, k in part])
     values = ", ".join(f"n.{c}" for c in ["iterations", "ops", *_stored_columns()])
     conn.execute(text(
         f"INSERT INTO rollup_row (run_id, section, key_id, device, iterations, ops, {', '.join(_stored_columns())})"

@@ -24,6 +24,7 @@ import gc
 import multiprocessing
 import os
 import queue
+import re
 import threading
 import traceback
 from collections.abc import Callable, Iterator
@@ -35,14 +36,17 @@ from pathlib import Path
 from typing import Any
 
 from warehouse.cellstore import cut_chunks
-from warehouse.columns import AT, FLOAT, INT32, INT64, OP_COLUMNS, TEXT
-from warehouse.csvfile import (CHANGED, CsvReader, FileScan, Layout, RowWarning, cells_getter, encode_volatile,
+from warehouse.columns import AT, DIGITS, FLOAT, INT32, INT64, OP_COLUMNS, TEXT, stored_once
+from warehouse.csvfile import (CHANGED, NULL, CsvReader, FileScan, Layout, RowWarning, cells_getter, encode_volatile,
                                hash_file, scan_file)
 from warehouse.errors import InputError, WarehouseError
 from warehouse.files import open_regular, shown
 from warehouse.perffacts import Analyzer, PerfShape
 
 BATCH = 2000  # rows per batch: the consumer writes a batch at a time
+# a column of cells, each followed by a newline, every one canonical for its kind (see warehouse.columns.StoredOnce)
+_ALL_CANONICAL = {kind: re.compile(rf"(?:(?:0|-?[1-9][0-9]{{0,{digits - 1}}})\n)*")
+                  for kind, digits in DIGITS.items()}
 WORKER_MIN_BYTES = 4 << 20  # smaller files are prepared in-process: a worker process costs ~20 ms to start
 AHEAD = 8  # items the worker may have made and not yet sent (each batch pickled is under 1 MB)
 MAX_TOKENS = 20_000  # static tuples remembered; past it the table restarts (tokens keep growing, never reused)
@@ -209,6 +213,7 @@ class _Preparer:
         self.analyzer = Analyzer(lay.header)
         self._static = cells_getter(lay.static_idx)
         self._volatile = cells_getter(lay.volatile_idx)
+        self.once = stored_once(lay.header, lay.volatile_idx)  # cells the op's typed values hold (JSON null)
         self.tokens: dict[tuple, int] = {}
         self.next_token = 0
         self.shaped: set[int] = set()
@@ -273,7 +278,8 @@ class _Preparer:
         rows = b.rows
         for i, values in zip(op_at, self.cells.typed(raws)):
             rows[i] = (*rows[i], values)
-        self.pending += [(r, tok, x) for (r, tok), x in zip(marks, encode_volatile(vol))]
+        nulls = self._store_once(vol, op_at)
+        self.pending += [(r, tok, x) for (r, tok), x in zip(marks, encode_volatile(vol, nulls))]
         b.chunks = [Chunk([r for r, _, _ in part], [x for _, _, x in part], [tok for _, tok, _ in part])
                     for part in cut_chunks(self.pending, final)]
         if len(self.tokens) > MAX_TOKENS:  # a file whose every row has new static cells must not grow memory
@@ -282,6 +288,30 @@ class _Preparer:
             b.forget = True  # (the consumer drops token shapes before the next batch's rows)
         b.bytes_read = self.reader.bytes_read
         return b
+
+    def _store_once(self, vol: list, op_at: list[int]) -> int:
+        """Replace the ops' cells that their typed values hold (:func:`warehouse.columns.stored_once`) by
+        :data:`NULL`; returns how many. Column by column: a column whose every cell is canonical (tt-metal's
+        always are) is checked by one regex over its joined text."""
+        if not self.once or not op_at:
+            return 0
+        hits: dict[int, list[int]] = {}  # op row -> its slots stored once
+        for o in self.once:
+            col = [vol[i][o.slot] for i in op_at]
+            if _ALL_CANONICAL[o.column.kind].fullmatch("\n".join(col) + "\n"):
+                rows_hit: list[int] = op_at
+            else:
+                rows_hit = [i for i, cell in zip(op_at, col) if o.canonical(cell)]
+            for i in rows_hit:
+                hits.setdefault(i, []).append(o.slot)
+        n = 0
+        for i, slots in hits.items():
+            cells = list(vol[i])
+            for j in slots:
+                cells[j] = NULL
+            vol[i] = cells
+            n += len(slots)
+        return n
 
     def finish(self) -> Finish:
         r = self.reader

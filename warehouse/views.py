@@ -17,6 +17,7 @@ import hashlib
 from sqlalchemy import Connection, inspect, text
 
 from warehouse import dialect
+from warehouse.columns import typed_text_sql
 from warehouse.contract import FEW_CORES, SQL_NOT_POST, SQL_SECTIONS
 from warehouse.dialect import AS_NUMBER, CHUNK_ROWS, IN_FILE_ORDER, JSON_CELL
 from warehouse.measures import REPORT_TABLES
@@ -30,8 +31,9 @@ WITH rc AS (
   {CHUNK_ROWS[backend]}),
 c AS (
   SELECT rc.run_id, rc.row_no, k.name AS column_name, k.position,
-         {JSON_CELL[backend]} AS value
-  FROM rc JOIN run_column k ON k.run_id = rc.run_id JOIN cell_tuple t ON t.id = rc.static_id)
+         COALESCE({JSON_CELL[backend]}, {typed_text_sql("k.name", "o")}) AS value
+  FROM rc JOIN run_column k ON k.run_id = rc.run_id JOIN cell_tuple t ON t.id = rc.static_id
+  LEFT JOIN op o ON o.run_id = rc.run_id AND o.row_no = rc.row_no AND k.kind = 'volatile')
 SELECT run_id, row_no, column_name, position, COALESCE(value, '') AS value,
        {AS_NUMBER[backend]} AS number
 FROM c"""
