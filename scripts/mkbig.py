@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """A large sectioned CSV: the op rows of a real corpus file repeated to about N ops, then sectioned by seedfmt.py.
 
-    mkbig.py REAL.csv OUTDIR --ops 100000 [--unique] [--seed 1] [--name ops_perf_results_2026_11_30_02_00_00.csv]
+    mkbig.py REAL.csv OUTDIR --ops 100000 [--unique] [--seed 1] [--layout-seed N]
+             [--name ops_perf_results_2026_11_30_02_00_00.csv]
 
 --unique makes every repeated row what a real long capture has: its own GLOBAL CALL COUNT, FW start/end cycles
 and host timestamps moving forward, kernel / FW durations and op-to-op latency jittered (+-2 %, seeded); the static
 cells (attributes, shapes, memory) repeat as the real program's do. Without it the repeated rows are identical
 copies, which flatters interning and compression.
 
-Copied from ../shared/tools/mkbig.py (the bench must not need ../shared); this copy adds --name.
+Copied from ../shared/tools/mkbig.py (the bench must not need ../shared); this copy adds --name, and
+--layout-seed (default: --seed), the seed of seedfmt.py's blocks and layers: the same layout with another --seed
+is the same model on another night (its own jitter).
 """
 import argparse, csv, subprocess, sys
 from pathlib import Path
@@ -16,6 +19,7 @@ from pathlib import Path
 ap = argparse.ArgumentParser(); ap.add_argument("real"); ap.add_argument("out"); ap.add_argument("--ops", type=int, default=100000)
 ap.add_argument("--unique", action="store_true"); ap.add_argument("--seed", type=int, default=1)
 ap.add_argument("--name", default="ops_perf_results_2026_11_30_02_00_00.csv")
+ap.add_argument("--layout-seed", type=int, default=None)
 a = ap.parse_args()
 import random
 rng = random.Random(a.seed)
@@ -56,6 +60,6 @@ with open(src, "w", newline="") as f:
         r = base[i % len(base)]
         w.writerow(unique(r, i, span_cycles, span_ns) if a.unique else r)
 subprocess.run([sys.executable, str(Path(__file__).with_name("seedfmt.py")), str(src), a.out, "--freq", "1350",
-                "--name", a.name, "--seed", str(a.seed)], check=True, stdout=subprocess.DEVNULL)
+                "--name", a.name, "--seed", str(a.seed if a.layout_seed is None else a.layout_seed)], check=True, stdout=subprocess.DEVNULL)
 src.unlink()
 print(Path(a.out) / a.name)

@@ -130,7 +130,8 @@ def build_rollups(conn: Connection, run_id: int, freq_mhz: float, key_conn: Conn
     if key_conn is None or key_conn is conn:
         conn.execute(text(f"INSERT INTO rollup_key (grouping, key) {missing}"))
     else:  # streamed from this connection's temporary table to the one that commits them (memory stays flat)
-        result = conn.execution_options(stream_results=True, yield_per=5000).execute(text(missing))
+        # (options on the statement: Connection.execution_options would change the connection for good)
+        result = conn.execute(text(missing).execution_options(stream_results=True, yield_per=5000))
         for part in result.partitions(5000):
             key_conn.execute(dialect.insert_ignore(key_conn, t.rollup_key), [{"grouping": g, "key": k}
                                                                                for g, k in part])
