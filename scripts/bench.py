@@ -486,7 +486,8 @@ from pathlib import Path
 out = Path(sys.argv[1])
 from warehouse.db import open_db
 from warehouse.regressions import find_regressions
-from warehouse.report import build_report, compute_parts, render_json, render_text
+from warehouse.render.report import text as render_text, to_json as render_json
+from warehouse.report import build_report, compute_parts
 from warehouse.trend import trend
 
 def best(fn, n=3):

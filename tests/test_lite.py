@@ -84,3 +84,37 @@ def test_the_light_path_steps_aside(tmp_path, sqlite_db, monkeypatch):
     monkeypatch.setattr(lite, "head_revision_fast", lambda: "9999")
     with lite.reader(sqlite_db) as c:
         assert c is None  # (a warehouse behind this code: `db upgrade` is the full path's to say)
+
+
+def test_report_reads_light_and_equals_the_full_path(sqlite_db):
+    """`report` on the light path: the same document as through the engine, `latest` and its label included."""
+    from warehouse.render.report import text, to_json
+    wh = make_invoke(sqlite_db)
+    _filled(wh)
+    assert wh("ingest", cases()["clip_replays3"], "--label", "other").exit_code == 0
+    light, full = Warehouse(sqlite_db), Warehouse(sqlite_db)
+    full._reader()
+    for ref, label in (("1", None), ("2", None), ("latest", None), ("latest", "m")):
+        a, b = light.report(ref, label), full.report(ref, label)
+        assert to_json(a) == to_json(b) and text(a) == text(b)
+    assert light.report("latest", "m")["csv"].endswith("ops_perf_results_2026_11_02_02_00_00.csv")
+    for bad in ("7", "x1", "latest"):
+        errs = []
+        for w in (light, full):
+            try:
+                w.report(bad, "nosuch" if bad == "latest" else None)
+            except Exception as e:  # noqa: BLE001 - the two paths must fail alike
+                errs.append((type(e), str(e)))
+        assert len(errs) == 2 and errs[0] == errs[1], errs
+
+
+def test_report_as_a_process_imports_no_sqlalchemy(sqlite_db, tmp_path):
+    _filled(make_invoke(sqlite_db))
+    probe = ("import sys, runpy; sys.argv = ['warehouse', '--db', sys.argv[1], 'report', '1', '--json', sys.argv[2]];\n"
+             "try:\n    runpy.run_module('warehouse', run_name='__main__')\n"
+             "except SystemExit:\n    pass\n"
+             "print('SQLA' if 'sqlalchemy' in sys.modules else 'LIGHT', file=sys.stderr)")
+    out = tmp_path / "r.json"
+    r = subprocess.run([sys.executable, "-c", probe, sqlite_db, str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert "eager" in r.stdout and json.loads(out.read_text())["eager"]["ops"] > 0, r.stderr
+    assert r.stderr.strip().splitlines()[-1] == "LIGHT", r.stderr

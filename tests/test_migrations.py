@@ -176,7 +176,7 @@ def test_upgrade_rebuilds_rollups_and_check_guards_them(wh, db_url):
 
 
 def test_report_parts_stored_rebuilt_by_upgrade_and_guarded_by_check(wh, db_url, tmp_path):
-    from warehouse.cellstore import unpack_text
+    from warehouse.packing import unpack_text
 
     """`report` reads the parts stored at ingest; a warehouse from before them (revision 0006) gets the same
     parts from `db upgrade`; `warehouse check` fails when they disagree with the ops."""

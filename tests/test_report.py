@@ -10,7 +10,7 @@ import pytest
 
 from corpus import GOLDEN, cases
 
-from warehouse.cellstore import unpack_text
+from warehouse.packing import unpack_text
 
 PARITY = Path(__file__).parent / "parity.py"
 

@@ -280,6 +280,13 @@ class Warehouse:
     def report(self, run: str | int = "latest", label: str | None = None) -> dict[str, Any]:
         """The OPT_BASELINE report document of a run (as profile_summary.py writes it; its keys are its
         contract, so it stays a dict: :mod:`warehouse.render.report` prints it)."""
+        with self._light() as conn:  # (a SQLite file at head: no SQLAlchemy to import)
+            if conn is not None:
+                from warehouse.reportdoc import report_doc
+                from warehouse.runs import resolve_run
+                doc = report_doc(conn, resolve_run(conn, str(run), label))
+                if doc is not None:
+                    return doc
         from warehouse.report import build_report
         return build_report(self._reader(), self.resolve(run, label))
 

@@ -24,35 +24,10 @@ from sqlalchemy import Connection, Engine, select
 from warehouse import dialect
 from warehouse import schema as t
 from warehouse.errors import WarehouseError
+from warehouse.packing import sqlar_uncompress
 
 CHUNK_ROWS = 512  # rows per chunk: larger chunks compress little better and make a row's lookup dearer
 LEVEL = 1  # zlib level: level 6 saves another 20 % of the cells but costs four times the time (1 s / 100k rows)
-
-
-def sqlar_uncompress(data: bytes | None, size: int | None) -> bytes | None:
-    """SQLite shell's ``sqlar_uncompress(X, SZ)``: X when its length is SZ, else X inflated (zlib)."""
-    if data is None or size is None:
-        return data
-    data = bytes(data)
-    if size <= 0 or len(data) == size:
-        return data
-    return zlib.decompress(data, bufsize=size)
-
-
-def pack_text(value: str, compress: bool) -> tuple[bytes, int]:
-    """A text as stored by the sqlar convention: ``(bytes, raw_size)``, zlib-compressed (level 6: a document is
-    written once and read often) when ``compress`` and it is smaller."""
-    raw = value.encode("utf-8", "surrogatepass")
-    if compress:
-        packed = zlib.compress(raw, 6)
-        if len(packed) < len(raw):
-            return packed, len(raw)
-    return raw, len(raw)
-
-
-def unpack_text(data: bytes, size: int) -> str:
-    """The text that :func:`pack_text` stored."""
-    return (sqlar_uncompress(data, size) or b"").decode("utf-8", "surrogatepass")
 
 
 def register_sqlite_functions(dbapi_conn: Any) -> None:

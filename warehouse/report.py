@@ -28,9 +28,9 @@ from warehouse.contract import EAGER, FEW_CORES, SECTIONS, TOP, TRACE, is_post
 from warehouse import dialect
 from warehouse import schema as t
 from warehouse.measures import REPORT_TABLES
-from warehouse.errors import NotFound
 
-from warehouse.cellstore import compresses, pack_text, unpack_text
+from warehouse.cellstore import compresses
+from warehouse.packing import pack_text, unpack_text
 from warehouse.columns import AT
 
 # One op as the report reads it from op_detail (names, categories and shapes are looked up, not read per op).
@@ -393,19 +393,19 @@ def build_report(engine: Engine, run_id: int) -> dict[str, Any]:
     """The oracle's JSON document for a stored run: the run's own facts and its stored report parts (one
     snapshot: a run deleted meanwhile is not found, never half-read)."""
     from warehouse.db import read_snapshot
+    from warehouse.reportdoc import report_doc
 
     with read_snapshot(engine) as conn:
-        run = conn.execute(t.run.select().where(t.run.c.id == run_id)).mappings().first()
-        if run is None:
-            raise NotFound(f"no run {run_id}; `warehouse runs` lists them")
+        doc = report_doc(conn, run_id)
+        if doc is not None:
+            return doc
+        # A run without stored parts (a warehouse written before migration 0007 that the head refuses until it
+        # is upgraded, or a part deleted by hand): computed from its ops, as they would have been stored
+        run = conn.execute(t.run.select().where(t.run.c.id == run_id)).mappings().one()
         freq = float(run["freq_mhz"])
-        doc = conn.execute(select(t.run_report.c.doc, t.run_report.c.raw_size)
-                           .where(t.run_report.c.run_id == run_id)).first()
-        # A warehouse written before migration 0007 and not yet upgraded has none: compute them.
-        parts = json.loads(unpack_text(*doc)) if doc is not None else compute_parts(conn, run_id, freq)
-    res: dict[str, Any] = {
-        "csv": run["source_path"], "columns": json.loads(run["columns"]), "freq_mhz": freq,
-        "trace_matches_eager_op_sequence": bool(run["trace_matches_eager"]),
-    }
-    res.update(parts)
+        res: dict[str, Any] = {
+            "csv": run["source_path"], "columns": json.loads(run["columns"]), "freq_mhz": freq,
+            "trace_matches_eager_op_sequence": bool(run["trace_matches_eager"]),
+        }
+        res.update(compute_parts(conn, run_id, freq))
     return res

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from warehouse.errors import NotFound, UsageError
 
 if TYPE_CHECKING:
-    from sqlalchemy import Connection, Engine
+    from sqlalchemy import Engine
 
 
 def order_key():
@@ -22,29 +22,30 @@ def order_key():
     return (func.coalesce(t.run.c.captured_at, t.run.c.ingested_at), t.run.c.id)
 
 
-def resolve_run(conn: Connection, ref: str, label: str | None = None) -> int:
-    """The id of ``ref``: a number, or ``latest`` (the newest capture, optionally with ``label``)."""
-    from sqlalchemy import select
+def resolve_run(conn: Any, ref: str, label: str | None = None) -> int:
+    """The id of ``ref``: a number, or ``latest`` (the newest capture, optionally with ``label``). ``conn`` is a
+    SQLAlchemy connection or one of the light path (:mod:`warehouse.lite`): the same SQL."""
+    from warehouse.lite import fetch
 
-    from warehouse import schema as t
     ref = str(ref).strip()
     if ref.lower() == "latest":
-        q = select(t.run.c.id)
-        if label is not None:
-            q = q.where(t.run.c.label == label)
-        found = conn.execute(q.order_by(*(c.desc() for c in order_key())).limit(1)).scalar()
-        if found is None:
+        where = " WHERE label = :label" if label is not None else ""
+        found = fetch(conn, f"SELECT id FROM run{where} ORDER BY {_NEWEST} LIMIT 1", {"label": label})
+        if not found:
             raise NotFound("no runs" + (f" with label {label!r}" if label else "") + "; ingest a CSV first")
-        return found
+        return int(found[0]["id"])
     # ASCII digits only: int() also takes other scripts' digits ('١' is 1) and '1_0'
     if not (ref.isascii() and ref.isdigit()):
         raise UsageError(f"RUN {ref!r}: expected a run id (see `warehouse runs`) or 'latest'")
     run_id = int(ref)
-    if run_id >= 2 ** 63:
-        raise NotFound(f"no run {run_id}; `warehouse runs` lists them")
-    if conn.execute(select(t.run.c.id).where(t.run.c.id == run_id)).scalar() is None:
+    if run_id >= 2 ** 63 or not fetch(conn, "SELECT id FROM run WHERE id = :r", {"r": run_id}):
         raise NotFound(f"no run {run_id}; `warehouse runs` lists them")
     return run_id
+
+
+# Runs in capture order (ingest time when the file name has no capture time), then id: as SQL over ``run``.
+_ORDER = "COALESCE(captured_at, ingested_at), id"
+_NEWEST = "COALESCE(captured_at, ingested_at) DESC, id DESC"
 
 
 @dataclass
@@ -100,8 +101,7 @@ def list_runs(source: Any, label: str | None = None, warnings: bool = False, run
     cond = f" WHERE {' AND '.join(where)}" if where else ""
     only = " WHERE run_id = :run" if run_id is not None else ""
     with _connected(source) as conn:
-        runs = fetch(conn, f"SELECT {_RUN_COLUMNS} FROM run{cond} ORDER BY COALESCE(captured_at, ingested_at), id",
-                     params)
+        runs = fetch(conn, f"SELECT {_RUN_COLUMNS} FROM run{cond} ORDER BY {_ORDER}", params)
         if label is not None and not runs:
             raise NotFound(f"no runs with label {label!r}; `warehouse runs` lists every label")
         tags: dict[int, dict[str, str]] = {}

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from warehouse.measures import REPORT_TABLES
-from warehouse.report import SECTIONS
+from warehouse.contract import SECTIONS
 
 
 def md_table(rows: list[dict[str, Any]], n: int, label: str) -> str:

@@ -1,0 +1,30 @@
+"""A stored run's OPT_BASELINE report document: the run's own facts and the parts stored at ingest. Plain SQL,
+no SQLAlchemy (:mod:`warehouse.lite`): ``warehouse report`` reads a few rows and prints, and on the light path
+that is all it pays for."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from warehouse.errors import NotFound
+from warehouse.lite import fetch
+from warehouse.packing import unpack_text
+
+
+def report_doc(conn: Any, run_id: int) -> dict[str, Any] | None:
+    """The report of run ``run_id`` on ``conn`` (a SQLAlchemy connection or one of the light path), or None
+    when it has no stored parts (the caller computes them from the ops)."""
+    runs = fetch(conn, "SELECT source_path, columns, freq_mhz, trace_matches_eager FROM run WHERE id = :r",
+                 {"r": run_id})
+    if not runs:
+        raise NotFound(f"no run {run_id}; `warehouse runs` lists them")
+    stored = fetch(conn, "SELECT doc, raw_size FROM run_report WHERE run_id = :r", {"r": run_id})
+    if not stored:
+        return None
+    run = runs[0]
+    res: dict[str, Any] = {
+        "csv": run["source_path"], "columns": json.loads(run["columns"]), "freq_mhz": float(run["freq_mhz"]),
+        "trace_matches_eager_op_sequence": bool(run["trace_matches_eager"]),
+    }
+    res.update(json.loads(unpack_text(bytes(stored[0]["doc"]), stored[0]["raw_size"])))
+    return res
