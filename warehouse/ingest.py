@@ -123,6 +123,7 @@ OP_COLUMNS = (["run_id", "row_no", "section_id", "pos", "place_id", "attribution
                "marker_row", "op_code_id"] + [c.name for c in TYPED]
               + ["hist_place_id", "hist_how", "iteration", "iter_pos", "perf_shape_id"])
 SIGNPOST_COLUMNS = ["run_id", "row_no", "name", "message", "host_ts", "kind"]
+_PLACE, _HIST_PLACE = OP_COLUMNS.index("place_id"), OP_COLUMNS.index("hist_place_id")  # (in an op row's tuple)
 
 
 class _Interner:
@@ -141,7 +142,7 @@ class _Interner:
         self.texts: dict[str, int] = {}
         self.ids = array("q")  # token -> cell_tuple id (-1 until resolved): 8 bytes a token, never cleared
         self.codes: dict[str, int] = {}
-        self.places: dict[tuple[str, str], int] = {}
+        self.places_cache: dict[tuple[str, str], int] = {}
         self.pending: list[tuple[int, tuple[str, ...]]] = []  # (token, static cells) not yet resolved
         self._apart = dialect.interns_apart(conn)
         self._conn: Connection | None = None
@@ -186,14 +187,29 @@ class _Interner:
         if not block and not layer:
             return None
         pair = (block or "", layer or "")
-        i = self.places.get(pair)
+        i = self.places_cache.get(pair)
         if i is None:
-            if len(self.places) > self.MAX_CACHED:
-                self.places.clear()
+            if len(self.places_cache) > self.MAX_CACHED:
+                self.places_cache.clear()
             d = place_digest(*pair)
-            i = self.places[pair] = self._resolve(
+            i = self.places_cache[pair] = self._resolve(
                 t.place, "digest", {d: {"digest": d, "block": pair[0], "layer": pair[1]}})[d]
         return i
+
+    def places(self, pairs: set[tuple[str | None, str | None]]) -> dict[tuple[str | None, str | None], int | None]:
+        """:meth:`place` of many pairs, the new ones interned in one go."""
+        want = {(b or "", lay or "") for b, lay in pairs if b or lay}
+        missing = want - self.places_cache.keys()
+        if missing:
+            if len(self.places_cache) + len(missing) > self.MAX_CACHED:
+                self.places_cache.clear()
+                missing = want
+            by_digest = {place_digest(*pair): pair for pair in missing}
+            ids = self._resolve(t.place, "digest", {d: {"digest": d, "block": pair[0], "layer": pair[1]}
+                                                    for d, pair in by_digest.items()})
+            self.places_cache.update((pair, ids[d]) for d, pair in by_digest.items())
+        cache = self.places_cache
+        return {pr: (cache[(pr[0] or "", pr[1] or "")] if (pr[0] or pr[1]) else None) for pr in pairs}
 
     def learn(self, first_token: int, keys: list[tuple[str, ...]]) -> None:
         """Static tuples met for the first time, tokens ``first_token`` onwards (consecutive)."""
@@ -320,10 +336,10 @@ class _FileIngest:
             if sec is not None and sec.name == EAGER:
                 self.history.eager_op(code_id, block, layer)
             hist = own(block, layer, p)
-        place = self.intern.place
-        self.ops.append((self.run_id, row_no, sec_id, p, place(block, layer),
+        # (the places are (block, layer) pairs here; _flush gives them their ids, all of a batch's at once)
+        self.ops.append((self.run_id, row_no, sec_id, p, (block, layer),
                          "signpost" if (block or layer) else None, occ, a.marker_row, code_id, *typed,
-                         place(hist.block, hist.layer), hist.how, hist.iteration, hist.iter_pos, shape_id))
+                         (hist.block, hist.layer), hist.how, hist.iteration, hist.iter_pos, shape_id))
         self.n_ops += 1
 
     def _flush(self) -> None:
@@ -331,7 +347,10 @@ class _FileIngest:
             self.conn.exec_driver_sql(self._sp_sql, self.signposts)
             self.signposts = []
         if self.ops:
-            self.conn.exec_driver_sql(self._op_sql, self.ops)
+            ops, a, b = self.ops, _PLACE, _HIST_PLACE
+            place = self.intern.places({o[a] for o in ops} | {o[b] for o in ops})
+            self.conn.exec_driver_sql(self._op_sql, [(*o[:a], place[o[a]], *o[a + 1:b], place[o[b]], *o[b + 1:])
+                                                     for o in ops])
             self.ops = []
         if self.chunks:
             self.intern.resolve_pending()
@@ -407,11 +426,12 @@ class _FileIngest:
         if same and len(trace):
             # Same op codes at every position: the eager op's occurrence is the replayed op's too.
             e = t.op.alias("e")
-            self.conn.execute(update(t.op)
-                              .where(t.op.c.section_id.in_(self.section_ids[TRACE]),
-                                     e.c.section_id.in_(self.section_ids[EAGER]), e.c.pos == t.op.c.pos)
-                              .values(place_id=e.c.place_id, occurrence=e.c.occurrence,
-                                      attribution="eager_position"))
+            with dialect.fresh_rows_join(self.conn):
+                self.conn.execute(update(t.op)
+                                  .where(t.op.c.section_id.in_(self.section_ids[TRACE]),
+                                         e.c.section_id.in_(self.section_ids[EAGER]), e.c.pos == t.op.c.pos)
+                                  .values(place_id=e.c.place_id, occurrence=e.c.occurrence,
+                                          attribution="eager_position"))
         history.apply(self.conn, self.run_id, self.history.finish(), self.intern.place)
         return same
 

@@ -185,20 +185,34 @@ class ReportFeed:
                              0 if g is None else g, typed[AT.fw_start_cycle], typed[AT.fw_end_cycle],
                              typed[AT.cores] or 0, fidelity))
 
-    def _key(self, code: int, block: str, layer: str) -> tuple:
-        """The group tables' keys of an op, by the registry's SQL (once per op code, block and layer)."""
-        if code not in self.codes:
-            name, cat, comp = self.conn.execute(
-                text("SELECT name, category, is_compute FROM op_code WHERE id = :i"), {"i": code}).one()
-            self.codes[code] = (name, cat, bool(comp))
-            self.compute[code] = bool(comp)
-        name, cat, _ = self.codes[code]
-        row = self.conn.execute(text(
-            f"SELECT {', '.join(tb.expr for tb in REPORT_TABLES)} FROM (SELECT CAST(:o AS TEXT) AS op_code, "
-            "CAST(:c AS TEXT) AS category, CAST(:b AS TEXT) AS block, CAST(:l AS TEXT) AS layer) x"),
-            {"o": name, "c": cat, "b": block, "l": layer}).one()
-        key = self.keys[(code, block, layer)] = tuple(row)
-        return key
+    def _learn_keys(self, wanted: set[tuple[int, str, str]]) -> None:
+        """The group tables' keys of every (op code, block, layer) not known yet, by the registry's SQL: one
+        statement per 500 of them (a capture whose every layer is new met one statement per op)."""
+        missing = sorted(k for k in wanted if k not in self.keys)
+        if not missing:
+            return
+        new_codes = sorted({c for c, _, _ in missing if c not in self.codes})
+        for i in range(0, len(new_codes), 500):
+            part = new_codes[i:i + 500]
+            marks = ", ".join(f":c{j}" for j in range(len(part)))
+            for code, name, cat, comp in self.conn.execute(text(
+                    f"SELECT id, name, category, is_compute FROM op_code WHERE id IN ({marks})"),
+                    {f"c{j}": c for j, c in enumerate(part)}):
+                self.codes[code] = (name, cat, bool(comp))
+                self.compute[code] = bool(comp)
+        exprs = ", ".join(tb.expr for tb in REPORT_TABLES)
+        m = dialect.paramstyle_mark(self.conn)  # (the driver's own placeholders: text() parses its SQL each time)
+        row = f"SELECT {m} AS i, CAST({m} AS TEXT) AS op_code, CAST({m} AS TEXT) AS category, " \
+              f"CAST({m} AS TEXT) AS block, CAST({m} AS TEXT) AS layer"
+        for i in range(0, len(missing), 500):
+            keys = missing[i:i + 500]
+            params: list[object] = []
+            for j, (code, block, layer) in enumerate(keys):
+                name, cat, _ = self.codes[code]
+                params += [j, name, cat, block, layer]
+            sql = f"SELECT i, {exprs} FROM ({' UNION ALL '.join([row] * len(keys))}) x ORDER BY i"
+            for j, *key in self.conn.exec_driver_sql(sql, tuple(params)):
+                self.keys[keys[j]] = tuple(key)
 
     def flush(self) -> None:
         """Add the ops fed since the last call to the scans (once per batch of rows)."""
@@ -208,6 +222,8 @@ class ReportFeed:
             self.eager_codes, self.eager_places = array("q"), array("i")
             return
         keys, plus = self.keys, self.plus_zero
+        self._learn_keys({(c, b, lay) for _, _, c, b, lay, *_ in self.pending}
+                         | {(c, *alt) for _, _, c, _, _, alt, *_ in self.pending if alt is not None})
         rows: dict[str, list] = {s: [] for s in SECTIONS}
         inherited: list = []
         for sec, pos, code, block, layer, alt, k, f, g, st, en, cores, fid in self.pending:
@@ -215,11 +231,11 @@ class ReportFeed:
             if plus:
                 kern, fw, gap = kern + 0.0, fw + 0.0, gap + 0.0
             cols = (kern, fw, gap, st, en, cores, fid)
-            key = keys.get((code, block, layer)) or self._key(code, block, layer)
+            key = keys[(code, block, layer)]
             rows[sec].append((pos, code, block, layer, *cols, *key))
             if sec == TRACE and self.inherited is not None and alt is not None:
                 b, lay = alt
-                key = keys.get((code, b, lay)) or self._key(code, b, lay)
+                key = keys[(code, b, lay)]
                 inherited.append((pos, code, b, lay, *cols, *key))
         self.pending = []
         for sec in SECTIONS:
