@@ -11,7 +11,7 @@ from sqlalchemy import Column, Connection, Integer, MetaData, Table, Text, bindp
 
 from warehouse import dialect
 from warehouse import schema as t
-from warehouse.cellstore import CHUNK_ROWS, ChunkWriter, iter_chunk_rows
+from warehouse.cellstore import CHUNK_ROWS, ChunkWriter, compresses, iter_chunk_rows, pack_cells, unpack
 from warehouse.contract import EAGER, TRACE
 from warehouse.csvfile import decode_inline, decode_volatile, encode_inline, encode_volatile
 from warehouse.export import iter_numbered_rows
@@ -176,3 +176,50 @@ def perf_backfill(conn: Connection) -> None:
         conn.execute(update(t.run).where(t.run.c.id == run_id).values(perf_arch=perf_arch(header, first_arch)))
         conn.execute(t.run_column.delete().where(t.run_column.c.run_id == run_id))
         conn.execute(t.run_column.insert(), column_rows(run_id, header, static_idx))
+
+
+# The typed op columns whose canonical cells revision 0013 stores once, as null in the chunks (CSV header -> op
+# column), as they were at that revision.
+STORED_ONCE_V13 = {"DEVICE KERNEL DURATION [ns]": "kernel_ns", "DEVICE FW DURATION [ns]": "fw_ns",
+                   "OP TO OP LATENCY [ns]": "op2op_ns", "DEVICE FW START CYCLE": "fw_start_cycle",
+                   "DEVICE FW END CYCLE": "fw_end_cycle", "DEVICE ID": "device_id",
+                   "GLOBAL CALL COUNT": "global_call_count", "HOST START TS": "host_start_ns",
+                   "HOST END TS": "host_end_ns"}
+
+
+def fill_stored_once(conn: Connection) -> int:
+    """Migration 0013's downgrade: every cell stored once (null in a chunk) printed from its op's typed value
+    again, as the revisions before keep every cell as text; returns how many chunks were rewritten."""
+    c = t.cell_chunk.c
+    compress = compresses(conn)
+    rewritten = 0
+    for run_id, columns, static_columns in conn.execute(
+            select(t.run.c.id, t.run.c.columns, t.run.c.static_columns)).all():
+        header, static = json.loads(columns), set(json.loads(static_columns))
+        volatile = [i for i in range(len(header)) if i not in static]
+        last = {name: i for i, name in enumerate(header)}
+        slots = {volatile.index(last[h]): col for h, col in STORED_ONCE_V13.items()
+                 if h in last and last[h] not in static}
+        if not slots:
+            continue
+        op_cols = [t.op.c.row_no] + [t.op.c[col] for col in slots.values()]
+        for first, row_nos, static_ids, raw_size, cells in conn.execute(
+                select(c.first_row, c.row_nos, c.static_ids, c.raw_size, c.cells)
+                .where(c.run_id == run_id).order_by(c.first_row)).all():
+            rows = unpack(first, row_nos, static_ids, raw_size, cells)
+            if not any(None in r[2] for r in rows):
+                continue
+            values = {r[0]: r[1:] for r in conn.execute(select(*op_cols).where(
+                t.op.c.run_id == run_id, t.op.c.row_no >= rows[0][0], t.op.c.row_no <= rows[-1][0]))}
+            texts = []
+            for row_no, _, row in rows:
+                row = list(row)
+                for k, slot in enumerate(slots):
+                    if slot < len(row) and row[slot] is None:
+                        row[slot] = str(int(values[row_no][k]))
+                texts.append(json.dumps(row, ensure_ascii=False, separators=(",", ":")))
+            packed = pack_cells([r[0] for r in rows], texts, compress)
+            conn.execute(t.cell_chunk.update().where(c.run_id == run_id, c.first_row == first)
+                         .values(raw_size=packed["raw_size"], cells=packed["cells"]))
+            rewritten += 1
+    return rewritten

@@ -116,3 +116,32 @@ def test_check_sees_a_typed_value_that_no_longer_prints_the_cell(db_url):
     r = wh("check")
     assert r.exit_code == 1 and "does not hash to the file's sha256" in r.output, r.output
     assert wh("export", "1").exit_code != 0
+
+
+def test_the_downgrade_prints_every_null_back(db_url, tmp_path):
+    """Revision 0013's downgrade: the revisions before keep every cell as text, so the nulls are filled in."""
+    from warehouse.db import downgrade, make_engine, resolve_url
+    wh = make_invoke(db_url)
+    src = cases()["oft_mismatch"]
+    assert wh("ingest", src).exit_code == 0
+    engine = make_engine(resolve_url(db_url))
+
+    def cells() -> list[list]:
+        with engine.connect() as c:
+            return [r[2] for r in iter_chunk_rows(c, 1)]
+    before = cells()
+    assert sum(row.count(None) for row in before) > 1000
+    downgrade(engine, "0012")
+    after = cells()
+    assert not any(None in row for row in after) and len(after) == len(before)
+    file_rows = list(csv.reader(io.StringIO(src.read_bytes().decode(), newline="")))
+    header = file_rows[0]
+    with engine.connect() as c:
+        static = set(json.loads(c.execute(text("SELECT static_columns FROM run WHERE id = 1")).scalar()))
+    volatile = [i for i in range(len(header)) if i not in static]
+    for row, stored in zip(file_rows[1:], after):
+        assert [row[i] for i in volatile][:len(stored)] == stored
+    engine.dispose()
+    assert wh("db", "upgrade").exit_code == 0
+    out = tmp_path / "back.csv"
+    assert wh("export", "1", "-o", out).exit_code == 0 and out.read_bytes() == src.read_bytes()
