@@ -407,7 +407,8 @@ class Warehouse:
 
     def revision(self) -> tuple[str | None, str, bool]:
         """(the warehouse's revision or None, the code's head, whether this code knows the revision)."""
-        from warehouse.db import current_revision, head_revision_fast, known_revisions, make_engine
+        from warehouse.db import current_revision, make_engine
+        from warehouse.revisions import head_revision_fast, known_revisions
         with make_engine(self.url).connect() as conn:
             rev = current_revision(conn)
         return rev, head_revision_fast(), rev is None or rev in known_revisions()

@@ -21,7 +21,8 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from warehouse import dialect
 from warehouse.cellstore import register_sqlite_functions
 from warehouse.errors import SchemaOutdated, UsageError, WarehouseError
-from warehouse.revisions import DEFAULT_DB, head_revision_fast, known_revisions, migrations_dir  # noqa: F401
+from warehouse.lite import sqlite_path
+from warehouse.revisions import DEFAULT_DB, head_revision_fast, known_revisions, migrations_dir
 
 BUSY_TIMEOUT_MS = 120_000
 _LOCK_ID = 0x77617265  # PostgreSQL advisory lock that serialises schema creation / upgrade
@@ -40,7 +41,7 @@ def resolve_url(db: str | URL | None) -> URL:
             return make_url(db)
         except (ArgumentError, ValueError) as e:
             raise UsageError(f"{db!r} is not a valid database URL: {e}", param="url") from None
-    return URL.create("sqlite", database=str(Path(db).expanduser().absolute()))
+    return URL.create("sqlite", database=str(sqlite_path(db)))
 
 
 def display(url: URL) -> str:

@@ -184,17 +184,7 @@ class _Interner:
 
     def place(self, block: str | None, layer: str | None) -> int | None:
         """The ``place`` id of a (block, layer) pair; None when the op has neither."""
-        if not block and not layer:
-            return None
-        pair = (block or "", layer or "")
-        i = self.places_cache.get(pair)
-        if i is None:
-            if len(self.places_cache) > self.MAX_CACHED:
-                self.places_cache.clear()
-            d = place_digest(*pair)
-            i = self.places_cache[pair] = self._resolve(
-                t.place, "digest", {d: {"digest": d, "block": pair[0], "layer": pair[1]}})[d]
-        return i
+        return self.places({(block, layer)})[(block, layer)]
 
     def places(self, pairs: set[tuple[str | None, str | None]]) -> dict[tuple[str | None, str | None], int | None]:
         """:meth:`place` of many pairs, the new ones interned in one go."""

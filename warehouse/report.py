@@ -407,21 +407,12 @@ def check_parts(conn: Connection, step: Callable[[], None] | None = None) -> lis
 
 def build_report(engine: Engine, run_id: int) -> dict[str, Any]:
     """The oracle's JSON document for a stored run: the run's own facts and its stored report parts (one
-    snapshot: a run deleted meanwhile is not found, never half-read)."""
+    snapshot: a run deleted meanwhile is not found, never half-read). A run without stored parts (a part deleted
+    by hand) gets them computed from its ops, as they would have been stored."""
     from warehouse.db import read_snapshot
     from warehouse.reportdoc import report_doc
 
     with read_snapshot(engine) as conn:
-        doc = report_doc(conn, run_id)
-        if doc is not None:
-            return doc
-        # A run without stored parts (a warehouse written before migration 0007 that the head refuses until it
-        # is upgraded, or a part deleted by hand): computed from its ops, as they would have been stored
-        run = conn.execute(t.run.select().where(t.run.c.id == run_id)).mappings().one()
-        freq = float(run["freq_mhz"])
-        res: dict[str, Any] = {
-            "csv": run["source_path"], "columns": json.loads(run["columns"]), "freq_mhz": freq,
-            "trace_matches_eager_op_sequence": bool(run["trace_matches_eager"]),
-        }
-        res.update(compute_parts(conn, run_id, freq))
-    return res
+        doc = report_doc(conn, run_id, compute=compute_parts)
+    assert doc is not None  # (with ``compute`` given)
+    return doc

@@ -22,6 +22,7 @@ from warehouse.contract import FEW_CORES, SQL_NOT_POST, SQL_SECTIONS
 from warehouse.dialect import AS_NUMBER, CHUNK_ROWS, IN_FILE_ORDER, JSON_CELL
 from warehouse.measures import REPORT_TABLES
 from warehouse.perf import op_perf_view_sql
+from warehouse.lite import VIEWS_STAMP
 from warehouse.rollups import rollup_view_sql
 
 def _cell_view(backend: str) -> str:
@@ -263,7 +264,7 @@ VIEWS_HASH = hashlib.sha256("\n".join(v if isinstance(v, str) else "\n".join(v.v
 def view_sql(sql: str | dict[str, str], dialect: str) -> str:
     """A view's CREATE statement for a back end (most are the same on both)."""
     return sql if isinstance(sql, str) else sql[dialect]
-_STAMP = "warehouse_views"  # (warehouse.lite reads it too: VIEWS_STAMP)
+_STAMP = VIEWS_STAMP  # (the light read path reads it too)
 
 
 def not_a_view(name: str, type_: str, parent_names: dict) -> bool:
