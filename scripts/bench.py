@@ -26,6 +26,9 @@ and:
    a year, 365 runs of 20,000 ops: `regressions` and `trend` each (< 1 s); in process, the same ratios, and
    against computing a report from the run's ops (the report now reads parts stored at ingest: a constant)
 11. `warehouse runs` on the 40-run warehouse, the whole process                                  (<= 0.2 s)
+12. the Parquet lake (`export --format parquet`): of the whole corpus, its size per CSV byte (beside the
+    warehouse's) and its time per run; of a year of nightlies (365 runs), a first export, then one more night
+    exported incrementally (only its files are written) and an export with nothing new
 No network; the CSVs are built from the corpus copied into tests/data.
 """
 from __future__ import annotations
@@ -168,10 +171,11 @@ def line(name: str, value: str, target: str, ok: bool | None) -> dict:
     return {"name": name, "value": value, "target": target, "verdict": verdict}
 
 
-def clone_runs(db: Path, template: int, copies: int, seed: int = 1, ops: bool = True) -> None:
+def clone_runs(db: Path, template: int, copies: int, seed: int = 1, ops: bool = True, first: int = 0) -> None:
     """Fill a warehouse with ``copies`` nightly variants of one run straight in SQL (ingesting hundreds of files
     would only measure ingest again): the run, its sections, its ops (kernel times jittered +-2 %) when ``ops``,
-    and its rollups (per-iteration figures jittered the same way), which are all that history reads."""
+    and its rollups (per-iteration figures jittered the same way), which are all that history reads. ``first``:
+    the night of the first copy (more copies into a warehouse that has some)."""
     import sqlite3
 
     rng = random.Random(seed)
@@ -185,7 +189,7 @@ def clone_runs(db: Path, template: int, copies: int, seed: int = 1, ops: bool = 
         for i in range(copies):
             cur = con.execute(f"INSERT INTO run (sha256, captured_at, {', '.join(run_cols)}) "
                               f"SELECT ?, ?, {', '.join(run_cols)} FROM run WHERE id = ?",
-                              (f"bench-{i}", base + timedelta(days=i), template))
+                              (f"bench-{first + i}", base + timedelta(days=first + i), template))
             new = cur.lastrowid
             mapping = {}
             for sid, name, kind, ordinal, start, end in con.execute(
@@ -220,15 +224,20 @@ def main() -> int:
     ap.add_argument("--skip-history", action="store_true", help="skip the history and dashboard figures (5, 6)")
     ap.add_argument("--folder-files", type=int, default=6, help="files of the folder figure (8); 0 skips it")
     ap.add_argument("--folder-ops", type=int, default=25_000, help="ops per file of the folder figure (8)")
+    ap.add_argument("--skip-lake", action="store_true", help="skip the Parquet lake figures (12)")
+    ap.add_argument("--only-lake", action="store_true", help="only the Parquet lake figures (12)")
     ap.add_argument("--out", default=str(ROOT / "bench-out"))
     a = ap.parse_args()
+    if a.only_lake:
+        a.skip_history = a.skip_big = True
+        a.folder_files = 0
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     results = []
     env_note = f"python {sys.version.split()[0]}, {os.cpu_count()} cores"
     print(f"warehouse benchmarks ({env_note}); files in {out}\n", flush=True)
 
-    if not a.only_history:
+    if not a.only_history and not a.only_lake:
         for name, src in BENCH_SOURCES.items():
             if a.only in (None, name):
                 results += ingest_and_report(a, out, name, src)
@@ -238,6 +247,8 @@ def main() -> int:
         results += folder_ingest(a, out)
     if not a.skip_big and not a.only_history:
         results += big_memory(a, out)
+    if not a.skip_lake and not a.only_history:
+        results += lake_figures(out)
     (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     failed = [r for r in results if r["verdict"] == "FAIL"]
     print(f"\n{len(results) - len(failed)} of {len(results)} figures meet their targets")
@@ -523,6 +534,48 @@ except ModuleNotFoundError:
     res["page_runs"] = res["page_run"] = float("nan")
 print(json.dumps(res))
 """
+
+
+def lake_figures(out: Path) -> list[dict]:
+    """12. The Parquet lake: the whole corpus (size per CSV byte, time per run), and a year of nightlies exported
+    incrementally."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from corpus import cases
+    results = []
+    db, lake = out / "lake-corpus.db", out / "lake-corpus"
+    fresh_warehouse(db)
+    shutil.rmtree(lake, ignore_errors=True)
+    files = sorted(set(cases().values()))
+    csv_bytes = sum(f.stat().st_size for f in files)
+    empty = db_size(db)
+    timed(WAREHOUSE + ["--db", str(db), "ingest", *map(str, files)])
+    runs = len(files)
+    secs, _ = timed(WAREHOUSE + ["--db", str(db), "export", "--format", "parquet", str(lake)])
+    lake_bytes = sum(p.stat().st_size for p in lake.rglob("*.parquet"))
+    results.append(line(f"12a. Parquet lake of the corpus ({runs} runs, {csv_bytes / 1e6:.1f} MB of CSV) / CSV size "
+                        f"(warehouse: {(db_size(db) - empty) / csv_bytes:.3f})", f"{lake_bytes / csv_bytes:.3f}",
+                        "", None))
+    results.append(line("12b. Parquet lake export, time per run (corpus, whole process)",
+                        f"{secs / runs * 1000:.0f} ms ({secs:.1f} s)", "", None))
+    # a year: 365 nightlies of a 1,000-op capture (ops, sections and rollups cloned in SQL), then one more night
+    ydb, ylake = out / "lake-year.db", out / "lake-year"
+    fresh_warehouse(ydb)
+    shutil.rmtree(ylake, ignore_errors=True)
+    timed(WAREHOUSE + ["--db", str(ydb), "ingest", str(THOUSAND)])
+    clone_runs(ydb, 1, 364, ops=True)
+    t_full, _ = timed(WAREHOUSE + ["--db", str(ydb), "export", "--format", "parquet", str(ylake)])
+    before = {p: p.stat().st_mtime_ns for p in ylake.rglob("*.parquet")}
+    clone_runs(ydb, 1, 1, seed=2, ops=True, first=364)
+    t_next, _ = timed(WAREHOUSE + ["--db", str(ydb), "export", "--format", "parquet", str(ylake)])
+    after = {p: p.stat().st_mtime_ns for p in ylake.rglob("*.parquet")}
+    written = [p for p in after if before.get(p) != after[p]]
+    t_none, _ = timed(WAREHOUSE + ["--db", str(ydb), "export", "--format", "parquet", str(ylake)])
+    results.append(line("12c. lake: a year (365 runs of 1k ops), first export", f"{t_full:.1f} s", "", None))
+    ok = len(written) == 6 and all(p not in before for p in written)
+    results.append(line("12d. lake: the next night, incremental (files written; seconds)",
+                        f"{len(written)} files ({t_next:.2f} s)", "6 (its own)", ok))
+    results.append(line("12e. lake: an export with nothing new", f"{t_none:.2f} s", "", None))
+    return results
 
 
 def folder_ingest(a, out: Path) -> list[dict]:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # (imported lazily at run time: a one-line answer pays only f
     from warehouse.changes import ChangesResult
     from warehouse.compare import Comparison
     from warehouse.copy import Copied
+    from warehouse.lake import LakeExport
     from warehouse.perf import PerfTable
     from warehouse.query import SqlResult
     from warehouse.regressions import Gate
@@ -275,6 +276,13 @@ class Warehouse:
         """Write a run back as its original CSV (checked against its hash); the bytes written."""
         from warehouse.export import export_run
         return export_run(self._reader(), self.resolve(run), out)
+
+    def export_lake(self, dest: str | Path, *, label: str | None = None,
+                    progress: Callable[[int, int, int, bool], None] | None = None) -> LakeExport:
+        """Export every run (of ``label``) into the Parquet lake at ``dest``, incrementally (see
+        :mod:`warehouse.lake`); ``progress(done, total, run_id, written)`` after each run."""
+        from warehouse.lake import export_lake
+        return export_lake(self._reader(), dest, label=label, progress=progress)
 
     # ------------------------------------------------------------------------------------------- one run
     def report(self, run: str | int = "latest", label: str | None = None) -> dict[str, Any]:

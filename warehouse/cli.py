@@ -178,21 +178,50 @@ def runs(ctx: click.Context, label: str | None, warnings: bool, as_json: bool) -
 
 # ---------------------------------------------------------------------------------------------------- export
 @cli.command()
-@click.argument("run")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="File (default: stdout).")
+@click.argument("target", metavar="RUN|DIR")
+@click.option("--format", "fmt", type=click.Choice(["csv", "parquet"]), default="csv", show_default=True,
+              help="csv: RUN back as its original file; parquet: every run into the Parquet lake DIR.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="csv: the file (default: stdout).")
+@click.option("--label", default=None, help="parquet: only the runs of this label.")
 @click.pass_context
-def export(ctx: click.Context, run: str, output: str | None) -> None:
-    """Write a run back as its original CSV."""
+def export(ctx: click.Context, target: str, fmt: str, output: str | None, label: str | None) -> None:
+    """Write a run back as its original CSV, or (--format parquet) the warehouse into a Parquet lake.
+
+    The lake is Hive-partitioned by label and date, one file per run in each dataset (runs, run_tags, sections,
+    signposts, ops, rollups); a second export writes only runs that are new or changed and removes runs that
+    left the warehouse. DuckDB reads it with the warehouse's view names: .read DIR/duckdb_views.sql"""
     from warehouse.files import output_stream
 
     wh = _api(ctx)
-    run_id = wh.resolve(run)
+    if fmt == "parquet":
+        if output:
+            raise click.UsageError("--output is for --format csv; the lake is the folder DIR")
+        _export_lake(wh, target, label)
+        return
+    run_id = wh.resolve(target, label)
     if output:
         with output_stream(output) as f:
             wh.export(run_id, f)
     else:
         wh.export(run_id, sys.stdout.buffer)
         sys.stdout.buffer.flush()
+
+
+def _export_lake(wh: Any, dest: str, label: str | None) -> None:
+    bar: Any = None
+    with contextlib.ExitStack() as stack:
+        def progress(done: int, total: int, run_id: int, written: bool) -> None:
+            nonlocal bar
+            if _stderr_terminal():
+                if bar is None:
+                    bar = stack.enter_context(click.progressbar(length=total, label="export", file=sys.stderr))
+                bar.update(done - bar.pos)
+            elif written:
+                click.echo(f"run {run_id}: written", err=True)
+        res = wh.export_lake(dest, label=label, progress=progress)
+    click.echo(f"{len(res.written)} run(s) written, {len(res.unchanged)} unchanged, {len(res.removed)} removed: "
+               f"{res.files} files, {res.bytes / 1e6:.1f} MB in {res.seconds:.1f} s -> {dest}")
+    click.echo(f"DuckDB: .read {Path(dest) / 'duckdb_views.sql'}  (the warehouse's views over the lake)")
 
 
 # ---------------------------------------------------------------------------------------------------- report
