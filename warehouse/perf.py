@@ -18,16 +18,18 @@ from sqlalchemy import Connection, select
 
 from warehouse import schema as t
 from warehouse.errors import NotFound, UsageError
+from warehouse.perfadvice import advice
 from warehouse.perffacts import ARCHS, COLLECTIVE, FIDELITIES, normalize_arch, sanitize
 
 INVALID_GAP_NS = 1_000_000  # tt-perf-report: INVALID_OP_TO_OP_GAP_MIN_NS
 BOUND_PCT = 65  # DRAM % or FLOPs % at or above this: bound by it
 
-# The CSV columns, in tt-perf-report's order (its --csv with --no-advice --raw-op-codes).
+# The CSV columns, in tt-perf-report's order (its --csv with --raw-op-codes).
 COLUMNS = ["ID", "Total %", "Bound", "OP Code", "Device", "Device Time", "Op-to-Op Gap", "Cores", "DRAM", "DRAM %",
            "FLOPs", "FLOPs %", "Math Fidelity", "Output Datatype", "Input 0 Datatype", "Input 1 Datatype",
            "DRAM Sharded", "Input 0 Memory", "Inner Dim Block Size", "Output Subblock H", "Output Subblock W",
-           "Global Call Count", "Sub Device ID", "Available Cores", "Op Category", "Bound Analysis", "Raw OP Code"]
+           "Global Call Count", "Sub Device ID", "Available Cores", "Op Category", "Bound Analysis", "Advice",
+           "Raw OP Code"]
 
 
 @dataclass
@@ -356,6 +358,7 @@ def _analyse(rows: list[_Row], arch: str, table: PerfTable) -> list[dict]:
             "Global Call Count": r.gcc, "Sub Device ID": shape["sub_device"],
             "Available Cores": shape["available_cores"] or table.worker_cores, "Op Category": shape["category"],
             "Bound Analysis": shape["analysis"], "Raw OP Code": r.code})
+        out[-1]["Advice"] = advice(out[-1])
         if shape["is_host"]:
             table.host_ops += 1
         else:
@@ -374,6 +377,7 @@ def _signpost_row(r: _Row, workers: int) -> dict:
     row = dict.fromkeys(COLUMNS)
     row.update({"ID": r.row_no + 1, "Bound": "", "OP Code": f"{sanitize(r.code)} (signpost)", "Math Fidelity": "",
                 "DRAM Sharded": False, "Available Cores": workers, "Bound Analysis": "none", "Raw OP Code": r.code})
+    row["Advice"] = advice(row)
     return row
 
 
