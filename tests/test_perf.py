@@ -349,3 +349,33 @@ def test_advice_equals_tt_perf_reports_on_every_branch():
             assert advice(row) == want, row
             compared += 1
     assert compared > 3000 and sum(1 for w in ref if w) > 1000  # (most rows compared, most of them with advice)
+
+
+@pytest.mark.parametrize("name,ids", [("ttperfreport__bh_p100_dlv3", "5-40"), ("ttperfreport__bh_p100_dlv3", "300-"),
+                                      ("ttperfreport__bh_p100_dlv3", "-12"), ("oft2025_8dev", "1,0-2,00")])
+def test_id_range_equals_tt_perf_report_run_here(wh, tmp_path, name, ids):
+    """--id-range against tt-perf-report itself: the rows kept, the first one's gap dropped, Total % of them."""
+    if not TTPERF:
+        pytest.skip("needs WAREHOUSE_TTPERF, tt-perf-report 1.4.1 in a venv of its own (.ci/run installs it)")
+    src = _source(name, tmp_path)
+    ref = tmp_path / "ref.csv"
+    subprocess.run([TTPERF, str(src), "--ignore-signposts", "--no-summary", "--raw-op-codes", "--id-range", ids,
+                    "--csv", str(ref)], check=True, capture_output=True)
+    assert wh("ingest", src).exit_code == 0
+    out = tmp_path / "ours.csv"
+    assert wh("perf", "latest", "--id-range", ids, "--csv", out).exit_code == 0
+    res = _compare(ref, out)
+    assert res.returncode == 0 and EQUAL in res.stdout, res.stdout
+
+
+def test_id_range_keeps_those_rows(wh):
+    assert wh("ingest", DATA / "real" / "ttperfreport__bh_p100_dlv3.csv").exit_code == 0
+    whole = json.loads(wh("perf", "latest", "--json").stdout)["rows"]
+    part = json.loads(wh("perf", "latest", "--id-range", "10-30", "--json").stdout)["rows"]
+    assert [r["ID"] for r in part] == [r["ID"] for r in whole if 10 <= r["ID"] <= 30] and part
+    assert part[0]["Op-to-Op Gap"] is None and whole[[r["ID"] for r in whole].index(part[1]["ID"])]["Op-to-Op Gap"] \
+        == part[1]["Op-to-Op Gap"]
+    assert sum(r["Total %"] or 0 for r in part) == pytest.approx(100)
+    for bad in ("x-", "5", "-", "1-2-3"):
+        r = wh("perf", "latest", "--id-range", bad)
+        assert r.exit_code == 2 and r.output.strip().splitlines()[-1].startswith("Error: --id-range"), r.output

@@ -300,23 +300,25 @@ class Warehouse:
 
     def perf_table(self, run: str | int = "latest", label: str | None = None, *, section: str | None = None,
                    start: str | None = None, end: str | None = None, merge: bool = True, arch: str | None = None,
-                   sort: bool = True) -> PerfTable:
+                   sort: bool = True, id_range: str | None = None) -> PerfTable:
         """tt-perf-report's per-op table of a run: the ops of ``section`` (or after signpost ``start`` / before
         ``end``), devices merged unless not ``merge``, peaks of ``arch`` (default: the file's), sorted by host
-        start unless not ``sort``."""
-        from warehouse.perf import perf_table
+        start unless not ``sort``; ``id_range`` (``5-10``, ``31-``, ``-12``): only those row IDs."""
+        from warehouse.perf import parse_id_range, perf_table
+        ids = parse_id_range(id_range) if id_range is not None else None
         with self._reader().connect() as conn:
             from warehouse.runs import resolve_run
             return perf_table(conn, resolve_run(conn, str(run), label), section=section, start=start, end=end,
-                              merge=merge, arch=arch, sort=sort)
+                              merge=merge, arch=arch, sort=sort, id_range=ids)
 
     def perf(self, run: str | int = "latest", label: str | None = None, *, section: str | None = None,
              start: str | None = None, end: str | None = None, merge: bool = True, arch: str | None = None,
-             sort: bool = True) -> dict[str, Any]:
+             sort: bool = True, id_range: str | None = None) -> dict[str, Any]:
         """:meth:`perf_table` (same arguments) as a document: ``summary`` and ``rows`` (tt-perf-report's
         column names)."""
         from warehouse.perf import summary
-        t = self.perf_table(run, label, section=section, start=start, end=end, merge=merge, arch=arch, sort=sort)
+        t = self.perf_table(run, label, section=section, start=start, end=end, merge=merge, arch=arch, sort=sort,
+                            id_range=id_range)
         return {"summary": summary(t), "rows": t.rows}
 
     # ------------------------------------------------------------------------------------------- history

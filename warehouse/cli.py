@@ -259,14 +259,16 @@ def report(ctx: click.Context, run: str, label: str | None, json_out: str | None
 @click.option("--no-merge-devices", is_flag=True, help="One row per device (default: devices merged as "
                                                        "tt-perf-report merges them).")
 @click.option("--arch", help="The architecture for peaks and DRAM bandwidth (default: the file's DEVICE ARCH).")
+@click.option("--id-range", metavar="START-END", default=None,
+              help="Only the rows with these IDs (5-10, 31- or -12), as tt-perf-report's --id-range.")
 @click.option("--tracing-mode", is_flag=True, help="Keep the file's order (do not sort by HOST START TS).")
 @click.option("--csv", "csv_out", type=click.Path(dir_okay=False), help="Write tt-perf-report's CSV here.")
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout (same as --format json).")
 @format_option(("table", "md", "json", "csv"))
 @click.pass_context
 def perf(ctx: click.Context, run: str, label: str | None, section: str | None, start_signpost: str | None,
-         end_signpost: str | None, no_merge_devices: bool, arch: str | None, tracing_mode: bool,
-         csv_out: str | None, as_json: bool, fmt: str) -> None:
+         end_signpost: str | None, no_merge_devices: bool, arch: str | None, id_range: str | None,
+         tracing_mode: bool, csv_out: str | None, as_json: bool, fmt: str) -> None:
     """tt-perf-report's per-op table of a run (id or 'latest'): device time, op-to-op gap, cores, DRAM GB/s and %,
     TFLOPs and %, Bound, category and math fidelity per op, as tt-perf-report 1.4.1 computes them."""
     from warehouse.files import write_output
@@ -274,7 +276,7 @@ def perf(ctx: click.Context, run: str, label: str | None, section: str | None, s
 
     table = _api(ctx).perf_table(
         run, label=label, section=section, start=start_signpost, end=end_signpost, merge=not no_merge_devices,
-        arch=arch, sort=not tracing_mode)
+        arch=arch, sort=not tracing_mode, id_range=id_range)
     if csv_out:
         write_output(csv_out, to_csv(table))
         click.echo(f"{len(table.rows)} row(s) written to {csv_out}", err=True)

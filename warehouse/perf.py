@@ -297,11 +297,24 @@ def _merge(rows: list[_Row]) -> list[_Row]:
     return [r for _, r in sorted(merged + others, key=lambda x: x[0])]
 
 
+def parse_id_range(value: str) -> tuple[int | None, int | None]:
+    """tt-perf-report's ``--id-range``: ``START-END``, ``START-`` or ``-END`` (commas allowed in the numbers)."""
+    parts = value.split("-")
+    try:
+        if len(parts) != 2 or not any(p.strip() for p in parts):
+            raise ValueError
+        a, b = (int(p.replace(",", "")) if p.strip() else None for p in parts)
+    except ValueError:
+        raise UsageError(f"--id-range {value!r}: use START-END, START- or -END (row IDs, such as 5-10)") from None
+    return a, b
+
+
 def perf_table(conn: Connection, run_id: int, *, merge: bool = True, section: str | None = None,
                start: str | None = None, end: str | None = None, arch: str | None = None,
-               sort: bool = True) -> PerfTable:
+               sort: bool = True, id_range: tuple[int | None, int | None] | None = None) -> PerfTable:
     """tt-perf-report's per-op table of a stored run: the whole run (signpost rows included, as with its
-    ``--ignore-signposts``), or the rows of ``section``, or those between two signposts."""
+    ``--ignore-signposts``), or the rows of ``section``, or those between two signposts; ``id_range``: only the
+    rows whose ID is in it (its ``--id-range``: the first one's op-to-op gap dropped, Total % of the rows kept)."""
     run = conn.execute(select(t.run.c.perf_arch).where(t.run.c.id == run_id)).first()
     if run is None:
         raise NotFound(f"no run {run_id}; `warehouse runs` lists them")
@@ -328,6 +341,12 @@ def perf_table(conn: Connection, run_id: int, *, merge: bool = True, section: st
         rows = _merge(rows)
         table.merged = len(devices) > 1
     table.rows = _analyse(rows, a, table)
+    if id_range is not None:
+        lo, hi = id_range
+        table.rows = [r for r in table.rows if (lo is None or r["ID"] >= lo) and (hi is None or r["ID"] <= hi)]
+        if table.rows:
+            table.rows[0]["Op-to-Op Gap"] = None
+        _total_pct(table.rows)
     return table
 
 
@@ -363,14 +382,20 @@ def _analyse(rows: list[_Row], arch: str, table: PerfTable) -> list[dict]:
             table.host_ops += 1
         else:
             table.device_ops += 1
+    _total_pct(out)
+    return out
+
+
+def _total_pct(out: list[dict]) -> None:
+    """Each row's share of the rows' device time and op-to-op gaps together (tt-perf-report's Total %)."""
     total = sum(x["Device Time"] for x in out if x["Device Time"] is not None) \
         + sum(x["Op-to-Op Gap"] for x in out if x["Op-to-Op Gap"] is not None)
     for x in out:
+        x["Total %"] = None
         if x["Device Time"] is None and x["Op-to-Op Gap"] is None:
             continue
         if total:
             x["Total %"] = ((x["Device Time"] or 0) + (x["Op-to-Op Gap"] or 0)) / total * 100
-    return out
 
 
 def _signpost_row(r: _Row, workers: int) -> dict:
