@@ -186,6 +186,9 @@ class PerfTable:
     host_ops: int = 0
     signposts: int = 0
     merged: bool = False
+    # per device: (busy wall us, the ops' spans summed, us): ops that run at once on sub-devices count once in
+    # the first; tt-perf-report's totals are the second kind (its next release's Overlap column, issue #67)
+    busy: dict[int, tuple[float, float]] = field(default_factory=dict)
 
 
 def _load(conn: Connection, run_id: int) -> list[_Row]:
@@ -334,6 +337,7 @@ def perf_table(conn: Connection, run_id: int, *, merge: bool = True, section: st
         rows = _by_host_start(rows)
     rows = _window(rows, start, end)
     table = PerfTable(run_id, a, ARCHS[a][0])
+    table.busy = busy_time(conn, run_id, {r.row_no for r in rows if not r.signpost})
     budgets = [r.shape["available_cores"] for r in rows if r.shape and r.shape["available_cores"]]
     table.worker_cores = max(budgets) if budgets else ARCHS[a][0]
     devices = {r.device for r in rows if r.device is not None}
@@ -348,6 +352,34 @@ def perf_table(conn: Connection, run_id: int, *, merge: bool = True, section: st
             table.rows[0]["Op-to-Op Gap"] = None
         _total_pct(table.rows)
     return table
+
+
+def busy_time(conn: Connection, run_id: int, row_nos: set[int]) -> dict[int, tuple[float, float]]:
+    """Per device, the wall time its ops (of ``row_nos``) kept it busy, from their FW start / end cycles at the
+    run's frequency: the union of their spans, and the spans summed (they differ by the time ops overlapped,
+    as ops on disjoint sub-devices do)."""
+    freq = conn.execute(select(t.run.c.freq_mhz).where(t.run.c.id == run_id)).scalar() or 0
+    o = t.op.c
+    spans: dict[int, list[tuple[float, float]]] = {}
+    for row_no, dev, a, b in conn.execute(select(o.row_no, o.device_id, o.fw_start_cycle, o.fw_end_cycle).where(
+            o.run_id == run_id, o.fw_start_cycle > 0, o.fw_end_cycle >= o.fw_start_cycle)):
+        if row_no in row_nos and dev is not None:
+            spans.setdefault(int(dev), []).append((a, b))
+    out = {}
+    for dev, sp in sorted(spans.items()):
+        sp.sort()
+        union = 0.0
+        start, end = sp[0]
+        for a, b in sp[1:]:
+            if a > end:  # (a gap: the busy stretch so far ends)
+                union += end - start
+                start, end = a, b
+            else:
+                end = max(end, b)
+        union += end - start
+        summed = sum(b - a for a, b in sp)
+        out[dev] = (union / freq, summed / freq) if freq else (0.0, 0.0)
+    return out
 
 
 def _analyse(rows: list[_Row], arch: str, table: PerfTable) -> list[dict]:
@@ -421,4 +453,6 @@ def summary(table: PerfTable) -> dict:
             "devices_merged": table.merged, "device_ops": table.device_ops, "host_ops": table.host_ops,
             "signposts": table.signposts,
             "device_time_us": sum(r["Device Time"] or 0 for r in table.rows),
-            "op_to_op_us": sum(r["Op-to-Op Gap"] or 0 for r in table.rows)}
+            "op_to_op_us": sum(r["Op-to-Op Gap"] or 0 for r in table.rows),
+            "devices": [{"device": d, "busy_us": busy, "spans_sum_us": summed, "overlap_us": summed - busy}
+                        for d, (busy, summed) in table.busy.items()]}

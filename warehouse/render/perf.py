@@ -25,6 +25,11 @@ def render(table: PerfTable, fmt: str) -> str:
     head = (f"run {table.run_id}: {s['device_ops']} device ops, {s['host_ops']} host ops, {s['signposts']} "
             f"signposts; device time {s['device_time_us']:,.0f} μs, op-to-op {s['op_to_op_us']:,.0f} μs "
             f"({table.arch}, {table.worker_cores} worker cores{', devices merged' if table.merged else ''})")
+    overlapped = [d for d in s["devices"] if d["overlap_us"] > 0.01 * d["spans_sum_us"]]
+    if overlapped:  # (ops ran at once, on sub-devices: summed times count that time twice)
+        head += "\n" + "\n".join(f"device {d['device']}: busy {d['busy_us']:,.0f} μs of wall time, its ops' spans sum "
+                                 f"to {d['spans_sum_us']:,.0f} μs ({d['overlap_us']:,.0f} μs overlapped)"
+                                 for d in overlapped)
     body = r.markdown(cols, rows) if fmt == "md" else r.table(cols, rows)
     return f"{head}\n\n{body}"
 
