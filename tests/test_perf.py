@@ -416,3 +416,44 @@ def test_busy_wall_time_counts_overlapping_ops_once(wh, tmp_path):
     assert dev["spans_sum_us"] == pytest.approx(sum(y - x for x, y in spans) / 1350, rel=1e-12)
     assert dev["overlap_us"] > 0.1 * dev["spans_sum_us"]
     assert "overlapped)" in wh("perf", "latest").stdout.split("\n\n")[0]
+
+
+_STACKED: dict[tuple, str] = {}
+
+
+@pytest.mark.parametrize("name", PUBLIC + EXTRA + list(BUILDERS))
+def test_summary_equals_tt_perf_reports_run_here(wh, tmp_path, name):
+    """The summary (tt-perf-report's stacked report, `--no-summary` off), by memory (its default), by op and by
+    category, and per device on the multi-device captures: its _stacked.csv byte for byte."""
+    if not TTPERF:
+        pytest.skip("needs WAREHOUSE_TTPERF, tt-perf-report 1.4.1 in a venv of its own (.ci/run installs it)")
+    src = _source(name, tmp_path)
+    assert wh("ingest", src).exit_code == 0
+    devices = len(json.loads(wh("perf", "latest", "--no-merge-devices", "--json").stdout)["summary"]["devices"])
+    cases = [("memory", []), ("op", []), ("category", [])] + ([("memory", ["--no-merge-devices"])] if devices > 1
+                                                              else [])
+    groups = 0
+    for by, extra in cases:
+        key = (name, by, *extra)
+        if key not in _STACKED:  # (tt-perf-report's answer depends on the file only: once for both back ends)
+            ref = tmp_path / f"ref_{by}.csv"
+            subprocess.run([TTPERF, str(src), "--ignore-signposts", "--raw-op-codes", "--group-by", by, *extra,
+                            "--csv", str(ref)], check=True, capture_output=True)
+            _STACKED[key] = (tmp_path / f"ref_{by}_stacked.csv").read_text()
+        ours = tmp_path / f"ours_{by}.csv"
+        r = wh("perf", "latest", "--group-by", by, *extra, "--summary-csv", ours)
+        assert r.exit_code == 0, r.output
+        assert ours.read_text() == _STACKED[key], (by, extra)
+        groups = max(groups, ours.read_text().count("\n") - 1)
+    assert groups >= 1  # (a group to compare: segenc_2dev has host ops only, one group)
+
+
+def test_summary_in_the_table_and_json(wh):
+    assert wh("ingest", DATA / "real" / "ttperfreport__bh_p100_dlv3.csv").exit_code == 0
+    doc = json.loads(wh("perf", "latest", "--summary", "--json").stdout)
+    first = doc["stacked"][0]
+    assert first["op_code"] == "Matmul (in0:dram_interleaved)" and first["ops"] == 25
+    assert sum(g["ops"] for g in doc["stacked"]) == len(doc["rows"])
+    assert sum(g["%"] for g in doc["stacked"]) == pytest.approx(100)
+    text = wh("perf", "latest", "--summary", "--group-by", "category").stdout
+    assert "Device Time Sum" in text and "\nCompute" not in text and "Compute " in text

@@ -261,6 +261,11 @@ def report(ctx: click.Context, run: str, label: str | None, json_out: str | None
 @click.option("--arch", help="The architecture for peaks and DRAM bandwidth (default: the file's DEVICE ARCH).")
 @click.option("--id-range", metavar="START-END", default=None,
               help="Only the rows with these IDs (5-10, 31- or -12), as tt-perf-report's --id-range.")
+@click.option("--summary-csv", "summary_out", type=click.Path(dir_okay=False), default=None,
+              help="Write tt-perf-report's summary (its stacked report, the <csv>_stacked.csv) here.")
+@click.option("--summary", "show_summary", is_flag=True, help="Print the summary (device time by op) after the table.")
+@click.option("--group-by", type=click.Choice(["memory", "op", "category"]), default="memory", show_default=True,
+              help="The summary's groups: op and input 0 memory layout, op, or category (tt-perf-report's).")
 @click.option("--tracing-mode", is_flag=True, help="Keep the file's order (do not sort by HOST START TS).")
 @click.option("--csv", "csv_out", type=click.Path(dir_okay=False), help="Write tt-perf-report's CSV here.")
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout (same as --format json).")
@@ -268,7 +273,8 @@ def report(ctx: click.Context, run: str, label: str | None, json_out: str | None
 @click.pass_context
 def perf(ctx: click.Context, run: str, label: str | None, section: str | None, start_signpost: str | None,
          end_signpost: str | None, no_merge_devices: bool, arch: str | None, id_range: str | None,
-         tracing_mode: bool, csv_out: str | None, as_json: bool, fmt: str) -> None:
+         summary_out: str | None, show_summary: bool, group_by: str, tracing_mode: bool, csv_out: str | None,
+         as_json: bool, fmt: str) -> None:
     """tt-perf-report's per-op table of a run (id or 'latest'): device time, op-to-op gap, cores, DRAM GB/s and %,
     TFLOPs and %, Bound, category and math fidelity per op, as tt-perf-report 1.4.1 computes them."""
     from warehouse.files import write_output
@@ -277,12 +283,20 @@ def perf(ctx: click.Context, run: str, label: str | None, section: str | None, s
     table = _api(ctx).perf_table(
         run, label=label, section=section, start=start_signpost, end=end_signpost, merge=not no_merge_devices,
         arch=arch, sort=not tracing_mode, id_range=id_range)
+    from warehouse.perfsummary import stacked
+    from warehouse.perfsummary import to_csv as summary_csv
+
+    groups = stacked(table, group_by, per_device=no_merge_devices) if summary_out or show_summary else None
+    if summary_out:
+        assert groups is not None
+        write_output(summary_out, summary_csv(groups, group_by, per_device=no_merge_devices))
+        click.echo(f"{len(groups)} summary row(s) written to {summary_out}", err=True)
     if csv_out:
         write_output(csv_out, to_csv(table))
         click.echo(f"{len(table.rows)} row(s) written to {csv_out}", err=True)
-        if not as_json and fmt == "table":
-            return
-    click.echo(render(table, "json" if as_json else fmt).rstrip("\n"))
+    if (csv_out or summary_out) and not as_json and fmt == "table" and not show_summary:
+        return
+    click.echo(render(table, "json" if as_json else fmt, summary=groups if show_summary else None).rstrip("\n"))
 
 
 # ---------------------------------------------------------------------------------------------------- history

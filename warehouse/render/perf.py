@@ -2,7 +2,8 @@
 ``--csv`` layout."""
 from __future__ import annotations
 
-from warehouse.perf import COLUMNS, VISIBLE, PerfTable, summary
+from warehouse.perf import COLUMNS, VISIBLE, PerfTable
+from warehouse.perf import summary as totals
 from warehouse.render import rows as r
 
 
@@ -13,15 +14,19 @@ def _fmt(v: object, unit: str | None, decimals: int | None) -> str:
     return f"{text} {unit}" if unit else text
 
 
-def render(table: PerfTable, fmt: str) -> str:
-    """The table as ``table`` (terminal), ``md``, ``json`` or ``csv`` (tt-perf-report's --csv columns)."""
+def render(table: PerfTable, fmt: str, summary: list[dict] | None = None) -> str:
+    """The table as ``table`` (terminal), ``md``, ``json`` or ``csv`` (tt-perf-report's --csv columns); with
+    ``summary`` (:func:`warehouse.perfsummary.stacked`), the summary after it (in JSON: ``stacked``)."""
     if fmt == "json":
-        return r.to_json({"summary": summary(table), "rows": table.rows})
+        doc: dict = {"summary": totals(table), "rows": table.rows}
+        if summary is not None:
+            doc["stacked"] = summary
+        return r.to_json(doc)
     if fmt == "csv":
         return to_csv(table)
     cols = [c for c, _, _ in VISIBLE]
     rows = [[_fmt(row[c], u, d) for c, u, d in VISIBLE] for row in table.rows]
-    s = summary(table)
+    s = totals(table)
     head = (f"run {table.run_id}: {s['device_ops']} device ops, {s['host_ops']} host ops, {s['signposts']} "
             f"signposts; device time {s['device_time_us']:,.0f} μs, op-to-op {s['op_to_op_us']:,.0f} μs "
             f"({table.arch}, {table.worker_cores} worker cores{', devices merged' if table.merged else ''})")
@@ -31,6 +36,13 @@ def render(table: PerfTable, fmt: str) -> str:
                                  f"to {d['spans_sum_us']:,.0f} μs ({d['overlap_us']:,.0f} μs overlapped)"
                                  for d in overlapped)
     body = r.markdown(cols, rows) if fmt == "md" else r.table(cols, rows)
+    if summary:
+        cols2 = ["Total %", "Op Code", *(["Device"] if "device" in summary[0] else []), "Device Time Sum",
+                 "Op Count", "Op Category", "Weighted Mean FLOPs"]
+        rows2 = [[_fmt(g["%"], "%", 2), g["op_code"], *([str(g["device"])] if "device" in g else []),
+                  _fmt(g["device_time_us"], "μs", 2), str(g["ops"]), g.get("category") or "",
+                  _fmt(g.get("flops_weighted_mean"), "%", 2)] for g in summary]
+        body += "\n\n" + (r.markdown(cols2, rows2) if fmt == "md" else r.table(cols2, rows2))
     return f"{head}\n\n{body}"
 
 
