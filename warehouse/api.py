@@ -311,6 +311,12 @@ class Warehouse:
             return perf_table(conn, resolve_run(conn, str(run), label), section=section, start=start, end=end,
                               merge=merge, arch=arch, sort=sort, id_range=ids)
 
+    def perf_summary(self, table: PerfTable, by: str = "memory", per_device: bool = False) -> list[dict[str, Any]]:
+        """tt-perf-report's summary (its stacked report) of a :meth:`perf_table`: device time and FLOPs % by op and
+        input 0 layout (``by="memory"``), by op or by category; per device with ``per_device``."""
+        from warehouse.perfsummary import stacked
+        return stacked(table, by, per_device=per_device)
+
     def perf(self, run: str | int = "latest", label: str | None = None, *, section: str | None = None,
              start: str | None = None, end: str | None = None, merge: bool = True, arch: str | None = None,
              sort: bool = True, id_range: str | None = None) -> dict[str, Any]:

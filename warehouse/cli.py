@@ -283,10 +283,10 @@ def perf(ctx: click.Context, run: str, label: str | None, section: str | None, s
     table = _api(ctx).perf_table(
         run, label=label, section=section, start=start_signpost, end=end_signpost, merge=not no_merge_devices,
         arch=arch, sort=not tracing_mode, id_range=id_range)
-    from warehouse.perfsummary import stacked
-    from warehouse.perfsummary import to_csv as summary_csv
+    from warehouse.render.perf import summary_csv
 
-    groups = stacked(table, group_by, per_device=no_merge_devices) if summary_out or show_summary else None
+    groups = (_api(ctx).perf_summary(table, group_by, per_device=no_merge_devices) if summary_out or show_summary
+              else None)
     if summary_out:
         assert groups is not None
         write_output(summary_out, summary_csv(groups, group_by, per_device=no_merge_devices))

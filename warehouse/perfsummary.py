@@ -9,16 +9,12 @@ by device time, per name over every device; groups are sorted by device time, la
 """
 from __future__ import annotations
 
-import csv
-import io
 import math
 from typing import Any
 
 from warehouse.perf import PerfTable
 
 GROUP_BY = ("memory", "op", "category")
-CSV_COLUMNS = ["Total % [%]", "Op Code", "Device Time Sum [μs]", "Op Count", "Op Category", "Min FLOPs [%]",
-               "Max FLOPs [%]", "Mean FLOPs [%]", "Std FLOPs [%]", "Weighted Mean FLOPs [%]"]
 
 
 def _name(row: dict[str, Any], by: str) -> str | None:
@@ -137,31 +133,3 @@ def _welford_std(values: list[float]) -> float:
 def _np_sum(values: list[float]) -> float:
     import numpy as np
     return float(np.sum(np.array(values, dtype=np.float64))) if values else 0.0
-
-
-def to_csv(items: list[dict[str, Any]], by: str = "memory", per_device: bool = False) -> str:
-    """The summary as tt-perf-report's ``<csv>_stacked.csv`` writes it (numbers to 2 decimals)."""
-    cols = list(CSV_COLUMNS)
-    keys = ["%", "op_code", "device_time_us", "ops", "category", "flops_min", "flops_max", "flops_mean",
-            "flops_std", "flops_weighted_mean"]
-    if by == "category":
-        cols, keys = cols[:4], keys[:4]
-    if per_device:
-        cols.insert(2, "Device")
-        keys.insert(2, "device")
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(cols)
-    for item in items:
-        w.writerow([_cell(k, item.get(k)) for k in keys])
-    return buf.getvalue()
-
-
-def _cell(key: str, v: Any) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float) and key not in ("ops", "device"):
-        return f"{v:.2f}"
-    if isinstance(v, str) and v.startswith(("=", "+", "-", "@", "\t", "\r")):
-        return f"'{v}"  # (a spreadsheet would run it as a formula; tt-perf-report escapes it too)
-    return str(v)

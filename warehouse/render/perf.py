@@ -2,6 +2,10 @@
 ``--csv`` layout."""
 from __future__ import annotations
 
+import csv
+import io
+from typing import Any
+
 from warehouse.perf import COLUMNS, VISIBLE, PerfTable
 from warehouse.perf import summary as totals
 from warehouse.render import rows as r
@@ -55,11 +59,37 @@ def _safe(v: object) -> object:
 
 def to_csv(table: PerfTable) -> str:
     """tt-perf-report's ``--csv`` layout (``--no-advice --raw-op-codes``): every column, numbers in full."""
-    import csv
-    import io
-
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(COLUMNS)
     w.writerows([[_safe(row[c]) for c in COLUMNS] for row in table.rows])
     return buf.getvalue()
+
+
+# tt-perf-report's <csv>_stacked.csv columns (its stacked_report_csv_column_labels)
+SUMMARY_COLUMNS = ["Total % [%]", "Op Code", "Device Time Sum [μs]", "Op Count", "Op Category", "Min FLOPs [%]",
+                   "Max FLOPs [%]", "Mean FLOPs [%]", "Std FLOPs [%]", "Weighted Mean FLOPs [%]"]
+
+
+def summary_csv(items: list[dict[str, Any]], by: str = "memory", per_device: bool = False) -> str:
+    """The summary as tt-perf-report's ``<csv>_stacked.csv`` writes it (numbers to 2 decimals)."""
+    cols = list(SUMMARY_COLUMNS)
+    keys = ["%", "op_code", "device_time_us", "ops", "category", "flops_min", "flops_max", "flops_mean",
+            "flops_std", "flops_weighted_mean"]
+    if by == "category":
+        cols, keys = cols[:4], keys[:4]
+    if per_device:
+        cols.insert(2, "Device")
+        keys.insert(2, "device")
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(cols)
+    for item in items:
+        w.writerow([_summary_cell(k, item.get(k)) for k in keys])
+    return buf.getvalue()
+
+
+def _summary_cell(key: str, v: Any) -> object:
+    if isinstance(v, float) and key not in ("ops", "device"):
+        return f"{v:.2f}"
+    return _safe(v)
