@@ -280,15 +280,14 @@ def perf(ctx: click.Context, run: str, label: str | None, section: str | None, s
     from warehouse.files import write_output
     from warehouse.render.perf import render, to_csv
 
-    table = _api(ctx).perf_table(
-        run, label=label, section=section, start=start_signpost, end=end_signpost, merge=not no_merge_devices,
-        arch=arch, sort=not tracing_mode, id_range=id_range)
     from warehouse.render.perf import summary_csv
 
-    groups = (_api(ctx).perf_summary(table, group_by, per_device=no_merge_devices) if summary_out or show_summary
-              else None)
-    if summary_out:
-        assert groups is not None
+    wh = _api(ctx)
+    table = wh.perf_table(
+        run, label=label, section=section, start=start_signpost, end=end_signpost, merge=not no_merge_devices,
+        arch=arch, sort=not tracing_mode, id_range=id_range)
+    groups = wh.perf_summary(table, group_by, per_device=no_merge_devices) if summary_out or show_summary else None
+    if summary_out and groups is not None:
         write_output(summary_out, summary_csv(groups, group_by, per_device=no_merge_devices))
         click.echo(f"{len(groups)} summary row(s) written to {summary_out}", err=True)
     if csv_out:

@@ -46,6 +46,7 @@ class _Row:
     kernel_ns: float | None
     gap_ns: float | None
     shape: dict | None  # the perf_shape row (None for signposts)
+    span: tuple[float, float] | None = None  # FW start / end cycles (busy time), when the op has both
 
 
 def invalid_duration(kernel_ns: float | None, gap_ns: float | None) -> bool:
@@ -197,9 +198,10 @@ def _load(conn: Connection, run_id: int) -> list[_Row]:
     rows = []
     shape_ids: list[int | None] = []
     for q in conn.execute(select(o.row_no, o.host_start_ns, c.name, o.device_id, o.global_call_count,
-                                 o.kernel_ns, o.op2op_ns, o.perf_shape_id)
+                                 o.kernel_ns, o.op2op_ns, o.perf_shape_id, o.fw_start_cycle, o.fw_end_cycle)
                           .join_from(t.op, t.op_code, c.id == o.op_code_id).where(o.run_id == run_id)):
-        rows.append(_Row(q[0], q[1], False, None, q[2], q[3], q[4], q[5], q[6], None))
+        span = (q[8], q[9]) if q[8] is not None and q[9] is not None and 0 < q[8] <= q[9] else None
+        rows.append(_Row(q[0], q[1], False, None, q[2], q[3], q[4], q[5], q[6], None, span))
         shape_ids.append(q[7])
     id_list = list({i for i in shape_ids if i is not None})
     for k in range(0, len(id_list), 500):
@@ -318,7 +320,7 @@ def perf_table(conn: Connection, run_id: int, *, merge: bool = True, section: st
     """tt-perf-report's per-op table of a stored run: the whole run (signpost rows included, as with its
     ``--ignore-signposts``), or the rows of ``section``, or those between two signposts; ``id_range``: only the
     rows whose ID is in it (its ``--id-range``: the first one's op-to-op gap dropped, Total % of the rows kept)."""
-    run = conn.execute(select(t.run.c.perf_arch).where(t.run.c.id == run_id)).first()
+    run = conn.execute(select(t.run.c.perf_arch, t.run.c.freq_mhz).where(t.run.c.id == run_id)).first()
     if run is None:
         raise NotFound(f"no run {run_id}; `warehouse runs` lists them")
     if arch is not None:
@@ -337,7 +339,7 @@ def perf_table(conn: Connection, run_id: int, *, merge: bool = True, section: st
         rows = _by_host_start(rows)
     rows = _window(rows, start, end)
     table = PerfTable(run_id, a, ARCHS[a][0])
-    table.busy = busy_time(conn, run_id, {r.row_no for r in rows if not r.signpost})
+    table.busy = busy_time(rows, run[1])
     budgets = [r.shape["available_cores"] for r in rows if r.shape and r.shape["available_cores"]]
     table.worker_cores = max(budgets) if budgets else ARCHS[a][0]
     devices = {r.device for r in rows if r.device is not None}
@@ -354,17 +356,14 @@ def perf_table(conn: Connection, run_id: int, *, merge: bool = True, section: st
     return table
 
 
-def busy_time(conn: Connection, run_id: int, row_nos: set[int]) -> dict[int, tuple[float, float]]:
-    """Per device, the wall time its ops (of ``row_nos``) kept it busy, from their FW start / end cycles at the
-    run's frequency: the union of their spans, and the spans summed (they differ by the time ops overlapped,
-    as ops on disjoint sub-devices do)."""
-    freq = conn.execute(select(t.run.c.freq_mhz).where(t.run.c.id == run_id)).scalar() or 0
-    o = t.op.c
+def busy_time(rows: list[_Row], freq_mhz: float) -> dict[int, tuple[float, float]]:
+    """Per device, the wall time its ops (of ``rows``) kept it busy, from their FW start / end cycles at
+    ``freq_mhz``: the union of their spans, and the spans summed (they differ by the time ops overlapped, as ops
+    on disjoint sub-devices do)."""
     spans: dict[int, list[tuple[float, float]]] = {}
-    for row_no, dev, a, b in conn.execute(select(o.row_no, o.device_id, o.fw_start_cycle, o.fw_end_cycle).where(
-            o.run_id == run_id, o.fw_start_cycle > 0, o.fw_end_cycle >= o.fw_start_cycle)):
-        if row_no in row_nos and dev is not None:
-            spans.setdefault(int(dev), []).append((a, b))
+    for r in rows:
+        if r.span is not None and r.device is not None:
+            spans.setdefault(int(r.device), []).append(r.span)
     out = {}
     for dev, sp in sorted(spans.items()):
         sp.sort()
@@ -378,7 +377,7 @@ def busy_time(conn: Connection, run_id: int, row_nos: set[int]) -> dict[int, tup
                 end = max(end, b)
         union += end - start
         summed = sum(b - a for a, b in sp)
-        out[dev] = (union / freq, summed / freq) if freq else (0.0, 0.0)
+        out[dev] = (union / freq_mhz, summed / freq_mhz) if freq_mhz else (0.0, 0.0)
     return out
 
 
