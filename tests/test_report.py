@@ -271,3 +271,34 @@ def test_report_parts_fed_at_ingest_equal_parts_read_back(db_url, tmp_path, corp
         same = c.execute(text("SELECT trace_matches_eager FROM run WHERE id = :r"), {"r": ids[0]}).scalar()
     assert bool(same) == (order != "differ")
     eng.dispose()
+
+
+def test_feed_past_its_budget_keeps_no_per_key_state(tmp_path, monkeypatch):
+    """A run past the feed's budget is read back at the end: the feed lets go of what it learned per (op code,
+    block, layer), which a capture whose layers are all new holds nearly per op (56 MiB of a 300,000-op
+    ingest, kept until the end, before)."""
+    from sqlalchemy import text
+
+    from warehouse import report
+    from warehouse.columns import AT, OP_COLUMNS
+    from warehouse.db import open_db
+
+    eng = open_db(str(tmp_path / "w.db"))
+    monkeypatch.setattr(report.ReportFeed, "MAX_OPS", 50)
+    with eng.begin() as c:
+        code = c.execute(text("INSERT INTO op_code (name, category, is_compute) VALUES ('MatmulDeviceOperation', "
+                              "'matmul', 1) RETURNING id")).scalar_one()
+        feed = report.ReportFeed(c)
+        typed = [None] * len(OP_COLUMNS)
+        typed[AT.kernel_ns] = 1000.0
+        for batch in range(3):
+            for i in range(40):
+                n = batch * 40 + i
+                feed.op("eager", n, code, f"block{n}", f"layer{n}", typed, "HiFi4")
+            feed.flush()
+            if batch == 0:  # within the budget: learned
+                assert len(feed.keys) == 40 and len(feed.pairs) == 40 and feed.texts
+        assert feed.fed > feed.MAX_OPS
+        assert not feed.keys and not feed.texts and not feed.pairs and not feed.pair_ix and not feed.pending
+        assert feed.scans(True) is None  # and the parts are read back
+    eng.dispose()

@@ -160,6 +160,7 @@ class ReportFeed:
         self.codes: dict[int, tuple[str, str, bool]] = {}  # op_code id -> name, category, is_compute
         self.compute: dict[int, bool] = {}
         self.keys: dict[tuple[int, str, str], tuple] = {}  # (op code, block, layer) -> the group tables' keys
+        self.texts: dict[str, str] = {}  # the keys' texts, shared
         self.pending: list[tuple] = []
 
     def op(self, section: str, pos: int, code: int, block: str, layer: str, typed: Sequence[Any],
@@ -211,8 +212,10 @@ class ReportFeed:
                 name, cat, _ = self.codes[code]
                 params += [j, name, cat, block, layer]
             sql = f"SELECT i, {exprs} FROM ({' UNION ALL '.join([row] * len(keys))}) x ORDER BY i"
+            share = self.texts.setdefault
             for j, *key in self.conn.exec_driver_sql(sql, tuple(params)):
-                self.keys[keys[j]] = tuple(key)
+                # (each key text once: a block's key and an op code's recur in thousands of entries)
+                self.keys[keys[j]] = tuple(share(k, k) for k in key)
 
     def flush(self) -> None:
         """Add the ops fed since the last call to the scans (once per batch of rows)."""
@@ -220,6 +223,9 @@ class ReportFeed:
         if self.fed > self.MAX_OPS:  # a big run: its parts are read from the database at the end
             self.pending, self.own, self.inherited = [], {}, None
             self.eager_codes, self.eager_places = array("q"), array("i")
+            # (and the keys learned for them: one entry per (op code, block, layer), which a capture whose
+            # layers are all new holds nearly per op; kept, they were 56 MiB of a 300,000-op ingest)
+            self.keys, self.texts, self.pairs, self.pair_ix = {}, {}, [], {}
             return
         keys, plus = self.keys, self.plus_zero
         self._learn_keys({(c, b, lay) for _, _, c, b, lay, *_ in self.pending}
