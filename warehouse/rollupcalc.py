@@ -151,9 +151,10 @@ def _grouping(grouping: str, f: dict[str, np.ndarray], keep: np.ndarray, row_key
     sec, it = f["section"][keep], f["iteration"][keep]
     key, dv = row_key[keep], dev[keep] + 1  # (device -1 .. : 0 ..)
     n_keys, n_dev = len(key_text), int(dv.max()) + 1 if len(dv) else 1
-    # inner: one group per (section, iteration, key, device)
-    inner_id = ((sec * (int(it.max()) + 1 if len(it) else 1) + it) * n_keys + key) * n_dev + dv
-    inner, at = _groups(inner_id)
+    n_it = int(it.max()) + 1 if len(it) else 1
+    # inner: one group per (section, key, device, iteration), numbered so that the iterations of an outer group
+    # (section, key, device) are consecutive: the outer reductions are then over runs of sorted ids
+    inner, at = _groups(((sec * n_keys + key) * n_dev + dv) * n_it + it)
     m = len(inner)
 
     def total(col: str) -> np.ndarray:
@@ -165,7 +166,7 @@ def _grouping(grouping: str, f: dict[str, np.ndarray], keep: np.ndarray, row_key
             per_iter[metric.stored_column] = np.full(m, np.nan)
         elif metric.agg == "sum":
             per_iter[metric.stored_column] = total(metric.of)
-        else:  # span: first FW start to last FW end of the iteration
+        else:  # span: first FW start to last FW end of the iteration (a few groups: the section grouping only)
             lo = np.full(m, np.inf)
             np.fmin.at(lo, at, f["first_cycle"][keep])
             hi = np.full(m, -np.inf)
@@ -174,25 +175,23 @@ def _grouping(grouping: str, f: dict[str, np.ndarray], keep: np.ndarray, row_key
             span[~np.isfinite(lo) | ~np.isfinite(hi)] = np.nan
             per_iter[metric.stored_column] = span
     # outer: the iterations of a (section, key, device) together
-    inner_sec = inner // (n_keys * n_dev) // (int(it.max()) + 1 if len(it) else 1)
-    outer_id = inner_sec * (n_keys * n_dev) + inner % (n_keys * n_dev)
-    outer, to = _groups(outer_id)
+    outer, starts, to = np.unique(inner // n_it, return_index=True, return_inverse=True)
     k = len(outer)
     o_sec = outer // (n_keys * n_dev)
-    o_key = (outer % (n_keys * n_dev)) // n_dev
+    o_key = outer // n_dev % n_keys
     o_dev = outer % n_dev - 1
     n = n_iters[o_sec].astype(float)
+    several = n > 1
     values: list[np.ndarray] = [np.bincount(to, weights=per_iter["ops"], minlength=k) / n]
     for metric in METRICS:
         v = per_iter[metric.stored_column]
         present = ~np.isnan(v)
         mean = np.bincount(to, weights=np.where(present, v, 0.0), minlength=k) / n
         mean[np.bincount(to, weights=present, minlength=k) == 0] = np.nan  # SUM of NULLs is NULL
-        hi = np.full(k, -np.inf)
-        np.fmax.at(hi, to, v)
-        lo = np.full(k, np.inf)
-        np.fmin.at(lo, to, v)
-        spread = np.where((n > 1) & np.isfinite(hi), hi - lo, np.nan)
+        spread = np.full(k, np.nan)
+        if several.any():  # (fmax / fmin skip NULLs as MAX / MIN do)
+            hi, lo = np.fmax.reduceat(v, starts), np.fmin.reduceat(v, starts)
+            spread[several] = (hi - lo)[several]
         values += [mean, spread]
     cols = [v.tolist() for v in values]
     secs, keys, devs, iters = names[o_sec].tolist(), o_key.tolist(), o_dev.tolist(), n_iters[o_sec].tolist()
