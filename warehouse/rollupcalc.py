@@ -112,7 +112,8 @@ def _groups(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def compute(conn: Connection, run_id: int, freq_mhz: float) -> list[tuple]:
-    """The run's rollup rows in the columns of :data:`warehouse.rollups._NEW_COLUMNS` (keys as text)."""
+    """The run's rollup rows in the columns of :data:`warehouse.rollups._NEW_COLUMNS` (keys as text), read
+    through the connection's own driver cursor (SQLite's: see :func:`warehouse.dialect.writes_rows_fast`)."""
     f = _fine(conn, run_id)
     if f is None:
         return []

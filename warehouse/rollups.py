@@ -120,7 +120,7 @@ def build_rollups(conn: Connection, run_id: int, freq_mhz: float, key_conn: Conn
     from warehouse import dialect
 
     conn.execute(text("DELETE FROM rollup_row WHERE run_id = :run"), {"run": run_id})
-    if dialect.name(conn) == "sqlite" and conn.execute(text(  # (the index's first rows past the limit)
+    if dialect.writes_rows_fast(conn) and conn.execute(text(  # (the index's first rows past the limit)
             "SELECT COUNT(*) FROM (SELECT 1 FROM op WHERE run_id = :run LIMIT :n)"),
             {"run": run_id, "n": NUMPY_MAX_OPS + 1}).scalar_one() <= NUMPY_MAX_OPS:
         # the same rows from numpy, in a third of the SQL's time (warehouse.rollupcalc); past the limit the
@@ -170,11 +170,14 @@ def _write(conn: Connection, key_conn: Connection | None, rows: list[tuple]) -> 
     """Store rows computed in Python (as :data:`_NEW_COLUMNS`): their keys through a temporary table of the
     keys alone, then the rows with their key ids, in one executemany (a temporary table of every row cost more
     than computing them)."""
+    from warehouse import dialect
+
     keys = sorted({(r[2], r[3]) for r in rows})
     if not keys:
         return
     _temporary(conn, _NEW_KEYS, ["grouping", "key"], ["TEXT", "TEXT"])
-    conn.exec_driver_sql(f"INSERT INTO {_NEW_KEYS} (grouping, key) VALUES (?, ?)", keys)
+    mark = dialect.paramstyle_mark(conn)
+    conn.exec_driver_sql(f"INSERT INTO {_NEW_KEYS} (grouping, key) VALUES ({mark}, {mark})", keys)
     _add_keys(conn, key_conn, _NEW_KEYS)
     ids = {(g, k): i for g, k, i in conn.exec_driver_sql(
         f"SELECT n.grouping, n.key, k.id FROM {_NEW_KEYS} n JOIN rollup_key k ON k.grouping = n.grouping "
@@ -183,7 +186,7 @@ def _write(conn: Connection, key_conn: Connection | None, rows: list[tuple]) -> 
     columns = ["run_id", "section", "key_id", "device", "iterations", "ops", *_stored_columns()]
     stored = [(r[0], r[1], ids[(r[2], r[3])], *r[4:]) for r in rows]
     stored.sort(key=lambda r: (r[1], r[2], r[3]))  # in primary-key order: appended, not inserted here and there
-    conn.exec_driver_sql(f"INSERT INTO rollup_row ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+    conn.exec_driver_sql(f"INSERT INTO rollup_row ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))})",
                          stored)
 
 
