@@ -16,8 +16,7 @@ Architecture at a glance: two adapters over one application layer over the libra
                   ``revisions`` the migrations' revisions, known without Alembic
 - ``export``      run -> the original CSV; ``cellstore`` the lossless chunks
 - ``report``      the OPT_BASELINE document; ``perf``, ``perffacts`` tt-perf-report's per-op table
-- ``runs``, ``series``, ``rollups``   runs, their series across time, per-run figures (``rollupcalc``: the same
-                  rows from numpy, what SQLite ingest writes)
+- ``runs``, ``series``, ``rollups``   runs, their series across time, per-run figures
 - ``compare``, ``trend``, ``regressions`` (the gate), ``changes`` / ``changepoints`` (history), ``triage``
 - ``query``, ``sqlguard``, ``roles``   read-only SQL, its guard, PostgreSQL reader roles
 - ``copy``, ``maintenance``, ``synthetic``   moving runs; check and rm; captures built from real ones

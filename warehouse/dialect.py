@@ -83,13 +83,6 @@ def text_list_agg(conn: Connection, expr: str, sep: str, order: str) -> str:
     return f"group_concat({expr}, '{sep}')"
 
 
-def writes_rows_fast(conn: Connection) -> bool:
-    """Whether rows computed in Python reach the database faster than its own GROUP BYs compute them (SQLite:
-    an in-process executemany; PostgreSQL's round trips make its SQL the faster way): see
-    :func:`warehouse.rollups.build_rollups`."""
-    return name(conn) == "sqlite"
-
-
 def paramstyle_mark(conn: Connection) -> str:
     """The driver's placeholder, for plain INSERTs handed to ``executemany`` on the hot path."""
     mark = {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(conn.dialect.paramstyle)

@@ -48,10 +48,6 @@ class Metric:
     total_only: bool = False
     stored_unit: str = "us"
     scale: int = 1
-    # the same aggregation for the numpy engine (warehouse.rollupcalc): "sum" of the fine column ``of``, or
-    # "span" (last FW end - first FW start, / MHz); a test holds ``expr`` to it
-    agg: str = "sum"
-    of: str = ""
 
     @property
     def spread_column(self) -> str:
@@ -84,14 +80,13 @@ GROUPINGS: list[Grouping] = [
 
 METRICS: list[Metric] = [
     Metric("kernel", "kernel time", "us", "kernel_us", "SUM(kernel_ns)", "DEVICE KERNEL DURATION, summed",
-           stored_unit="ns", scale=1000, of="kernel_ns"),
+           stored_unit="ns", scale=1000),
     Metric("op2op", "op-to-op time", "us", "op2op_us", "SUM(op2op_ns)",
-           "OP TO OP LATENCY, summed (0 for the first op of each iteration)", stored_unit="ns", scale=1000,
-           of="op2op_ns"),
+           "OP TO OP LATENCY, summed (0 for the first op of each iteration)", stored_unit="ns", scale=1000),
     Metric("fw", "FW time", "us", "fw_us", "SUM(fw_ns)", "DEVICE FW DURATION, summed", stored_unit="ns",
-           scale=1000, of="fw_ns"),
+           scale=1000),
     Metric("span", "span", "us", "span_us", "(MAX(last_cycle) - MIN(first_cycle)) / MAX(freq_mhz)",
-           "first FW start to last FW end, at the run's frequency", total_only=True, agg="span"),
+           "first FW start to last FW end, at the run's frequency", total_only=True),
 ]
 
 METRIC = {m.key: m for m in METRICS}

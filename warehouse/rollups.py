@@ -105,9 +105,7 @@ def build_sql() -> str:
 
 
 _SQL = build_sql()
-NUMPY_MAX_OPS = 250_000  # runs up to this many ops get their rollups from numpy on SQLite (~100 bytes an op)
 _NEW = "rollup_new"  # the run's rows before their keys are ids: a temporary table of the connection
-_NEW_KEYS = "rollup_new_keys"  # the keys of rows computed in Python (warehouse.rollupcalc), likewise
 _NEW_COLUMNS = ["run_id", "section", "grouping", "key", "device", "iterations", "ops", *_stored_columns()]
 _NEW_TYPES = ["BIGINT", "TEXT", "TEXT", "TEXT", "INTEGER", "INTEGER", *["DOUBLE PRECISION"] * (
     len(_NEW_COLUMNS) - 6)]
@@ -118,43 +116,16 @@ def build_rollups(conn: Connection, run_id: int, freq_mhz: float, key_conn: Conn
     time are added to ``rollup_key`` on ``key_conn`` (ingest's interning connection: on PostgreSQL one that
     commits at once, so that concurrent ingests never wait on each other's keys), else on ``conn``."""
     from warehouse import dialect
-
-    conn.execute(text("DELETE FROM rollup_row WHERE run_id = :run"), {"run": run_id})
-    if dialect.writes_rows_fast(conn) and conn.execute(text(  # (the index's first rows past the limit)
-            "SELECT COUNT(*) FROM (SELECT 1 FROM op WHERE run_id = :run LIMIT :n)"),
-            {"run": run_id, "n": NUMPY_MAX_OPS + 1}).scalar_one() <= NUMPY_MAX_OPS:
-        # the same rows from numpy, in a third of the SQL's time (warehouse.rollupcalc); past the limit the
-        # SQL's sorts, which spill to disk, keep a long capture's ingest within its memory budget
-        from warehouse.rollupcalc import compute
-
-        _write(conn, key_conn, compute(conn, run_id, float(freq_mhz)))
-        return
-    _temporary(conn, _NEW, _NEW_COLUMNS, _NEW_TYPES)
-    conn.execute(text(f"INSERT INTO {_NEW} ({', '.join(_NEW_COLUMNS)})\n{_SQL}"),
-                 {"run": run_id, "freq": float(freq_mhz)})
-    _add_keys(conn, key_conn, _NEW)
-    values = ", ".join(f"n.{c}" for c in ["iterations", "ops", *_stored_columns()])
-    conn.execute(text(
-        f"INSERT INTO rollup_row (run_id, section, key_id, device, iterations, ops, {', '.join(_stored_columns())})"
-        f"\nSELECT n.run_id, n.section, k.id, n.device, {values}\n"
-        f"FROM {_NEW} n JOIN rollup_key k ON k.grouping = n.grouping AND k.key = n.key"))
-    conn.execute(text(f"DROP TABLE {_NEW}"))
-
-
-def _temporary(conn: Connection, name: str, columns: list[str], types: list[str]) -> None:
-    """A fresh temporary table of the connection."""
-    conn.execute(text(f"DROP TABLE IF EXISTS {name}"))
-    conn.execute(text(f"CREATE TEMPORARY TABLE {name} (" + ", ".join(f"{c} {ty}" for c, ty in zip(columns, types))
-                      + ")"))
-
-
-def _add_keys(conn: Connection, key_conn: Connection | None, table: str) -> None:
-    """Add to ``rollup_key`` the (grouping, key) pairs of the temporary ``table`` that it lacks."""
-    from warehouse import dialect
     from warehouse import schema as t
 
+    conn.execute(text("DELETE FROM rollup_row WHERE run_id = :run"), {"run": run_id})
+    conn.execute(text(f"DROP TABLE IF EXISTS {_NEW}"))
+    conn.execute(text(f"CREATE TEMPORARY TABLE {_NEW} ("
+                      + ", ".join(f"{c} {ty}" for c, ty in zip(_NEW_COLUMNS, _NEW_TYPES)) + ")"))
+    conn.execute(text(f"INSERT INTO {_NEW} ({', '.join(_NEW_COLUMNS)})\n{_SQL}"),
+                 {"run": run_id, "freq": float(freq_mhz)})
     # (in key order: two ingests that meet the same new keys never deadlock)
-    missing = (f"SELECT DISTINCT n.grouping, n.key FROM {table} n WHERE NOT EXISTS "
+    missing = (f"SELECT DISTINCT n.grouping, n.key FROM {_NEW} n WHERE NOT EXISTS "
                "(SELECT 1 FROM rollup_key k WHERE k.grouping = n.grouping AND k.key = n.key) ORDER BY 1, 2")
     if key_conn is None or key_conn is conn:
         conn.execute(text(f"INSERT INTO rollup_key (grouping, key) {missing}"))
@@ -164,30 +135,12 @@ def _add_keys(conn: Connection, key_conn: Connection | None, table: str) -> None
         for part in result.partitions(5000):
             key_conn.execute(dialect.insert_ignore(key_conn, t.rollup_key), [{"grouping": g, "key": k}
                                                                                for g, k in part])
-
-
-def _write(conn: Connection, key_conn: Connection | None, rows: list[tuple]) -> None:
-    """Store rows computed in Python (as :data:`_NEW_COLUMNS`): their keys through a temporary table of the
-    keys alone, then the rows with their key ids, in one executemany (a temporary table of every row cost more
-    than computing them)."""
-    from warehouse import dialect
-
-    keys = sorted({(r[2], r[3]) for r in rows})
-    if not keys:
-        return
-    _temporary(conn, _NEW_KEYS, ["grouping", "key"], ["TEXT", "TEXT"])
-    mark = dialect.paramstyle_mark(conn)
-    conn.exec_driver_sql(f"INSERT INTO {_NEW_KEYS} (grouping, key) VALUES ({mark}, {mark})", keys)
-    _add_keys(conn, key_conn, _NEW_KEYS)
-    ids = {(g, k): i for g, k, i in conn.exec_driver_sql(
-        f"SELECT n.grouping, n.key, k.id FROM {_NEW_KEYS} n JOIN rollup_key k ON k.grouping = n.grouping "
-        "AND k.key = n.key")}
-    conn.execute(text(f"DROP TABLE {_NEW_KEYS}"))
-    columns = ["run_id", "section", "key_id", "device", "iterations", "ops", *_stored_columns()]
-    stored = [(r[0], r[1], ids[(r[2], r[3])], *r[4:]) for r in rows]
-    stored.sort(key=lambda r: (r[1], r[2], r[3]))  # in primary-key order: appended, not inserted here and there
-    conn.exec_driver_sql(f"INSERT INTO rollup_row ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))})",
-                         stored)
+    values = ", ".join(f"n.{c}" for c in ["iterations", "ops", *_stored_columns()])
+    conn.execute(text(
+        f"INSERT INTO rollup_row (run_id, section, key_id, device, iterations, ops, {', '.join(_stored_columns())})"
+        f"\nSELECT n.run_id, n.section, k.id, n.device, {values}\n"
+        f"FROM {_NEW} n JOIN rollup_key k ON k.grouping = n.grouping AND k.key = n.key"))
+    conn.execute(text(f"DROP TABLE {_NEW}"))
 
 
 def check_rollups(conn: Connection, step: Callable[[], None] | None = None) -> list[str]:
