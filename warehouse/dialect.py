@@ -92,7 +92,7 @@ def paramstyle_mark(conn: Connection) -> str:
 
 
 @contextmanager
-def small_sorts(conn: Connection, mib: int = 4) -> Iterator[None]:
+def small_sorts(conn: Connection, mib: int = 1) -> Iterator[None]:
     """Bound the memory of big GROUP BYs (a run's rollups over a million ops). SQLite's sorter keeps up to the
     page cache's size in memory before it spills to temporary files: the connection's 8 MiB cache would add 4 MB
     to its peak. PostgreSQL bounds sorts by its own ``work_mem``."""
