@@ -302,25 +302,3 @@ def test_feed_past_its_budget_keeps_no_per_key_state(tmp_path, monkeypatch):
         assert not feed.keys and not feed.texts and not feed.pairs and not feed.pair_ix and not feed.pending
         assert feed.scans(True) is None  # and the parts are read back
     eng.dispose()
-
-
-@pytest.mark.parametrize("text_of", [
-    lambda: "",  # nothing
-    lambda: '{"a": 1}',  # short: raw (compressing would not shrink it)
-    lambda: json.dumps({"k": list(range(20000))}),  # long: compressed
-    lambda: "".join(chr(0x100 + (i * 7919) % 5000) for i in range(40000)),  # long, non-ASCII, compresses badly
-])
-def test_pack_pieces_stores_what_pack_text_stores(text_of):
-    """The report parts are packed a piece at a time (store_parts): what is stored reads back as the joined
-    text, and is pack_text's very bytes when the text is short enough to keep raw."""
-    from warehouse.packing import pack_pieces, pack_text, unpack_text
-
-    whole = text_of()
-    pieces = [whole[i:i + 997] for i in range(0, len(whole), 997)]
-    packed, size = pack_pieces(pieces, True)
-    assert unpack_text(packed, size) == whole and size == len(whole.encode())
-    if size <= 1 << 16:
-        assert (packed, size) == pack_text(whole, True)
-    else:
-        assert len(packed) != size  # compressed: read back through sqlar_uncompress
-    assert pack_pieces(pieces, False) == pack_text(whole, False)

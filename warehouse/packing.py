@@ -4,7 +4,6 @@ in). No SQLAlchemy here: the light read path (:mod:`warehouse.lite`) reads the r
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable
 
 
 def sqlar_uncompress(data: bytes | None, size: int | None) -> bytes | None:
@@ -26,32 +25,6 @@ def pack_text(value: str, compress: bool) -> tuple[bytes, int]:
         if len(packed) < len(raw):
             return packed, len(raw)
     return raw, len(raw)
-
-
-def pack_pieces(pieces: Iterable[str], compress: bool, keep: int = 1 << 16) -> tuple[bytes, int]:
-    """:func:`pack_text` of the pieces joined, compressed as they come so that the whole text is never held. The
-    raw bytes are kept (in case the text does not compress) only up to ``keep`` bytes: a longer text is stored
-    compressed when ``compress``, whatever its ratio (JSON of figures always shrinks)."""
-    if not compress:
-        raw = "".join(pieces).encode("utf-8", "surrogatepass")
-        return raw, len(raw)
-    z = zlib.compressobj(6)
-    out: list[bytes] = []
-    head: list[bytes] | None = []
-    size = 0
-    for piece in pieces:
-        b = piece.encode("utf-8", "surrogatepass")
-        size += len(b)
-        out.append(z.compress(b))
-        if head is not None:
-            head.append(b)
-            if size > keep:
-                head = None
-    out.append(z.flush())
-    packed = b"".join(out)
-    if head is not None and len(packed) >= size:
-        return b"".join(head), size
-    return packed, size
 
 
 def unpack_text(data: bytes, size: int) -> str:
