@@ -94,8 +94,9 @@ def paramstyle_mark(conn: Connection) -> str:
 @contextmanager
 def small_sorts(conn: Connection, mib: int = 1) -> Iterator[None]:
     """Bound the memory of big GROUP BYs (a run's rollups over a million ops). SQLite's sorter keeps up to the
-    page cache's size in memory before it spills to temporary files: the connection's 8 MiB cache would add 4 MB
-    to its peak. PostgreSQL bounds sorts by its own ``work_mem``."""
+    page cache's size in memory before it spills to temporary files: the connection's 8 MiB cache would add to
+    its peak (1 MiB against 4: SQLite's peak in the rollups of 300,000 ops 52 MiB against 95, in the same time).
+    PostgreSQL bounds sorts by its own ``work_mem``."""
     if name(conn) != "sqlite":
         yield
         return
