@@ -278,9 +278,7 @@ def perf(ctx: click.Context, run: str, label: str | None, section: str | None, s
     """tt-perf-report's per-op table of a run (id or 'latest'): device time, op-to-op gap, cores, DRAM GB/s and %,
     TFLOPs and %, Bound, category and math fidelity per op, as tt-perf-report 1.4.1 computes them."""
     from warehouse.files import write_output
-    from warehouse.render.perf import render, to_csv
-
-    from warehouse.render.perf import summary_csv
+    from warehouse.render.perf import render, summary_csv, to_csv
 
     wh = _api(ctx)
     table = wh.perf_table(

@@ -153,12 +153,17 @@ class ReportFeed:
         self.plus_zero = not dialect.keeps_negative_zero(conn)  # (a -0.0 as it will read back)
         self.own = {s: _SectionScan() for s in SECTIONS}
         self.inherited: _SectionScan | None = _SectionScan()
+        self.codes: dict[int, tuple[str, str, bool]] = {}  # op_code id -> name, category, is_compute
+        self.compute: dict[int, bool] = {}
+        self._learning()
+
+    def _learning(self) -> None:
+        """Start with nothing learned per op or per key (at the start, and when a run passes the budget: a
+        capture whose layers are all new holds a key nearly per op, 56 MiB of a 300,000-op ingest)."""
         self.eager_codes = array("q")
         self.eager_places = array("i")  # each eager position's (block, layer), as an index of ``pairs``
         self.pairs: list[tuple[str, str]] = []
         self.pair_ix: dict[tuple[str, str], int] = {}
-        self.codes: dict[int, tuple[str, str, bool]] = {}  # op_code id -> name, category, is_compute
-        self.compute: dict[int, bool] = {}
         self.keys: dict[tuple[int, str, str], tuple] = {}  # (op code, block, layer) -> the group tables' keys
         self.texts: dict[str, str] = {}  # the keys' texts, shared
         self.pending: list[tuple] = []
@@ -205,6 +210,7 @@ class ReportFeed:
         m = dialect.paramstyle_mark(self.conn)  # (the driver's own placeholders: text() parses its SQL each time)
         row = f"SELECT {m} AS i, CAST({m} AS TEXT) AS op_code, CAST({m} AS TEXT) AS category, " \
               f"CAST({m} AS TEXT) AS block, CAST({m} AS TEXT) AS layer"
+        share = self.texts.setdefault  # (each key text once: a block's and an op code's recur thousands of times)
         for i in range(0, len(missing), 500):
             keys = missing[i:i + 500]
             params: list[object] = []
@@ -212,20 +218,15 @@ class ReportFeed:
                 name, cat, _ = self.codes[code]
                 params += [j, name, cat, block, layer]
             sql = f"SELECT i, {exprs} FROM ({' UNION ALL '.join([row] * len(keys))}) x ORDER BY i"
-            share = self.texts.setdefault
             for j, *key in self.conn.exec_driver_sql(sql, tuple(params)):
-                # (each key text once: a block's key and an op code's recur in thousands of entries)
                 self.keys[keys[j]] = tuple(share(k, k) for k in key)
 
     def flush(self) -> None:
         """Add the ops fed since the last call to the scans (once per batch of rows)."""
         self.fed += len(self.pending)
         if self.fed > self.MAX_OPS:  # a big run: its parts are read from the database at the end
-            self.pending, self.own, self.inherited = [], {}, None
-            self.eager_codes, self.eager_places = array("q"), array("i")
-            # (and the keys learned for them: one entry per (op code, block, layer), which a capture whose
-            # layers are all new holds nearly per op; kept, they were 56 MiB of a 300,000-op ingest)
-            self.keys, self.texts, self.pairs, self.pair_ix = {}, {}, [], {}
+            self.own, self.inherited = {}, None
+            self._learning()
             return
         keys, plus = self.keys, self.plus_zero
         self._learn_keys({(c, b, lay) for _, _, c, b, lay, *_ in self.pending}
