@@ -95,6 +95,28 @@ VIEW_TYPES: dict[str, dict[str, str]] = {
         "math_fidelity": "TEXT"},
     "csv_cell": {"run_id": "INTEGER", "row_no": "INTEGER", "column_name": "TEXT", "position": "INTEGER", "value":
         "TEXT", "number": "REAL"},
+    "op_util": {"run_id": "INTEGER", "row_no": "INTEGER", "device": "INTEGER", "op_code": "TEXT", "fpu_util_pct":
+        "REAL", "noc_util_pct": "REAL", "multicast_noc_util_pct": "REAL", "dram_bw_util_pct": "REAL",
+        "eth_bw_util_pct": "REAL", "npe_cong_impact_pct": "REAL", "sfpu_util_min_pct": "REAL",
+        "sfpu_util_median_pct": "REAL", "sfpu_util_max_pct": "REAL", "sfpu_util_grid_pct": "REAL",
+        "fpu_util_min_pct": "REAL", "fpu_util_median_pct": "REAL", "fpu_util_max_pct": "REAL", "fpu_util_grid_pct":
+        "REAL", "math_util_min_pct": "REAL", "math_util_median_pct": "REAL", "math_util_max_pct": "REAL",
+        "math_util_grid_pct": "REAL"},
+    "op_model": {"run_id": "INTEGER", "row_no": "INTEGER", "device": "INTEGER", "op_code": "TEXT", "pm_ideal_ns":
+        "REAL", "pm_compute_ns": "REAL", "pm_bandwidth_ns": "REAL", "pm_req_i_bw": "TEXT", "pm_req_o_bw": "TEXT"},
+    "op_kernel": {"run_id": "INTEGER", "row_no": "INTEGER", "device": "INTEGER", "op_code": "TEXT", "brisc_ns":
+        "REAL", "ncrisc_ns": "REAL", "trisc0_ns": "REAL", "trisc1_ns": "REAL", "trisc2_ns": "REAL", "erisc_ns":
+        "REAL", "kernel_dm_start_ns": "REAL", "per_core_min_ns": "REAL", "per_core_max_ns": "REAL",
+        "per_core_avg_ns": "REAL", "first_to_last_start_ns": "REAL", "cb_wait_front_ns": "REAL",
+        "cb_reserve_back_ns": "REAL", "op2op_brnrisc_ns": "REAL"},
+    "op_dispatch": {"run_id": "INTEGER", "row_no": "INTEGER", "device": "INTEGER", "op_code": "TEXT",
+        "host_duration_ns": "REAL", "dispatch_cq_cmd_ns": "REAL", "dispatch_go_wait_ns": "REAL"},
+    "op_binary": {"run_id": "INTEGER", "row_no": "INTEGER", "device": "INTEGER", "op_code": "TEXT",
+        "tensix_dm0_bytes": "REAL", "tensix_dm1_bytes": "REAL", "tensix_compute0_bytes": "REAL",
+        "tensix_compute1_bytes": "REAL", "tensix_compute2_bytes": "REAL", "active_eth_dm0_bytes": "REAL",
+        "active_eth_dm1_bytes": "REAL", "idle_eth_dm0_bytes": "REAL", "idle_eth_dm1_bytes": "REAL"},
+    "op_program": {"run_id": "INTEGER", "row_no": "INTEGER", "device": "INTEGER", "op_code": "TEXT", "program_hash":
+        "TEXT", "program_cache_hit": "INTEGER", "sub_device_id": "REAL", "available_cores": "REAL"},
     "op_tensor": {"run_id": "INTEGER", "row_no": "INTEGER", "device": "INTEGER", "io": "TEXT", "idx": "INTEGER",
         "w": "INTEGER", "z": "INTEGER", "y": "INTEGER", "x": "INTEGER", "w_pad": "INTEGER", "z_pad": "INTEGER",
         "y_pad": "INTEGER", "x_pad": "INTEGER", "layout": "TEXT", "datatype": "TEXT", "memory": "TEXT"},

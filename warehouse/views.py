@@ -20,6 +20,7 @@ from warehouse import dialect
 from warehouse.columns import typed_text_sql
 from warehouse.contract import FEW_CORES, SQL_NOT_POST, SQL_SECTIONS
 from warehouse.dialect import AS_NUMBER, CHUNK_ROWS, IN_FILE_ORDER, JSON_CELL
+from warehouse.families import family_views
 from warehouse.measures import REPORT_TABLES
 from warehouse.perf import op_perf_view_sql
 from warehouse.lite import VIEWS_STAMP
@@ -225,6 +226,7 @@ SELECT p.run_id, i.run_time, i.label, p.identity, p.device, p.op_code, p.categor
 FROM op_perf p JOIN run_info i ON i.run_id = p.run_id"""),
     ("csv_cell", "every cell of every stored row (ops and signposts) by its CSV column name: the text as in the "
                  "file and, when the whole cell is a number, the number", _CELL_SQL),
+    *family_views(),
     ("op_tensor", "every op's input / output tensors (static cells): W, Z, Y, X logical and padded, layout, "
                   "datatype, memory", """
 CREATE VIEW op_tensor AS
