@@ -1,6 +1,7 @@
 """The corpus cases copied from ``../shared/corpus`` into ``tests/data`` (real files and sectioned cases)."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 DATA = Path(__file__).parent / "data"
@@ -14,3 +15,12 @@ def cases() -> dict[str, Path]:
     for d in sorted((DATA / "seedfmt").iterdir()) + sorted((DATA / "built").iterdir()):
         out[d.name] = next(d.rglob("ops_perf_results*.csv"))
     return out
+
+
+def number(text: str) -> float | None:
+    """A cell's number as a reader would take it (``float``), None when it is none or not finite."""
+    try:
+        v = float(text)
+    except ValueError:
+        return None
+    return v if math.isfinite(v) else None

@@ -3,19 +3,10 @@ typed; tensor descriptors typed (view op_tensor); export stays byte-identical.""
 from __future__ import annotations
 
 import csv
-import math
 
 import pytest
 
-from corpus import cases
-
-
-def _number(text: str) -> float | None:
-    try:
-        v = float(text)
-    except ValueError:
-        return None
-    return v if math.isfinite(v) else None
+from corpus import cases, number
 
 
 @pytest.mark.parametrize("case", sorted(cases()))
@@ -38,7 +29,7 @@ def test_every_cell_by_column_name(corpus_wh, case):
             if cell["position"] != pos:
                 continue  # a duplicate column name: the other position holds it
             assert cell["value"] == row[pos], (row_no, name)
-            want = _number(row[pos].strip())
+            want = number(row[pos].strip())
             if want is None:
                 assert cell["number"] is None or row[pos].strip().lower() in ("inf", "nan"), (row_no, name)
             else:

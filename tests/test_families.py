@@ -4,12 +4,11 @@ back ends."""
 from __future__ import annotations
 
 import csv
-import math
 from pathlib import Path
 
 import pytest
 
-from corpus import DATA, cases
+from corpus import DATA, cases, number
 from warehouse.families import FAMILIES, FLAG, NUMBER, TEXT, home_of
 
 EXTRA = sorted((DATA / "ttperf_extra").glob("*.csv"))  # newer tt-metal: PROGRAM HASH, CACHE HIT, ERISC ...
@@ -21,14 +20,6 @@ def _rows(path: Path) -> tuple[list[str], list[list[str]]]:
     return rows[0], [r for r in rows[1:] if r]
 
 
-def _number(text: str) -> float | None:
-    try:
-        v = float(text)
-    except ValueError:
-        return None
-    return v if math.isfinite(v) else None
-
-
 def test_every_numeric_column_of_every_era_has_a_home():
     """A column whose every non-empty cell is a number, in any corpus capture, is typed somewhere."""
     numeric: dict[str, str] = {}
@@ -36,7 +27,7 @@ def test_every_numeric_column_of_every_era_has_a_home():
         header, data = _rows(path)
         for pos, name in enumerate(header):
             cells = [r[pos].strip() for r in data if pos < len(r) and r[pos].strip()]
-            if cells and all(_number(c) is not None for c in cells):
+            if cells and all(number(c) is not None for c in cells):
                 numeric.setdefault(name, path.name)
     assert len(numeric) > 50
     homeless = {n: f for n, f in numeric.items() if home_of(n) is None}
@@ -59,7 +50,7 @@ def _want(kind: str, cell: str | None) -> object:
     if cell is None or not cell.strip():
         return None
     if kind == NUMBER:
-        return _number(cell.strip())
+        return number(cell.strip())
     if kind == TEXT:
         return cell.strip()
     assert kind == FLAG
