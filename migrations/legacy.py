@@ -223,3 +223,28 @@ def fill_stored_once(conn: Connection) -> int:
                          .values(raw_size=packed["raw_size"], cells=packed["cells"]))
             rewritten += 1
     return rewritten
+
+
+def store_layer_op_code_rollups(conn: Connection) -> None:
+    """Revision 0013's rollups of the grouping ``layer/op-code`` for every run (0014 stopped storing them),
+    computed from the ops by the head's rollup SQL for that one grouping, keys and rows."""
+    from warehouse.measures import GROUPINGS
+    from warehouse.rollups import build_sql
+
+    grouping = next(g for g in GROUPINGS if g.key == "layer/op-code")
+    sql = build_sql([grouping])
+    metric_cols = [c.name for c in t.rollup_row.columns
+                   if c.name not in ("run_id", "section", "key_id", "device", "iterations", "ops")]
+    for run_id, freq in conn.execute(text("SELECT id, freq_mhz FROM run ORDER BY id")).all():
+        rows = conn.execute(text(sql), {"run": run_id, "freq": float(freq)}).all()
+        keys = sorted({r[3] for r in rows})
+        known = dict(conn.execute(text("SELECT key, id FROM rollup_key WHERE grouping = 'layer/op-code'")).all())
+        new = [{"grouping": "layer/op-code", "key": k} for k in keys if k not in known]
+        if new:
+            conn.execute(t.rollup_key.insert(), new)
+            known = dict(conn.execute(text("SELECT key, id FROM rollup_key WHERE grouping = 'layer/op-code'"))
+                         .all())
+        if rows:
+            conn.execute(t.rollup_row.insert(), [
+                {"run_id": run_id, "section": r[1], "key_id": known[r[3]], "device": r[4], "iterations": r[5],
+                 "ops": r[6], **dict(zip(metric_cols, r[7:]))} for r in rows])

@@ -124,6 +124,21 @@ def test_regressed_block_lists_its_op_codes(series_wh):
     assert f["contributors"] and all(c["delta_us"] > 0 for c in f["contributors"][:1])
 
 
+def test_regressed_layer_lists_its_op_codes_computed_from_ops(series_wh):
+    """A layer's op codes are not stored in the rollups (warehouse.measures: layer/op-code): the drill-down
+    computes them from the ops of the window's runs, and names op codes that run in that layer."""
+    res = json.loads(series_wh("regressions", "--label", "block_in_replayed_trace", "--format", "json").stdout)
+    layers = [f for f in res["regressions"] if f["by"] == "layer" and f["section"] == "trace"]
+    assert layers and all(f["contributors"] for f in layers)
+    f = layers[0]
+    assert f["contributors"][0]["delta_us"] > 0
+    layer = f["key"].replace("'", "''")
+    r = series_wh("sql", "SELECT DISTINCT op_code FROM op_history WHERE run_id = "
+                  f"{int(f['run_id'])} AND section = 'trace' AND hist_layer = '{layer}'", "--format", "json")
+    have = {row["op_code"] for row in json.loads(r.stdout)}
+    assert {c["op_code"] for c in f["contributors"]} <= have
+
+
 def test_key_filters_and_metric_choice(series_wh):
     r = series_wh("regressions", "--label", "op2op_of_a_block", "--block", "stage2.block0", "--metric", "op2op")
     assert r.exit_code == 3 and "stage2.block0" in r.output and "kernel" not in r.output.split("\n", 1)[1]

@@ -13,6 +13,7 @@ without touching this module (a new metric needs a migration for its column).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from sqlalchemy import Connection, text
 
@@ -98,10 +99,33 @@ JOIN iters i ON i.section = p.section
 GROUP BY p.section, p.key, p.device, i.n"""
 
 
-def build_sql() -> str:
-    """The SELECT of a run's rollup rows, keys as text (parameters ``run`` and ``freq``)."""
-    parts = [_per_grouping(g, d) for g in GROUPINGS for d in (False, True)]
+def build_sql(groupings: list[Grouping] | None = None) -> str:
+    """The SELECT of a run's rollup rows, keys as text (parameters ``run`` and ``freq``): of the stored
+    groupings, or of ``groupings``."""
+    chosen = [g for g in GROUPINGS if g.stored] if groupings is None else groupings
+    parts = [_per_grouping(g, d) for g in chosen for d in (False, True)]
     return f"WITH {_SCOPED}\n" + "\nUNION ALL".join(parts)
+
+
+def computed_rows(conn: Connection, run_ids: list[int], section: str, grouping: Grouping
+                  ) -> list[tuple[Any, ...]]:
+    """The rows of a grouping that is not stored, computed from the ops of ``run_ids``, as the view ``rollup``
+    gives stored ones: ``(run_id, key, device, iterations, ops, <metric>, <metric spread> ...)`` in its units,
+    for one section."""
+    sql = build_sql([grouping])
+    out = []
+    for run_id, freq in conn.execute(text(
+            f"SELECT id, freq_mhz FROM run WHERE id IN ({', '.join(str(int(r)) for r in run_ids)})")).all():
+        for row in conn.execute(text(sql), {"run": run_id, "freq": float(freq)}):
+            # (run, section, grouping, key, device, iterations, ops, stored metric values ...)
+            if row[1] != section:
+                continue
+            values = []
+            for i, m in enumerate(METRICS):
+                for v in (row[7 + 2 * i], row[8 + 2 * i]):
+                    values.append(None if v is None else float(v) / m.scale)
+            out.append((run_id, row[3], row[4], row[5], row[6], *values))
+    return out
 
 
 _SQL = build_sql()

@@ -11,7 +11,7 @@ from sqlalchemy import Connection, select, text
 
 from warehouse import schema as t
 from warehouse.errors import NotFound, UsageError
-from warehouse.measures import METRICS, grouping_keys
+from warehouse.measures import GROUPINGS, METRICS, grouping_keys
 from warehouse.runs import order_key
 from warehouse.contract import EAGER, TRACE
 
@@ -164,7 +164,16 @@ def fetch(conn: Connection, run_ids: list[int], section: str, grouping: str, *, 
         where += f" AND key IN ({', '.join(':' + n for n in names)})"
     sql = (f"SELECT run_id, key, device, iterations, ops, {cols} FROM rollup WHERE section = :s AND grouping = :g "
            f"AND run_id IN ({', '.join(str(int(r)) for r in run_ids)}){where}")
-    for r in conn.execute(text(sql), params):
+    g = next(g for g in GROUPINGS if g.key == grouping)
+    if g.stored:
+        rows: Iterable[Any] = conn.execute(text(sql), params)
+    else:  # computed from the runs' ops (warehouse.measures says why it is not stored)
+        from warehouse.rollups import computed_rows
+
+        wanted = None if keys is None else set(keys)
+        rows = [r for r in computed_rows(conn, run_ids, section, g)
+                if (devices or r[2] == ALL_DEVICES) and (wanted is None or r[1] in wanted)]
+    for r in rows:
         vals, spreads = {}, {}
         for i, m in enumerate(METRICS):
             v, sp = r[5 + 2 * i], r[6 + 2 * i]
