@@ -142,7 +142,7 @@ def backfill_v8(conn: Connection) -> None:
     :func:`warehouse.derived.backfill`)."""
     for (run_id,) in conn.execute(text("SELECT id FROM run ORDER BY id")).all():
         attribute_run_v8(conn, run_id)
-        summarize(conn, run_id)
+        summarize(conn, run_id, as_text=True)
 
 
 def perf_backfill(conn: Connection) -> None:

@@ -94,3 +94,26 @@ def test_a_damaged_chunk_is_named_by_check_and_export(tmp_path):
     r = CliRunner().invoke(cli, ["--db", db, "export", "1", "-o", str(tmp_path / "x.csv")])
     assert r.exit_code == 1 and r.output.startswith("Error: run 1: the stored cells of the chunk starting at row 513")
     assert len(r.output.strip().splitlines()) == 1 and "Traceback" not in r.output
+
+
+def test_static_tuples_leave_out_their_trailing_empty_cells(wh, db_url, tmp_path):
+    """A signpost row's static tuple is its name and then empty cells: stored without them (compact JSON), read
+    back whole by export (byte for byte) and csv_cell (every cell, empty ones as '')."""
+    from warehouse.api import Warehouse
+    from warehouse.ingest import tuple_json
+
+    assert tuple_json(["m:a", "signpost", "", "x", "", ""]) == '["m:a","signpost","","x"]'
+    assert tuple_json(["", ""]) == "[]"
+    src = cases()["dlv3_same"]
+    assert wh("ingest", src).exit_code == 0
+    w = Warehouse(db_url)
+    tuples = [r["cells"] for r in w.query("SELECT cells FROM cell_tuple")]
+    signposts = [c for c in tuples if json.loads(c)[:1] and str(json.loads(c)[0]).startswith(("m:", "c:"))]
+    assert signposts and all(json.loads(c)[-1] != "" for c in tuples if json.loads(c))
+    assert all(len(json.loads(c)) <= 3 for c in signposts)
+    assert wh("export", "1", "-o", tmp_path / "out.csv").exit_code == 0
+    assert (tmp_path / "out.csv").read_bytes() == src.read_bytes()
+    width = len(src.read_text().splitlines()[0].split(","))
+    n = w.query("SELECT COUNT(*) AS n FROM csv_cell WHERE run_id = 1 AND row_no = "
+                "(SELECT MIN(row_no) FROM signpost WHERE run_id = 1)")[0]["n"]
+    assert n == width

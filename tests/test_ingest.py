@@ -40,8 +40,8 @@ def test_ingest_corpus_case(wh, db_url):
     assert [s[:2] for s in secs] == [("eager", "eager"), ("trace", "trace")]
     assert all(s[3] is not None and s[3] > s[2] for s in secs)
     # trace ops inherit block / layer by position, and say so
-    inherited = q(db_url, "SELECT COUNT(*) FROM op o JOIN section s ON s.id = o.section_id "
-                          "WHERE s.name = 'trace' AND o.attribution = 'eager_position'")[0][0]
+    inherited = q(db_url, "SELECT COUNT(*) FROM op_detail WHERE section = 'trace' "
+                          "AND attribution = 'eager_position'")[0][0]
     assert inherited == 387
     pairs = q(db_url, "SELECT e.block, e.layer, t.block, t.layer FROM op_detail e JOIN op_detail t "
                       "ON t.run_id = e.run_id AND t.pos = e.pos AND t.section = 'trace' WHERE e.section = 'eager'")
@@ -54,7 +54,7 @@ def test_ingest_corpus_case(wh, db_url):
 def test_mismatched_trace_does_not_inherit(wh, db_url):
     assert wh("ingest", cases()["oft_mismatch"]).exit_code == 0
     assert q(db_url, "SELECT trace_matches_eager FROM run")[0][0] in (0, False)
-    assert q(db_url, "SELECT COUNT(*) FROM op WHERE attribution = 'eager_position'")[0][0] == 0
+    assert q(db_url, "SELECT COUNT(*) FROM op_detail WHERE attribution = 'eager_position'")[0][0] == 0
     (freq, src) = q(db_url, "SELECT freq_mhz, freq_source FROM run")[0]
     assert freq == 1350.0 and ".logs" in src
 

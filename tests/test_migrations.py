@@ -194,6 +194,39 @@ def test_upgrade_rebuilds_rollups_and_check_guards_them(wh, db_url):
     assert r.exit_code == 1 and "run 2:" in r.output and "rollup rows disagree with the ops" in r.output, r.output
 
 
+def test_rollup_keys_are_found_by_their_digest(wh, db_url, tmp_path):
+    """Revision 0016 gives stored keys their digest; a new night of the same model finds every key by it (no
+    key twice); `warehouse check` names a key whose digest is not its texts'."""
+    from warehouse.dialect import key_digest
+
+    src = cases()["clip_replays3"]
+    assert wh("ingest", src).exit_code == 0
+    engine = make_engine(resolve_url(db_url))
+    with engine.connect() as c:
+        keys = c.execute(text("SELECT id, grouping, key FROM rollup_key ORDER BY id")).all()
+    assert len(keys) > 50
+    downgrade(engine, "0015")
+    with engine.connect() as c:
+        assert "digest" not in {col["name"] for col in inspect(c).get_columns("rollup_key")}
+    engine.dispose()
+    assert wh("db", "upgrade").exit_code == 0
+    engine = make_engine(resolve_url(db_url))
+    with engine.connect() as c:
+        got = c.execute(text("SELECT id, grouping, key, digest FROM rollup_key ORDER BY id")).all()
+    assert [r[:3] for r in got] == keys and all(bytes(r[3]) == key_digest(r[1], r[2]) for r in got)
+    night = tmp_path / src.name
+    night.write_bytes(src.read_bytes() + b"\r\n")  # the same model, another file
+    r = wh("ingest", night)
+    assert r.exit_code == 0, r.output
+    with engine.begin() as c:
+        assert c.execute(text("SELECT COUNT(*) FROM rollup_key")).scalar() == len(keys)
+        assert c.execute(text("SELECT COUNT(DISTINCT run_id) FROM rollup_row")).scalar() == 2
+        c.execute(text("UPDATE rollup_key SET digest = :d WHERE id = :i"), {"d": b"\0" * 8, "i": keys[3][0]})
+    engine.dispose()
+    r = wh("check")
+    assert r.exit_code == 1 and "1 rollup key(s) whose digest is not their texts'" in r.output, r.output
+
+
 def test_report_parts_stored_rebuilt_by_upgrade_and_guarded_by_check(wh, db_url, tmp_path):
     from warehouse.packing import unpack_text
 

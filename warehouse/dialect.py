@@ -45,6 +45,19 @@ JSON_CELL = {  # value of slot k.slot of the JSON arrays rc.cells (volatile) and
                 THEN (SELECT v.value FROM text_value v WHERE v.id = (t.cells::json ->> k.slot)::bigint)
               ELSE t.cells::json ->> k.slot END""",
 }
+def key_digest(grouping: str, key: str) -> bytes:
+    """A rollup key's lookup digest (``rollup_key.digest``): the first 8 bytes of md5 of the grouping, a unit
+    separator and the key, in UTF-8 (what :data:`KEY_DIGEST` computes in SQL on either back end)."""
+    import hashlib
+
+    return hashlib.md5(f"{grouping}\x1f{key}".encode("utf-8", "surrogatepass")).digest()[:8]
+
+
+KEY_DIGEST = {  # key_digest() in SQL, of the columns {g} and {k}: SQLite calls the Python function (registered on
+    # every connection of the warehouse, warehouse.cellstore), PostgreSQL computes the same bytes itself
+    "sqlite": "key_digest({g}, {k})",
+    "postgresql": "substring(decode(md5({g} || chr(31) || {k}), 'hex') from 1 for 8)",
+}
 AS_NUMBER = {  # a text cell as a number when the whole cell is one, else NULL
     "sqlite": """CASE WHEN TRIM(value) GLOB '*[0-9]*' AND TRIM(value) NOT GLOB '*[^0-9.eE+-]*'
             THEN CAST(TRIM(value) AS REAL) END""",

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, text
 
+from warehouse.codes import HIST_HOW, code
+
 SIGNPOST, POSITION, ALIGNED, UNMATCHED = "signpost", "position", "aligned", "unmatched"
 WINDOW = 64  # how far ahead (in either sequence) a resynchronisation is looked for
 CONFIRM = 3  # equal op codes in a row that make a resynchronisation point
@@ -259,18 +261,20 @@ def apply(conn: Connection, run_id: int, fixes: list[tuple[int, Attributed]],
         return
     from warehouse import dialect
     m = dialect.paramstyle_mark(conn)
-    conn.exec_driver_sql(UPDATE_SQL.format(m=m), [(place(a.block, a.layer), a.how, a.iteration, a.iter_pos,
-                                                   run_id, row) for row, a in fixes])
+    conn.exec_driver_sql(UPDATE_SQL.format(m=m), [(place(a.block, a.layer), code(HIST_HOW, a.how), a.iteration,
+                                                   a.iter_pos, run_id, row) for row, a in fixes])
 
 
-def summarize(conn: Connection, run_id: int) -> None:
-    """Record on the run how many ops each attribution gave (``warehouse runs`` shows it)."""
+def summarize(conn: Connection, run_id: int, as_text: bool = False) -> None:
+    """Record on the run how many ops each attribution gave (``warehouse runs`` shows it); ``as_text``: the
+    schema before revision 0015 kept ``hist_how`` as text (the migrations before it call this)."""
     import json
 
     # One aggregate pass with a sum per kind, not a GROUP BY: SQLite would sort a million ops in memory for it
     # (its sorter takes up to the page cache's size, 30 MB of an ingest's peak).
     kinds = [SIGNPOST, POSITION, ALIGNED, UNMATCHED]
-    sums = ", ".join([f"SUM(CASE WHEN hist_how = '{k}' THEN 1 ELSE 0 END)" for k in kinds]
+    stored = {k: f"'{k}'" if as_text else str(HIST_HOW[k]) for k in kinds}
+    sums = ", ".join([f"SUM(CASE WHEN hist_how = {stored[k]} THEN 1 ELSE 0 END)" for k in kinds]
                      + ["SUM(CASE WHEN hist_how IS NULL THEN 1 ELSE 0 END)"])
     row = conn.execute(text(f"SELECT {sums} FROM op WHERE run_id = :r"), {"r": run_id}).one()
     counts = {k: int(n) for k, n in zip([*kinds, "none"], row) if n}

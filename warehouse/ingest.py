@@ -20,6 +20,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from warehouse import dialect
 from warehouse import schema as t
 from warehouse.categories import category, is_compute
+from warehouse.codes import ATTRIBUTION, HIST_HOW, code
 from warehouse.csvfile import LONG_TEXT, FileScan, digest
 from warehouse.db import write_tx
 from warehouse.devicelog import resolve_freq
@@ -122,8 +123,19 @@ def captured_at_problem(file_name: str) -> str | None:
 OP_COLUMNS = (["run_id", "row_no", "section_id", "pos", "place_id", "attribution", "occurrence",
                "marker_row", "op_code_id"] + [c.name for c in TYPED]
               + ["hist_place_id", "hist_how", "iteration", "iter_pos", "perf_shape_id"])
+_SIGNPOST = ATTRIBUTION["signpost"]
 SIGNPOST_COLUMNS = ["run_id", "row_no", "name", "message", "host_ts", "kind"]
 _PLACE, _HIST_PLACE = OP_COLUMNS.index("place_id"), OP_COLUMNS.index("hist_place_id")  # (in an op row's tuple)
+
+
+def tuple_json(cells: list[str | int]) -> str:
+    """A static cell tuple as stored (``cell_tuple.cells``): compact JSON, trailing empty cells left out (readers
+    take a missing cell as empty, as the volatile arrays' readers do): a signpost row's tuple is its name and
+    then a hundred empty cells, and the signposts of a model with thousands of layers are a tuple each."""
+    end = len(cells)
+    while end and cells[end - 1] == "":
+        end -= 1
+    return json.dumps(cells[:end], ensure_ascii=False, separators=(",", ":"))
 
 
 class _Interner:
@@ -224,8 +236,7 @@ class _Interner:
             by_digest = {digest(c): c for c in longs}
             ids = self._resolve(t.text_value, "digest", {d: {"digest": d, "value": c} for d, c in by_digest.items()})
             self.texts.update((c, ids[d]) for d, c in by_digest.items())
-        enc = [json.dumps([self.texts[c] if len(c) > LONG_TEXT else c for c in key], ensure_ascii=False)
-               for key in pending]
+        enc = [tuple_json([self.texts[c] if len(c) > LONG_TEXT else c for c in key]) for key in pending]
         digests = [digest(e) for e in enc]
         ids = self._resolve(t.cell_tuple, "digest", {d: {"digest": d, "cells": e} for d, e in zip(digests, enc)})
         for (tok, _), d in zip(self.pending, digests):
@@ -328,8 +339,9 @@ class _FileIngest:
             hist = own(block, layer, p)
         # (the places are (block, layer) pairs here; _flush gives them their ids, all of a batch's at once)
         self.ops.append((self.run_id, row_no, sec_id, p, (block, layer),
-                         "signpost" if (block or layer) else None, occ, a.marker_row, code_id, *typed,
-                         (hist.block, hist.layer), hist.how, hist.iteration, hist.iter_pos, shape_id))
+                         _SIGNPOST if (block or layer) else None, occ, a.marker_row, code_id, *typed,
+                         (hist.block, hist.layer), code(HIST_HOW, hist.how), hist.iteration, hist.iter_pos,
+                         shape_id))
         self.n_ops += 1
 
     def _flush(self) -> None:
@@ -421,7 +433,7 @@ class _FileIngest:
                                   .where(t.op.c.section_id.in_(self.section_ids[TRACE]),
                                          e.c.section_id.in_(self.section_ids[EAGER]), e.c.pos == t.op.c.pos)
                                   .values(place_id=e.c.place_id, occurrence=e.c.occurrence,
-                                          attribution="eager_position"))
+                                          attribution=ATTRIBUTION["eager_position"]))
         history.apply(self.conn, self.run_id, self.history.finish(), self.intern.place)
         return same
 

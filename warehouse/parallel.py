@@ -243,7 +243,7 @@ def _merge(conn: Connection) -> tuple[int, bool]:
         cols = _cols(table)
         ex(f"INSERT OR IGNORE INTO main.{table} ({', '.join(cols)}) SELECT {', '.join(cols)} FROM src.{table}")
     mapping("m_code", "op_code", "m.name = s.name")
-    mapping("m_rkey", "rollup_key", "m.grouping = s.grouping AND m.key = s.key")
+    mapping("m_rkey", "rollup_key", "m.digest = s.digest")
     mapping("m_shape", "perf_shape", "m.digest = s.digest")
     mapping("m_place", "place", "m.digest = s.digest")
     tensor_cols = _cols("perf_tensor", ("perf_shape_id",))

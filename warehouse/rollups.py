@@ -148,29 +148,40 @@ def build_rollups(conn: Connection, run_id: int, freq_mhz: float, key_conn: Conn
                       + ", ".join(f"{c} {ty}" for c, ty in zip(_NEW_COLUMNS, _NEW_TYPES)) + ")"))
     conn.execute(text(f"INSERT INTO {_NEW} ({', '.join(_NEW_COLUMNS)})\n{_SQL}"),
                  {"run": run_id, "freq": float(freq_mhz)})
+    key_sql = dialect.KEY_DIGEST[dialect.name(conn)]
+    digest = key_sql.format(g="n.grouping", k="n.key")
     # (in key order: two ingests that meet the same new keys never deadlock)
     missing = (f"SELECT DISTINCT n.grouping, n.key FROM {_NEW} n WHERE NOT EXISTS "
-               "(SELECT 1 FROM rollup_key k WHERE k.grouping = n.grouping AND k.key = n.key) ORDER BY 1, 2")
+               f"(SELECT 1 FROM rollup_key k WHERE k.digest = {digest}) ORDER BY 1, 2")
     if key_conn is None or key_conn is conn:
-        conn.execute(text(f"INSERT INTO rollup_key (grouping, key) {missing}"))
+        conn.execute(text(f"INSERT INTO rollup_key (grouping, key, digest) SELECT m.grouping, m.key, "
+                          f"{key_sql.format(g='m.grouping', k='m.key')} FROM ({missing}) m"))
     else:  # streamed from this connection's temporary table to the one that commits them (memory stays flat)
         # (options on the statement: Connection.execution_options would change the connection for good)
         result = conn.execute(text(missing).execution_options(stream_results=True, yield_per=5000))
         for part in result.partitions(5000):
-            key_conn.execute(dialect.insert_ignore(key_conn, t.rollup_key), [{"grouping": g, "key": k}
-                                                                               for g, k in part])
+            key_conn.execute(dialect.insert_ignore(key_conn, t.rollup_key), [
+                {"grouping": g, "key": k, "digest": dialect.key_digest(g, k)} for g, k in part])
     values = ", ".join(f"n.{c}" for c in ["iterations", "ops", *_stored_columns()])
+    # (the texts compared too: two keys of one digest would share rows silently; `check` would see them missing)
     conn.execute(text(
         f"INSERT INTO rollup_row (run_id, section, key_id, device, iterations, ops, {', '.join(_stored_columns())})"
         f"\nSELECT n.run_id, n.section, k.id, n.device, {values}\n"
-        f"FROM {_NEW} n JOIN rollup_key k ON k.grouping = n.grouping AND k.key = n.key"))
+        f"FROM {_NEW} n JOIN rollup_key k ON k.digest = {digest} AND k.grouping = n.grouping AND k.key = n.key"))
     conn.execute(text(f"DROP TABLE {_NEW}"))
 
 
 def check_rollups(conn: Connection, step: Callable[[], None] | None = None) -> list[str]:
     """Problems: runs whose stored rollups differ from rollups computed again from their ops (``step`` is called
     after each run)."""
+    from warehouse.dialect import key_digest
+
     problems = []
+    wrong = [(g, k) for g, k, d in conn.execute(text("SELECT grouping, key, digest FROM rollup_key"))
+             if bytes(d) != key_digest(g, k)]
+    if wrong:  # (ingest would not find such a key again: a new night's rows would get a key of their own)
+        problems.append(f"{len(wrong)} rollup key(s) whose digest is not their texts' (first: {wrong[0][0]} "
+                        f"{wrong[0][1]!r})")
     values = ["iterations", "ops", *_stored_columns()]
     stored_values = ", ".join(f"r.{c}" for c in values)
     for run_id, freq in conn.execute(text("SELECT id, freq_mhz FROM run ORDER BY id")).all():

@@ -10,7 +10,9 @@ kernel sources, shapes, memory configs: the same for every call of a program) ar
 from __future__ import annotations
 
 from sqlalchemy import (BigInteger, Boolean, Column, DateTime, Double, ForeignKey, Index, Integer, LargeBinary,
-                        MetaData, String, Table, Text, UniqueConstraint)
+                        MetaData, SmallInteger, String, Table, Text, UniqueConstraint)
+
+from warehouse.codes import ATTRIBUTION, HIST_HOW, comment
 
 # Stable constraint names on every back end, so that migrations can name what they alter.
 metadata = MetaData(naming_convention={
@@ -218,7 +220,8 @@ op = Table(
     Column("pos", Integer, nullable=True, comment="index among the run's ops of the same section name"),
     Column("place_id", Id, ForeignKey("place.id"), nullable=True,
            comment="the report's block and layer (NULL: neither); the views give them as text"),
-    Column("attribution", String(16), nullable=True, comment="signpost | eager_position"),
+    Column("attribution", SmallInteger, nullable=True,
+           comment=f"the report's: {comment(ATTRIBUTION)} (warehouse.codes; op_detail gives the text)"),
     Column("occurrence", Integer, nullable=True,
            comment="index among the run's ops of the same section, block, layer, op code"),
     Column("marker_row", Integer, nullable=True, comment="row_no of the last marker signpost before"),
@@ -237,8 +240,8 @@ op = Table(
     Column("replay_session", Text, nullable=True, comment="METAL TRACE REPLAY SESSION ID, stripped"),
     Column("hist_place_id", Id, ForeignKey("place.id"), nullable=True,
            comment="history attribution: the block and layer (see hist_how; NULL: neither)"),
-    Column("hist_how", String(16), nullable=True,
-           comment="how history attributed it: signpost | position | aligned | unmatched (NULL: no signpost)"),
+    Column("hist_how", SmallInteger, nullable=True,
+           comment=f"how history attributed it: {comment(HIST_HOW)} (NULL: no signpost; op_history gives the text)"),
     Column("iteration", Integer, nullable=True, comment="trace: the replay (0, 1, ...) the op belongs to"),
     Column("iter_pos", Integer, nullable=True, comment="trace: the op's position within its replay"),
     Column("perf_shape_id", Id, ForeignKey("perf_shape.id"), nullable=True,
@@ -272,7 +275,9 @@ rollup_key = Table(
     Column("id", Id, primary_key=True, autoincrement=True),
     Column("grouping", String(32), nullable=False, comment="section | block | layer | op-code | category ..."),
     Column("key", Text, nullable=False),
-    UniqueConstraint("grouping", "key"),
+    # (the lookup of a key: a unique index on the two texts held them a second time, half the table's bytes)
+    Column("digest", LargeBinary(8), nullable=False, unique=True,
+           comment="the first 8 bytes of md5(grouping, x'1f', key): what ingest looks a key up by"),
 )
 
 

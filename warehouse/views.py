@@ -17,6 +17,7 @@ import hashlib
 from sqlalchemy import Connection, inspect, text
 
 from warehouse import dialect
+from warehouse.codes import ATTRIBUTION, HIST_HOW, text_sql
 from warehouse.columns import typed_text_sql
 from warehouse.contract import FEW_CORES, SQL_NOT_POST, SQL_SECTIONS
 from warehouse.dialect import AS_NUMBER, CHUNK_ROWS, IN_FILE_ORDER, JSON_CELL
@@ -124,7 +125,8 @@ VIEWS: list[tuple[str, str, str | dict[str, str]]] = [
                   "section's first op)", """
 CREATE VIEW op_detail AS
 SELECT o.id AS op_id, o.run_id, o.row_no, s.name AS section, s.kind AS section_kind, o.pos,
-       COALESCE(pl.block, '') AS block, COALESCE(pl.layer, '') AS layer, o.attribution, o.occurrence, o.marker_row,
+       COALESCE(pl.block, '') AS block, COALESCE(pl.layer, '') AS layer, __ATTRIBUTION__ AS attribution,
+       o.occurrence, o.marker_row,
        o.op_code_id, c.name AS op_code, c.category, CASE WHEN c.is_compute THEN 1 ELSE 0 END AS is_compute,
        ps.op_type, o.device_id, o.global_call_count,
        COALESCE(o.kernel_ns, 0) / 1000.0 AS kernel_us, COALESCE(o.fw_ns, 0) / 1000.0 AS fw_us,
@@ -210,7 +212,7 @@ FROM run r"""),
 CREATE VIEW op_history AS
 SELECT o.id AS op_id, o.run_id, o.row_no, s.name AS section, o.pos, o.iteration, o.iter_pos,
        COALESCE(pl.block, '') AS block, COALESCE(pl.layer, '') AS layer, COALESCE(hp.block, '') AS hist_block,
-       COALESCE(hp.layer, '') AS hist_layer, o.hist_how, c.name AS op_code, o.device_id,
+       COALESCE(hp.layer, '') AS hist_layer, __HIST_HOW__ AS hist_how, c.name AS op_code, o.device_id,
        COALESCE(o.kernel_ns, 0) / 1000.0 AS kernel_us
 FROM op o JOIN op_code c ON c.id = o.op_code_id LEFT JOIN section s ON s.id = o.section_id
      LEFT JOIN place pl ON pl.id = o.place_id LEFT JOIN place hp ON hp.id = o.hist_place_id"""),
@@ -246,11 +248,13 @@ FROM op_detail d JOIN run_info i ON i.run_id = d.run_id"""),
 
 def _contract(sql: str | dict[str, str]) -> str | dict[str, str]:
     """The oracle's vocabulary (warehouse.contract) put into a view's SQL: ``__SECTIONS__`` (its two sections),
-    ``__FEW_CORES__`` (the core count it counts ops below), ``__NOT_POST__`` (a layer that is no ``|post`` glue)."""
+    ``__FEW_CORES__`` (the core count it counts ops below), ``__NOT_POST__`` (a layer that is no ``|post`` glue);
+    and the texts of the op table's codes (warehouse.codes): ``__ATTRIBUTION__``, ``__HIST_HOW__``."""
     if isinstance(sql, dict):
         return {k: str(_contract(v)) for k, v in sql.items()}
     return (sql.replace("__SECTIONS__", SQL_SECTIONS).replace("__FEW_CORES__", str(FEW_CORES))
-            .replace("__NOT_POST__", SQL_NOT_POST))
+            .replace("__NOT_POST__", SQL_NOT_POST).replace("__ATTRIBUTION__", text_sql("o.attribution", ATTRIBUTION))
+            .replace("__HIST_HOW__", text_sql("o.hist_how", HIST_HOW)))
 
 
 VIEWS = [(name, doc, _contract(sql)) for name, doc, sql in VIEWS]
