@@ -166,3 +166,62 @@ def test_replays_are_iterations(wh, db_url):
     assert p.iterations == 3 and p.ops == 660 and e.ops == 660
     assert p.spreads["kernel"] is not None and p.spreads["kernel"] > 0
     assert how == {"position": 1980}
+
+
+def _replay_without_a_layer(tmp_path: Path) -> Path:
+    """clip_replays3 whose last replay lacks the ops of its first layer (they are aligned around: that layer
+    has two iterations of three)."""
+    import csv as csvmod
+
+    src = cases()["clip_replays3"]
+    with open(src, newline="") as f:
+        rows = list(csvmod.reader(f))
+    h = rows[0]
+    oc, rs = h.index("OP CODE"), h.index("METAL TRACE REPLAY SESSION ID")
+    eager_ops, layer_pos, layer = 0, [], None
+    for r in rows[1:]:
+        name = r[oc]
+        if name == "trace":
+            break
+        if name.startswith("c:"):
+            layer = name if layer is None else "done"
+            continue
+        if name.startswith(("m:", "eager")) or not r[rs] == "" or name.endswith("_end"):
+            continue
+        if layer not in (None, "done"):
+            layer_pos.append(eager_ops)
+        eager_ops += 1
+    last = [i for i, r in enumerate(rows) if len(r) > rs and r[rs] == "3"]
+    drop = {last[k] for k in layer_pos}
+    assert 0 < len(drop) < 20
+    out = tmp_path / "ops_perf_results_2026_12_01_02_00_00.csv"
+    with open(out, "w", newline="") as f:
+        csvmod.writer(f, lineterminator="\r\n" if b"\r\n" in src.read_bytes()[:5000] else "\n").writerows(
+            r for i, r in enumerate(rows) if i not in drop)
+    return out
+
+
+@pytest.mark.parametrize("case", ["clip_replays3", "oft_mismatch", "dlv3_same", "replay_without_a_layer"])
+def test_a_layer_drill_down_of_some_layers_equals_the_whole_ones(wh, db_url, case, tmp_path):
+    """The layer / op code rows computed for a few layers (what regressions asks) are those of the whole run's
+    computation for these layers, per iteration of every iteration of the section (not only of theirs)."""
+    from warehouse.db import open_db
+    from warehouse.measures import GROUPINGS
+    from warehouse.rollups import computed_rows
+
+    src = _replay_without_a_layer(tmp_path) if case == "replay_without_a_layer" else cases()[case]
+    assert wh("ingest", src).exit_code == 0
+    g = next(g for g in GROUPINGS if g.key == "layer/op-code")
+    with open_db(db_url).connect() as c:
+        sections = [s for (s,) in c.exec_driver_sql("SELECT DISTINCT section FROM rollup_row")]
+        compared = 0
+        for sec in sections:
+            whole = computed_rows(c, [1], sec, g)
+            layers = sorted({r[1].rsplit(" / ", 1)[0] for r in whole})
+            # every third layer, and each layer alone (a layer that misses an iteration, as unmatched ops do,
+            # still divides by all of them)
+            for some in [set(layers[::3]) | {"[? glue]"}, *({layer} for layer in layers)]:
+                part = computed_rows(c, [1], sec, g, some)
+                assert sorted(part) == sorted(r for r in whole if r[1].rsplit(" / ", 1)[0] in some), (sec, some)
+                compared += len(part)
+        assert compared > 10

@@ -147,9 +147,10 @@ def _check(conn: Connection, cand: int, hist: list[int], section: str, dim: str,
 
 
 def _contributors(conn: Connection, f: Finding, cand: int, hist: list[int], section: str,
-                  cache: dict[tuple, Any] | None = None) -> list[dict[str, Any]]:
+                  cache: dict[tuple, Any] | None = None, layers: set[str] | None = None) -> list[dict[str, Any]]:
     """The op codes inside a regressed block or layer that moved most, on the same metric and device (the
-    drill-down rows are read once per section and grouping, whatever the number of findings)."""
+    drill-down rows are read once per section and grouping, whatever the number of findings; ``layers``: every
+    layer of the section that will be asked about, when the drill-down is computed from the ops)."""
     sub = DRILL_DOWN.get(f.by)
     if sub is None:
         return []
@@ -159,7 +160,8 @@ def _contributors(conn: Connection, f: Finding, cand: int, hist: list[int], sect
     if cache is not None and ck in cache:
         points = cache[ck]
     else:
-        points = by_run(fetch(conn, [cand, *hist], section, sub, devices=dev != ALL_DEVICES))
+        points = by_run(fetch(conn, [cand, *hist], section, sub, devices=dev != ALL_DEVICES,
+                              layers=layers if f.by == "layer" and layers else {f.key}))
         if cache is not None:
             cache[ck] = points
     moved: list[dict[str, Any]] = []
@@ -363,11 +365,13 @@ def _judge(conn: Connection, cand: int, hist: list[int], sections: list[str], by
              for sec in sections}
     moved = {(f.section, f.by, f.key, f.device, f.metric, f.kind) for fs in found.values() for f in fs}
     for sec in sections:
+        # (the layers a drill-down will be computed for, all at once: warehouse.measures, layer/op-code)
+        layers = {f.key for f in found[sec] if f.kind == "regression" and f.by == "layer"}
         for f in found[sec]:
             if not _corroborated(f, moved, judged, threshold, min_us):
                 continue
             if f.kind == "regression":
-                f.contributors = _contributors(conn, f, cand, hist, sec, cache)
+                f.contributors = _contributors(conn, f, cand, hist, sec, cache, layers)
             findings.append(f)
     return findings
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from warehouse.measures import GROUPINGS, METRICS, Grouping
+from warehouse.measures import GROUPINGS, LAYER_KEY, METRICS, Grouping
 
 # The ops of one run with their scopes: the eager / trace section, each custom section around it, the whole run.
 _SCOPED = """
@@ -61,6 +61,21 @@ f AS MATERIALIZED (
   FROM f0 WHERE custom = 0 GROUP BY device, block, layer, op_code, category),
 iters AS (SELECT section, COUNT(DISTINCT iteration) AS n FROM f GROUP BY section),
 devices AS (SELECT COUNT(DISTINCT device) AS n FROM f WHERE device IS NOT NULL)"""
+
+
+_ITERS = """iters AS (SELECT section, COUNT(DISTINCT iteration) AS n FROM f GROUP BY section),
+devices AS (SELECT COUNT(DISTINCT device) AS n FROM f WHERE device IS NOT NULL)"""
+# (the same counts from all the run's ops: f's sections are the oracle's with their iterations, the custom ones
+# and the whole run with one each)
+_ALL_ITERS = """all_ops AS (
+  SELECT o.device_id AS device, COALESCE(o.iteration, 0) AS iteration, s.name AS sec
+  FROM op o LEFT JOIN section s ON s.id = o.section_id WHERE o.run_id = :run),
+iters AS (
+  SELECT sec AS section, COUNT(DISTINCT iteration) AS n FROM all_ops WHERE sec IS NOT NULL GROUP BY sec
+  UNION ALL SELECT DISTINCT s.name, 1 FROM section s WHERE s.run_id = :run AND s.kind = 'custom'
+  UNION ALL SELECT '', 1),
+devices AS (SELECT COUNT(DISTINCT device) AS n FROM all_ops WHERE device IS NOT NULL)"""
+assert _ITERS in _SCOPED
 
 
 def _stored_columns() -> list[str]:
@@ -107,16 +122,32 @@ def build_sql(groupings: list[Grouping] | None = None) -> str:
     return f"WITH {_SCOPED}\n" + "\nUNION ALL".join(parts)
 
 
-def computed_rows(conn: Connection, run_ids: list[int], section: str, grouping: Grouping
-                  ) -> list[tuple[Any, ...]]:
+def computed_rows(conn: Connection, run_ids: list[int], section: str, grouping: Grouping,
+                  layers: set[str] | None = None) -> list[tuple[Any, ...]]:
     """The rows of a grouping that is not stored, computed from the ops of ``run_ids``, as the view ``rollup``
     gives stored ones: ``(run_id, key, device, iterations, ops, <metric>, <metric spread> ...)`` in its units,
-    for one section."""
+    for one section; ``layers``: only the ops of these layers (keys of the grouping ``layer``), all of a
+    drill-down needs (the rest of a run's ops are not grouped at all)."""
     sql = build_sql([grouping])
+    params: dict[str, Any] = {}
+    if layers is not None:
+        if not layers:
+            return []
+        names = [f"l{i}" for i in range(len(layers))]
+        params = dict(zip(names, sorted(layers)))
+        within = ", ".join(":" + n for n in names)
+        # (the ops' layer key as the grouping ``layer`` computes it; an op without a place is '[? glue]')
+        sql = sql.replace("WHERE o.run_id = :run)", f"""WHERE o.run_id = :run AND (o.hist_place_id IN (
+    SELECT p.id FROM (SELECT id, block, layer FROM place) p WHERE {LAYER_KEY} IN ({within}))
+    OR (o.hist_place_id IS NULL AND '[? glue]' IN ({within}))))""", 1)
+        # the iterations and devices of the whole run, not of the chosen ops: a figure per iteration divides by
+        # every iteration of its section, as the stored rows do
+        assert _ITERS in sql
+        sql = sql.replace(_ITERS, _ALL_ITERS, 1)
     out = []
     for run_id, freq in conn.execute(text(
             f"SELECT id, freq_mhz FROM run WHERE id IN ({', '.join(str(int(r)) for r in run_ids)})")).all():
-        for row in conn.execute(text(sql), {"run": run_id, "freq": float(freq)}):
+        for row in conn.execute(text(sql), {"run": run_id, "freq": float(freq), **params}):
             # (run, section, grouping, key, device, iterations, ops, stored metric values ...)
             if row[1] != section:
                 continue

@@ -144,9 +144,10 @@ def resolve_sections(conn: Connection, section: str | None, run_ids: list[int]) 
 
 
 def fetch(conn: Connection, run_ids: list[int], section: str, grouping: str, *, devices: bool = False,
-          keys: Iterable[str] | None = None) -> dict[tuple[int, str, int], Point]:
+          keys: Iterable[str] | None = None, layers: set[str] | None = None) -> dict[tuple[int, str, int], Point]:
     """``{(run, key, device): Point}`` from the rollups; ``devices`` adds the per-device rows (device -1 is all
-    devices together); ``keys`` restricts to these keys."""
+    devices together); ``keys`` restricts to these keys; ``layers``, for a grouping that is not stored (computed
+    from the ops), to the ops of these layers."""
     if grouping not in grouping_keys():
         raise UsageError(f"{grouping!r}: expected one of {', '.join(grouping_keys())}", param="by")
     out: dict[tuple[int, str, int], Point] = {}
@@ -171,7 +172,7 @@ def fetch(conn: Connection, run_ids: list[int], section: str, grouping: str, *, 
         from warehouse.rollups import computed_rows
 
         wanted = None if keys is None else set(keys)
-        rows = [r for r in computed_rows(conn, run_ids, section, g)
+        rows = [r for r in computed_rows(conn, run_ids, section, g, layers)
                 if (devices or r[2] == ALL_DEVICES) and (wanted is None or r[1] in wanted)]
     for r in rows:
         vals, spreads = {}, {}
