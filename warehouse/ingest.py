@@ -123,7 +123,7 @@ def captured_at_problem(file_name: str) -> str | None:
 OP_COLUMNS = (["run_id", "row_no", "section_id", "pos", "place_id", "attribution", "occurrence",
                "marker_row", "op_code_id"] + [c.name for c in TYPED]
               + ["hist_place_id", "hist_how", "iteration", "iter_pos", "perf_shape_id"])
-_SIGNPOST = ATTRIBUTION["signpost"]
+_BY_SIGNPOSTS = ATTRIBUTION["signpost"]  # (the report attributed an op by its own signposts)
 SIGNPOST_COLUMNS = ["run_id", "row_no", "name", "message", "host_ts", "kind"]
 _PLACE, _HIST_PLACE = OP_COLUMNS.index("place_id"), OP_COLUMNS.index("hist_place_id")  # (in an op row's tuple)
 
@@ -339,7 +339,7 @@ class _FileIngest:
             hist = own(block, layer, p)
         # (the places are (block, layer) pairs here; _flush gives them their ids, all of a batch's at once)
         self.ops.append((self.run_id, row_no, sec_id, p, (block, layer),
-                         _SIGNPOST if (block or layer) else None, occ, a.marker_row, code_id, *typed,
+                         _BY_SIGNPOSTS if (block or layer) else None, occ, a.marker_row, code_id, *typed,
                          (hist.block, hist.layer), code(HIST_HOW, hist.how), hist.iteration, hist.iter_pos,
                          shape_id))
         self.n_ops += 1

@@ -137,6 +137,7 @@ def computed_rows(conn: Connection, run_ids: list[int], section: str, grouping: 
         params = dict(zip(names, sorted(layers)))
         within = ", ".join(":" + n for n in names)
         # (the ops' layer key as the grouping ``layer`` computes it; an op without a place is '[? glue]')
+        assert "WHERE o.run_id = :run)" in sql  # (the ops' filter goes where the run's ops are chosen)
         sql = sql.replace("WHERE o.run_id = :run)", f"""WHERE o.run_id = :run AND (o.hist_place_id IN (
     SELECT p.id FROM (SELECT id, block, layer FROM place) p WHERE {LAYER_KEY} IN ({within}))
     OR (o.hist_place_id IS NULL AND '[? glue]' IN ({within}))))""", 1)
