@@ -161,7 +161,7 @@ def _contributors(conn: Connection, f: Finding, cand: int, hist: list[int], sect
         points = cache[ck]
     else:
         points = by_run(fetch(conn, [cand, *hist], section, sub, devices=dev != ALL_DEVICES,
-                              layers=layers if f.by == "layer" and layers else {f.key}))
+                              layers=(layers or {f.key}) if f.by == "layer" else None))
         if cache is not None:
             cache[ck] = points
     moved: list[dict[str, Any]] = []

@@ -59,10 +59,8 @@ f AS MATERIALIZED (
   SELECT '', 0, device, block, layer, op_code, category, SUM(ops), SUM(kernel_ns), SUM(op2op_ns), SUM(fw_ns),
          MIN(first_cycle), MAX(last_cycle), :freq
   FROM f0 WHERE custom = 0 GROUP BY device, block, layer, op_code, category),
-iters AS (SELECT section, COUNT(DISTINCT iteration) AS n FROM f GROUP BY section),
-devices AS (SELECT COUNT(DISTINCT device) AS n FROM f WHERE device IS NOT NULL)"""
-
-
+__ITERS__"""
+# The iterations of each section and the run's devices, that figures per iteration and per-device rows need.
 _ITERS = """iters AS (SELECT section, COUNT(DISTINCT iteration) AS n FROM f GROUP BY section),
 devices AS (SELECT COUNT(DISTINCT device) AS n FROM f WHERE device IS NOT NULL)"""
 # (the same counts from all the run's ops: f's sections are the oracle's with their iterations, the custom ones
@@ -75,7 +73,6 @@ iters AS (
   UNION ALL SELECT DISTINCT s.name, 1 FROM section s WHERE s.run_id = :run AND s.kind = 'custom'
   UNION ALL SELECT '', 1),
 devices AS (SELECT COUNT(DISTINCT device) AS n FROM all_ops WHERE device IS NOT NULL)"""
-assert _ITERS in _SCOPED
 
 
 def _stored_columns() -> list[str]:
@@ -114,12 +111,12 @@ JOIN iters i ON i.section = p.section
 GROUP BY p.section, p.key, p.device, i.n"""
 
 
-def build_sql(groupings: list[Grouping] | None = None) -> str:
+def build_sql(groupings: list[Grouping] | None = None, iters: str = _ITERS) -> str:
     """The SELECT of a run's rollup rows, keys as text (parameters ``run`` and ``freq``): of the stored
-    groupings, or of ``groupings``."""
+    groupings, or of ``groupings``; ``iters``: how the sections' iterations and the devices are counted."""
     chosen = [g for g in GROUPINGS if g.stored] if groupings is None else groupings
     parts = [_per_grouping(g, d) for g in chosen for d in (False, True)]
-    return f"WITH {_SCOPED}\n" + "\nUNION ALL".join(parts)
+    return f"WITH {_SCOPED.replace('__ITERS__', iters)}\n" + "\nUNION ALL".join(parts)
 
 
 def computed_rows(conn: Connection, run_ids: list[int], section: str, grouping: Grouping,
@@ -128,7 +125,9 @@ def computed_rows(conn: Connection, run_ids: list[int], section: str, grouping: 
     gives stored ones: ``(run_id, key, device, iterations, ops, <metric>, <metric spread> ...)`` in its units,
     for one section; ``layers``: only the ops of these layers (keys of the grouping ``layer``), all of a
     drill-down needs (the rest of a run's ops are not grouped at all)."""
-    sql = build_sql([grouping])
+    # (with ``layers``, the iterations and devices of the whole run, not of the chosen ops: a figure per
+    # iteration divides by every iteration of its section, as the stored rows do)
+    sql = build_sql([grouping], _ITERS if layers is None else _ALL_ITERS)
     params: dict[str, Any] = {}
     if layers is not None:
         if not layers:
@@ -141,10 +140,6 @@ def computed_rows(conn: Connection, run_ids: list[int], section: str, grouping: 
         sql = sql.replace("WHERE o.run_id = :run)", f"""WHERE o.run_id = :run AND (o.hist_place_id IN (
     SELECT p.id FROM (SELECT id, block, layer FROM place) p WHERE {LAYER_KEY} IN ({within}))
     OR (o.hist_place_id IS NULL AND '[? glue]' IN ({within}))))""", 1)
-        # the iterations and devices of the whole run, not of the chosen ops: a figure per iteration divides by
-        # every iteration of its section, as the stored rows do
-        assert _ITERS in sql
-        sql = sql.replace(_ITERS, _ALL_ITERS, 1)
     out = []
     for run_id, freq in conn.execute(text(
             f"SELECT id, freq_mhz FROM run WHERE id IN ({', '.join(str(int(r)) for r in run_ids)})")).all():
