@@ -32,9 +32,10 @@ from sqlalchemy import Connection, Engine
 from warehouse.contract import SECTIONS  # the oracle's sections, which run the same ops
 from warehouse.changepoints import MIN_AFTER, MIN_BEFORE, analyse, prepare
 from warehouse.errors import NotFound, UsageError
+from warehouse.measures import METRIC
 from warehouse.series import RunMeta, run_meta, section_names, select_runs, sql_list
 
-METRICS = ("kernel", "fw", "op2op", "span")
+METRICS = ("kernel", "fw", "op2op", "span")  # the stored ones, read by default; any of METRIC when asked
 _COLUMNS = {"kernel": "kernel_us", "fw": "fw_us", "op2op": "op2op_us", "span": "span_us"}
 _GROUPINGS = ("section", "block", "op-code", "block/op-code")
 TOP_CONTRIBUTORS = 5
@@ -72,6 +73,7 @@ class Change:
     # dashboard draws with the step marked; contributors and outliers have none
     series: list[float | None] | None = None
     series_of: str | None = None  # which series that is: its section and metric ("trace kernel")
+    unit: str = "us"  # of before, after and delta_us: the metric's (us for times; %, ops for computed ones)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -125,12 +127,15 @@ class _Detection:
         return self.after - self.before
 
 
-def _fetch(conn: Connection, runs: list[int]) -> dict[tuple[str, str, str, int], dict[str, np.ndarray]]:
+def _fetch(conn: Connection, runs: list[int], computed: tuple[str, ...] = ()
+           ) -> dict[tuple[str, str, str, int], dict[str, np.ndarray]]:
     """Every needed rollup row of ``runs`` as arrays over the nights: (section, grouping, key, device) ->
     metric -> values (and ``<metric>_spread``, ``iterations``). Only the sections the detector reads (the named
     ones; the whole run for captures without sections), so the reads follow the primary key. The (block, op
     code) pairs, the most rows by far, serve the run-wide level only: their values, not their spreads, one text
-    row per run and section (a year is 150,000 pairs: building a tuple for each cost more than the rest)."""
+    row per run and section (a year is 150,000 pairs: building a tuple for each cost more than the rest).
+    ``computed``: metrics that are not stored, computed from each run's ops for the section totals, blocks and
+    op codes (:func:`warehouse.rollups.run_rows`)."""
     from warehouse.dialect import text_list_agg
 
     pos = {r: i for i, r in enumerate(runs)}
@@ -152,8 +157,8 @@ def _fetch(conn: Connection, runs: list[int]) -> dict[tuple[str, str, str, int],
     def arrays(sk: tuple[str, str, str, int]) -> dict[str, np.ndarray]:
         d = out.get(sk)
         if d is None:
-            d = out[sk] = {m: np.full(n, np.nan) for m in METRICS}
-            d.update({f"{m}_spread": np.full(n, np.nan) for m in METRICS})
+            d = out[sk] = {m: np.full(n, np.nan) for m in (*METRICS, *computed)}
+            d.update({f"{m}_spread": np.full(n, np.nan) for m in (*METRICS, *computed)})
             d["iterations"] = np.ones(n)
         return d
 
@@ -198,6 +203,23 @@ def _fetch(conn: Connection, runs: list[int]) -> dict[tuple[str, str, str, int],
     for sec, where in index.items():
         for key, j in where.items():
             out[(sec, "block/op-code", key, -1)] = {m: mats[sec][m][j] for m in level_metrics}
+    if computed:
+        from warehouse.measures import GROUPINGS
+        from warehouse.rollups import run_rows
+
+        ms = [METRIC[m] for m in computed]
+        wanted = set(present) if any(present) else {""}
+        gs = [g for g in GROUPINGS if g.key in ("section", "block", "op-code")]
+        for rid in runs:
+            for sec, grouping, key, dev, _its, _ops, *figs in run_rows(conn, rid, gs, ms):
+                if sec not in wanted or (dev != -1 and grouping == "block"):
+                    continue
+                d = arrays((sec, grouping, key, int(dev)))
+                for j, m in enumerate(computed):
+                    if figs[2 * j] is not None:
+                        d[m][pos[rid]] = figs[2 * j]
+                    if figs[2 * j + 1] is not None:
+                        d[f"{m}_spread"][pos[rid]] = figs[2 * j + 1]
     return out
 
 
@@ -279,8 +301,8 @@ def find_changes(engine: Engine, *, label: str | None = None, tags: dict[str, st
     captures, nights triaged as invalid)."""
     metrics = list(metrics or METRICS)
     for m in metrics:
-        if m not in METRICS:
-            raise UsageError(f"metric {m!r}: expected one of {', '.join(METRICS)}")
+        if m not in METRIC:
+            raise UsageError(f"metric {m!r}: expected one of {', '.join(METRIC)}")
     warnings: list[str] = []
     with engine.connect() as conn:
         runs = select_runs(conn, label, tags)
@@ -307,7 +329,7 @@ def find_changes(engine: Engine, *, label: str | None = None, tags: dict[str, st
         if len(runs) < MIN_BEFORE + MIN_AFTER:
             raise NotFound(f"{len(runs)} valid run(s) in the history; changes need at least "
                            f"{MIN_BEFORE + MIN_AFTER} nights")
-        data = _fetch(conn, runs)
+        data = _fetch(conn, runs, tuple(m for m in metrics if not METRIC[m].stored))
     res = _detect(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_us, warnings)
     res.invalid, res.newest_invalid = invalid, newest_invalid
     for c in res.changes:
@@ -359,6 +381,9 @@ def _pass(data, n: int, sections: list[str], metrics: list[str], fdr: float, min
     # the series are divided by the level without its own one-night outliers: a night when everything was slow
     # stays an outlier night in every series (and in the level), never a dip of every key
     steady_levels = {m: _without_outliers(lv) for m, lv in levels.items()}
+    for m in metrics:  # a computed metric (a utilisation, a count) is its own figure: no run-wide level
+        levels.setdefault(m, np.ones(n))
+        steady_levels.setdefault(m, np.ones(n))
     dev_levels: dict[tuple[str, str], np.ndarray] = {}
     for s in sections:
         for m in metrics:
@@ -371,7 +396,7 @@ def _pass(data, n: int, sections: list[str], metrics: list[str], fdr: float, min
     devices = sorted({dev for (s, g, _, dev) in data if g == "op-code" and dev >= 0 and s in sections})
     if len(devices) > 1:
         for m in metrics:
-            if m == "span":
+            if m == "span" or not METRIC[m].stored:
                 continue
             per = {dev: _level([_robust_night(d, m) for (s, g, _, d2), d in data.items()
                                 if g == "op-code" and d2 == dev and s in sections], n) for dev in devices}
@@ -403,16 +428,18 @@ def _pass(data, n: int, sections: list[str], metrics: list[str], fdr: float, min
                 continue
             v = d[m]
             ok = np.isfinite(v)
-            if ok.sum() < MIN_BEFORE + MIN_AFTER or np.nanmedian(v) < min_us:
+            off = _OFFSET.get(METRIC[m].unit, 0.0)
+            if ok.sum() < MIN_BEFORE + MIN_AFTER or np.nanmedian(v) + off < METRIC[m].floor_of(min_us):
                 continue
-            lv = dev_levels.get((s, m)) if dev >= 0 else steady_levels[m]
-            todo.append((s, g, key, dev, m, _robust_night(d, m) / lv, _replay_noise(d, m)))
+            lv = (dev_levels.get((s, m)) if METRIC[m].stored else None) if dev >= 0 else steady_levels[m]
+            lv = np.ones(n) if lv is None else lv
+            todo.append((s, g, key, dev, m, (_robust_night(d, m) + off) / lv, _replay_noise(d, m)))
             inside = parts.get((s, g, key), [])
             if len(inside) >= PAIRS_SEEN and m in inside[0]:
                 todo.append((s, g, key, dev, m, np.nanmedian(v) * _level([p[m] for p in inside], n) / lv,
                              _replay_noise(d, m)))
     for m in metrics:
-        if m != "span":
+        if m != "span" and METRIC[m].stored:
             todo.append(("", "run", "all", -1, m, levels[m], 0.0))
     for dev, per_metric in dev_series.items():
         for m, y in per_metric.items():
@@ -427,21 +454,28 @@ def _pass(data, n: int, sections: list[str], metrics: list[str], fdr: float, min
     for (s, g, key, dev, m, _y, _rn), p in zip(todo, ready):
         res = analyse(p, tau=tau, min_change=min_change)
         scale = _scale(data, s, g, key, dev, m, g == "run")
+        off, least = _OFFSET.get(METRIC[m].unit, 0.0), METRIC[m].floor_of(min_us)
         for st in res.steps:
-            if abs(st.after - st.before) * scale < min_us and g != "run":
+            if abs(st.after - st.before) * scale < least and g != "run":
                 continue
-            found.append(_Detection(s, g, key, dev, m, "step", st.index, st.before * scale, st.after * scale, st.z,
-                                    _p(st.z, n)))
+            found.append(_Detection(s, g, key, dev, m, "step", st.index, st.before * scale - off,
+                                    st.after * scale - off, st.z, _p(st.z, n)))
         if res.creep is not None:
             c = res.creep
-            if abs(c.after - c.before) * scale >= min_us or g == "run":
-                found.append(_Detection(s, g, key, dev, m, "creep", c.index, c.before * scale, c.after * scale, c.z,
-                                        _p(c.z, n), start=c.start_index, per_night=c.per_night))
+            if abs(c.after - c.before) * scale >= least or g == "run":
+                found.append(_Detection(s, g, key, dev, m, "creep", c.index, c.before * scale - off,
+                                        c.after * scale - off, c.z, _p(c.z, n), start=c.start_index,
+                                        per_night=c.per_night))
         for o in res.outliers:
             if o.z >= 2 * (tau if math.isfinite(tau) else min_sigmas):
                 outliers.append(_Detection(s, g, key, dev, m, "outlier", o.index, o.expected * scale, o.value * scale,
                                            o.z, 0.0))
     return todo, found, outliers, tau
+
+
+# The detector works on logs of positive figures: a count per iteration (ops of a Bound class) is seen as
+# count + 1, so that none of it to one of it is a step (log 2), not a night left out
+_OFFSET = {"ops": 1.0}
 
 
 def _scale(data, s: str, g: str, key: str, dev: int, m: str, run_level: bool) -> float:
@@ -528,12 +562,15 @@ def _causes(found: list[_Detection], data, runs: list[int], meta: dict[int, RunM
     def rank(gr) -> tuple:
         by, key = gr[0], gr[1]
         tier = 0 if key == "all" else 1 if by == "device" else 3 if key == "total" else 2
-        return (tier, -abs(gr[4].delta))
+        # a mean (a utilisation) is largest in a small part: the block comes before the op codes inside it
+        part = {"block": 0, "op-code": 1}.get(by, 0) if METRIC[gr[4].metric].mean else 0
+        return (tier, part, -abs(gr[4].delta))
 
     tops: list[tuple[Any, list]] = []
     for gr in sorted(groups, key=rank):
-        host = next((t for t in tops if t[0][3] == gr[3] and overlap(t[0], gr) and when(t[0], gr) and (
-            t[0][0] == "device" or t[0][1] == "all" or gr[1] == "total"
+        host = next((t for t in tops if t[0][3] == gr[3] and overlap(t[0], gr) and when(t[0], gr)
+                     and _same_kind(t[0][4].metric, gr[4].metric) and (
+            t[0][0] == "device" or t[0][1] == "all" or gr[1] == "total" or METRIC[gr[4].metric].mean
             or abs(gr[4].delta) <= NEST_SLACK * abs(t[0][4].delta))), None)
         if host is None:
             tops.append((gr, []))
@@ -544,6 +581,12 @@ def _causes(found: list[_Detection], data, runs: list[int], meta: dict[int, RunM
         c.series, c.series_of = _series_of(top[4], data)
     out.sort(key=lambda c: -abs(c.delta_us))
     return out
+
+
+def _same_kind(a: str, b: str) -> bool:
+    """Whether a change of metric ``b`` can nest under one of ``a``: times do under times; a computed metric
+    (another unit) under its own metric only."""
+    return a == b or (METRIC[a].stored and METRIC[b].stored)
 
 
 def _series_of(d: _Detection, data) -> tuple[list[float | None], str]:
@@ -600,7 +643,7 @@ def _change(top, nested, data, runs: list[int], meta: dict[int, RunMeta], label:
         id=f"c-{ident}", kind=kind, by=by, key=key, time=m.time, run_id=run, before=round(main.before, 3),
         after=round(main.after, 3), change_pct=round(pct, 2), delta_us=round(main.delta, 3),
         confidence=round(conf, 6), z=round(main.z, 1), sections=sorted({d.section or "(whole run)" for d in ds}),
-        metrics=[x for x in METRICS if x in {d.metric for d in ds}],
+        metrics=[x for x in METRIC if x in {d.metric for d in ds}], unit=METRIC[main.metric].unit,
         devices=sorted({"all" if d.device < 0 else str(d.device) for d in ds}), tags=m.tags,
         since=meta[runs[main.start]].time if main.start is not None else None,
         per_night_pct=round(100 * main.per_night, 3) if main.per_night is not None else None,

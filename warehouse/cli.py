@@ -488,7 +488,7 @@ def _iso_date(_ctx: Any, param: click.Parameter, value: str | None) -> str | Non
 @tag_option()
 @click.option("--since", callback=_iso_date, metavar="DATE", help="Only nights from this date (YYYY-MM-DD).")
 @click.option("--until", callback=_iso_date, metavar="DATE", help="Only nights up to this date (YYYY-MM-DD).")
-@click.option("--metric", "metrics", type=click.Choice(["kernel", "fw", "op2op", "span"]), multiple=True,
+@click.option("--metric", "metrics", type=_metric_choice(), multiple=True,
               help="Metrics to look at (repeatable; default: all).")
 @click.option("--fdr", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01, show_default=True,
               help="False-discovery rate over all series of the history.")

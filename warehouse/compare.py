@@ -61,8 +61,8 @@ def compare_runs(engine: Engine, a: str, b: str, by: str = "layer", section: str
         sections = resolve_sections(conn, section, [ra, rb])
         sec = sections[0] if section is not None else (TRACE if TRACE in sections else sections[0])
         meta = run_meta(conn, [ra, rb])
-        values = fetch(conn, [ra, rb], sec, by, keys=keys)
-        totals = fetch(conn, [ra, rb], sec, "section")
+        values = fetch(conn, [ra, rb], sec, by, keys=keys, metrics=[metric])
+        totals = fetch(conn, [ra, rb], sec, "section", metrics=[metric])
         codes = fetch(conn, [ra, rb], "", "op-code")
     if meta[ra].label != meta[rb].label:
         warnings.append(f"run {ra} is labelled {meta[ra].label!r} and run {rb} {meta[rb].label!r}: "

@@ -11,6 +11,7 @@ history attribution), ``op_code``, ``category``); metric expressions aggregate i
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 # The layer key of the oracle: the layer, else "[<block> glue]".
@@ -50,12 +51,24 @@ class Metric:
     total_only: bool = False
     stored_unit: str = "us"
     scale: int = 1
+    # Which way is worse: +1 (a time: higher is a regression), -1 (a utilisation: lower is). ``floor``: the
+    # smallest change that counts, in ``unit`` (None: the commands' ``--min-us``, for times). ``stored``: written
+    # to the rollups at ingest, else computed from the ops of the runs a command asks about (COMPUTED_METRICS).
+    # ``mean``: a ratio, averaged over the iterations that have the key (a sum per iteration divides by all).
+    worse: int = 1
+    floor: float | None = None
+    stored: bool = True
+    mean: bool = False
 
     @property
     def spread_column(self) -> str:
         """The rollup column of the spread between iterations (max - min)."""
         base, _, unit = self.column.rpartition("_")
         return f"{base}_spread_{unit}"
+
+    def floor_of(self, min_us: float) -> float:
+        """The smallest change of this metric that counts, in its unit (``min_us`` for times)."""
+        return min_us if self.floor is None else self.floor
 
     @property
     def stored_column(self) -> str:
@@ -95,7 +108,74 @@ METRICS: list[Metric] = [
            "first FW start to last FW end, at the run's frequency", total_only=True),
 ]
 
-METRIC = {m.key: m for m in METRICS}
+@dataclass(frozen=True)
+class Term:
+    """A per-op term of the fine table that only computed metrics read: ``expr`` is SQL over the op (``o``,
+    table op) and ``x`` (one row per op of the run with the ``column`` of the view ``view`` it names)."""
+
+    name: str
+    expr: str
+    view: str
+    column: str
+
+
+# tt-perf-report's Bound classes (view op_perf), each counted per key and iteration.
+BOUND_CLASSES = {"DRAM": "DRAM-bound", "FLOP": "FLOP-bound", "BOTH": "DRAM- and FLOP-bound",
+                 "SLOW": "neither DRAM- nor FLOP-bound (slow)"}
+# A utilisation whose rise is the regression (the rest fall when things get worse)
+_HIGHER_IS_WORSE = {"npe_cong_impact_pct"}
+
+
+def _computed() -> tuple[dict[str, Term], list[Metric]]:
+    """The metrics of every numeric family column (:data:`warehouse.families.FAMILIES`) and the Bound counts,
+    with the per-op terms they read. Times (ns) are summed like the kernel time; utilisations (%) are the
+    kernel-time-weighted mean over the ops that have them (tt-metal's PM FPU UTIL is PM COMPUTE / kernel
+    duration, so its weighted mean is sum(compute) / sum(kernel): the key's own utilisation); kernel binary
+    sizes and identifiers (sub-device, cores offered) are no per-iteration figure and have none."""
+    from warehouse.families import FAMILIES, NUMBER
+
+    terms: dict[str, Term] = {}
+    out: list[Metric] = []
+    for fam in FAMILIES:
+        for c in fam.columns:
+            if c.kind != NUMBER or c.unit not in ("ns", "%"):
+                continue
+            key = c.name.rpartition("_")[0]
+            label = c.csv[0].split(" [")[0]
+            if c.unit == "ns":
+                terms[c.name] = Term(c.name, f"COALESCE(x.{c.name}, 0)", fam.view, c.name)
+                out.append(Metric(key, label, "us", f"{key}_us", f"SUM({c.name})",
+                                  f"{c.csv[0]}, summed ({fam.view}.{c.name})", stored_unit="ns", scale=1000,
+                                  stored=False))
+            else:
+                w, k = f"{c.name}_w", f"{c.name}_k"
+                terms[w] = Term(w, f"x.{c.name} * COALESCE(o.kernel_ns, 0)", fam.view, c.name)
+                terms[k] = Term(k, f"CASE WHEN x.{c.name} IS NOT NULL THEN COALESCE(o.kernel_ns, 0) END",
+                                fam.view, c.name)
+                out.append(Metric(key, label, "%", c.name, f"SUM({w}) / NULLIF(SUM({k}), 0)",
+                                  f"{c.csv[0]}, the mean weighted by kernel time over the ops that have it "
+                                  f"({fam.view}.{c.name})", worse=1 if c.name in _HIGHER_IS_WORSE else -1,
+                                  floor=0.5, stored=False, mean=True, stored_unit="pct"))
+    for cls, what in BOUND_CLASSES.items():
+        name = f"bound_{cls.lower()}"
+        terms[name] = Term(name, f"CASE WHEN x.bound = '{cls}' THEN 1 ELSE 0 END", "op_perf", "bound")
+        # (more DRAM-bound or slow ops is the regression; FLOP-bound ones are the goal)
+        out.append(Metric(name, f"{what} ops", "ops", f"{name}_ops", f"SUM({name})",
+                          f"ops whose tt-perf-report Bound is {cls} ({what}), per iteration (op_perf.bound)",
+                          worse=1 if cls in ("DRAM", "SLOW") else -1, floor=0.5, stored=False, stored_unit="ops"))
+    return terms, out
+
+
+EXTRA_TERMS, COMPUTED_METRICS = _computed()
+
+
+def terms_of(metrics: list[Metric]) -> list[Term]:
+    """The per-op terms the computed ``metrics`` read (none for stored ones), each once."""
+    names = [n for m in metrics if not m.stored for n in EXTRA_TERMS if re.search(rf"\b{n}\b", m.expr)]
+    return [EXTRA_TERMS[n] for n in dict.fromkeys(names)]
+
+
+METRIC = {m.key: m for m in [*METRICS, *COMPUTED_METRICS]}
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,11 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Connection, Engine, text
 
+from warehouse.boundchange import with_bound_changes
 from warehouse.changepoints import robust_sigma
 from warehouse.contract import EAGER, TRACE
 from warehouse.errors import NotFound
-from warehouse.measures import DRILL_DOWN, METRICS
+from warehouse.measures import DRILL_DOWN, METRIC, METRICS
 from warehouse.quality import judge, other_models
 from warehouse.series import (ALL_DEVICES, attribution_gaps, by_run, fetch, resolve_sections, run_meta,
                               section_label, select_runs)
@@ -61,6 +62,7 @@ class Finding:
     noise_us: float
     window: int
     contributors: list[dict[str, Any]] = field(default_factory=list)
+    unit: str = "us"  # of value_us, baseline_us, delta_us and noise_us: the metric's (us for times)
 
 
 def _noise(window: list[float], spreads: list[float | None]) -> float:
@@ -113,7 +115,7 @@ def _check(conn: Connection, cand: int, hist: list[int], section: str, dim: str,
     a window to be judged against, by (section, grouping, key, device, metric)."""
     # each device apart for the section totals (a slower device is named), all devices together for the rest
     points = by_run(fetch(conn, sorted({cand, *hist, *(long_hist or [])}), section, dim, devices=dim == "section",
-                          keys=sorted(keys) if keys is not None else None))
+                          keys=sorted(keys) if keys is not None else None, metrics=metrics))
     now = points.get(cand, {})
     out = []
     for (key, dev), p in now.items():
@@ -138,16 +140,20 @@ def _check(conn: Connection, cand: int, hist: list[int], section: str, dim: str,
                 seq = [x for x in (points[h][(key, dev)].values.get(mk) if (key, dev) in points.get(h, {}) else None
                                    for h in long_hist) if x is not None]
                 noise = max(noise, LONG_SIGMAS * robust_sigma(np.asarray(seq, dtype=float)))
-            if abs(delta) > max(threshold * abs(base), min_us, noise):
-                out.append(Finding("regression" if delta > 0 else "improvement", cand, time,
+            m = METRIC[mk]
+            if abs(delta) > max(threshold * abs(base), m.floor_of(min_us), noise):
+                # (a utilisation that drops, or fewer FLOP-bound ops, is the regression: Metric.worse)
+                out.append(Finding("regression" if delta * m.worse > 0 else "improvement", cand, time,
                                    section_label(section), dim, key, device, mk,
                                    round(v, 3), round(base, 3), round(delta, 3),
-                                   round(100 * delta / base, 2) if base else None, round(noise, 3), len(past)))
+                                   round(100 * delta / base, 2) if base else None, round(noise, 3), len(past),
+                                   unit=m.unit))
     return out
 
 
 def _contributors(conn: Connection, f: Finding, cand: int, hist: list[int], section: str,
-                  cache: dict[tuple, Any] | None = None, layers: set[str] | None = None) -> list[dict[str, Any]]:
+                  cache: dict[tuple, Any] | None = None, layers: set[str] | None = None,
+                  metrics: list[str] | None = None) -> list[dict[str, Any]]:
     """The op codes inside a regressed block or layer that moved most, on the same metric and device (the
     drill-down rows are read once per section and grouping, whatever the number of findings; ``layers``: every
     layer of the section that will be asked about, when the drill-down is computed from the ops)."""
@@ -161,7 +167,7 @@ def _contributors(conn: Connection, f: Finding, cand: int, hist: list[int], sect
         points = cache[ck]
     else:
         points = by_run(fetch(conn, [cand, *hist], section, sub, devices=dev != ALL_DEVICES,
-                              layers=(layers or {f.key}) if f.by == "layer" else None))
+                              layers=(layers or {f.key}) if f.by == "layer" else None, metrics=metrics or []))
         if cache is not None:
             cache[ck] = points
     moved: list[dict[str, Any]] = []
@@ -298,6 +304,7 @@ def find_regressions(engine: Engine, *, label: str | None = None, tags: dict[str
         causes = [c for c in causes
                   if (c["by"], c["key"], c["kind"] == "regression") not in suppress.get(c["run_id"], set())]
         _with_triage(conn, causes)
+        with_bound_changes(conn, causes, {c["run_id"]: c["window"] for c in checked})
     return Gate(checked, causes, invalid, threshold, min_us, window, metrics, by, warnings,
                 {r: m.as_dict() for r, m in meta.items()},
                 [asdict(f) for f in findings if f.kind == "regression"],
@@ -342,6 +349,7 @@ def _against_baseline(engine: Engine, conn: Connection, run: str | int | None, l
     findings.sort(key=lambda f: (f.kind != "regression", -abs(f.delta_pct or 0), -abs(f.delta_us)))
     res.findings = group_causes(conn, findings, meta) if findings else []
     _with_triage(conn, res.findings)
+    with_bound_changes(conn, res.findings, {cand: hist})
     res.regressions = [asdict(f) for f in findings if f.kind == "regression"]
     res.improvements = [asdict(f) for f in findings if f.kind == "improvement"]
     return res
@@ -371,7 +379,7 @@ def _judge(conn: Connection, cand: int, hist: list[int], sections: list[str], by
             if not _corroborated(f, moved, judged, threshold, min_us):
                 continue
             if f.kind == "regression":
-                f.contributors = _contributors(conn, f, cand, hist, sec, cache, layers)
+                f.contributors = _contributors(conn, f, cand, hist, sec, cache, layers, metrics)
             findings.append(f)
     return findings
 
@@ -386,7 +394,7 @@ def _corroborated(f: Finding, moved: set[tuple], judged: dict[tuple, float], thr
     there = judged.get((other, f.by, f.key, f.device, f.metric)) if other else None
     if there is None or (other, f.by, f.key, f.device, f.metric, f.kind) in moved:
         return True
-    if f.metric in ("kernel", "fw"):
+    if f.metric in ("kernel", "fw") or not METRIC[f.metric].stored:  # (the ops' own figures, like the kernel's)
         here = f.delta_pct / 100 if f.delta_pct is not None else 0.0
         return here * there > 0 and abs(there) >= abs(here) / 3
     bar = max(threshold * abs(f.baseline_us), min_us, f.noise_us)
@@ -402,7 +410,7 @@ def _whole_run(conn: Connection, cand: int, hist: list[int], sections: list[str]
     pairs = {sec: by_run(fetch(conn, runs, sec, "block/op-code")) for sec in sections}  # read once, all metrics
     totals = {sec: by_run(fetch(conn, runs, sec, "section")) for sec in sections}
     for mk in metrics:
-        if mk == "span":
+        if mk == "span" or not METRIC[mk].stored:  # (computed metrics are judged per key only)
             continue
         factor, noise = run_factor(pairs, cand, hist, mk)
         if abs(factor - 1) <= max(threshold, SIGMAS * noise):
@@ -450,7 +458,10 @@ def group_causes(conn: Connection, findings: list[Finding], meta: dict) -> list[
             return False
         if key1 == "all" or b1 == "device":
             return True
-        if abs(m2.delta_us) > 1.25 * abs(m1.delta_us):
+        mean = METRIC[m1.metric].mean or METRIC[m2.metric].mean
+        if m1.metric != m2.metric and not (METRIC[m1.metric].stored and METRIC[m2.metric].stored):
+            return False  # (a computed metric's cause holds its own metric only: units differ)
+        if abs(m2.delta_us) > 1.25 * abs(m1.delta_us) and not mean:  # (a mean's parts do not add up to it)
             return False
         secs = {f.section for f in fs1} & {f.section for f in fs2}
         if b2 == "section" and key2 == "total":
@@ -467,7 +478,9 @@ def group_causes(conn: Connection, findings: list[Finding], meta: dict) -> list[
 
     def rank(g) -> tuple:
         tier = 0 if g[3] == "all" else 1 if g[2] == "device" else 3 if g[3] == "total" else 2
-        return (g[1] != "regression", tier, -abs(g[4].delta_us))
+        # a mean (a utilisation) is largest in a small part: the block comes before its layers and op codes
+        part = {"block": 0, "op-code": 1, "layer": 2}.get(g[2], 0) if METRIC[g[4].metric].mean else 0
+        return (g[1] != "regression", tier, part, -abs(g[4].delta_us))
 
     tops: list[tuple[Any, list]] = []
     for g in sorted(groups, key=rank):
@@ -496,8 +509,9 @@ def _cause_doc(top, nested, meta: dict) -> dict[str, Any]:
            "before": main.baseline_us, "after": main.value_us, "change_pct": main.delta_pct,
            "delta_us": main.delta_us, "confidence": round(1 - math.erfc(abs(main.delta_us) / noise / math.sqrt(2)),
                                                            6),
-           "sections": sorted({f.section for f in fs}), "metrics": [x.key for x in METRICS
-                                                                    if x.key in {f.metric for f in fs}],
+           "sections": sorted({f.section for f in fs}), "metrics": [x for x in METRIC
+                                                                    if x in {f.metric for f in fs}],
+           "unit": main.unit,
            "devices": sorted({f.device for f in fs}), "window": main.window,
            "tags": m.tags if m else {}, "top_op_codes": main.contributors}
     kids = [_cause_doc(g, [], meta) for g in nested]

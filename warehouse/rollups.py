@@ -17,25 +17,26 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from warehouse.measures import GROUPINGS, LAYER_KEY, METRICS, Grouping
+from warehouse.measures import GROUPINGS, LAYER_KEY, METRICS, Grouping, Metric, Term, terms_of
 
 # The ops of one run with their scopes: the eager / trace section, each custom section around it, the whole run.
-_SCOPED = """
+_SCOPED = """__X_CTE__
 ops AS (
   SELECT o.row_no, o.device_id AS device, o.hist_place_id AS place_id, o.op_code_id,
          COALESCE(o.kernel_ns, 0) AS kernel_ns, COALESCE(o.fw_ns, 0) AS fw_ns,
          COALESCE(o.op2op_ns, 0) AS op2op_raw, o.iteration, o.iter_pos, s.name AS sec, o.fw_start_cycle,
-         o.fw_end_cycle
-  FROM op o LEFT JOIN section s ON s.id = o.section_id
-  WHERE o.run_id = :run),
+         o.fw_end_cycle__X_OPS__
+  FROM __X_FROM__op o LEFT JOIN section s ON s.id = o.section_id
+  WHERE o.run_id = :run__X_WHERE__),
 scoped AS (
   SELECT 0 AS custom, COALESCE(sec, '') AS section, COALESCE(iteration, 0) AS iteration, device, place_id,
          op_code_id, kernel_ns, fw_ns,
          CASE WHEN sec IS NOT NULL AND COALESCE(iter_pos, 0) = 0 THEN 0.0 ELSE op2op_raw END AS op2op_ns,
-         fw_start_cycle, fw_end_cycle
+         fw_start_cycle, fw_end_cycle__X_PASS__
   FROM ops
   UNION ALL
-  SELECT 1, s.name, 0, device, place_id, op_code_id, kernel_ns, fw_ns, op2op_raw, fw_start_cycle, fw_end_cycle
+  SELECT 1, s.name, 0, device, place_id, op_code_id, kernel_ns, fw_ns, op2op_raw, fw_start_cycle,
+         fw_end_cycle__X_PASS__
   FROM ops JOIN section s ON s.run_id = :run AND s.kind = 'custom' AND ops.row_no > s.start_row
                          AND (s.end_row IS NULL OR ops.row_no < s.end_row)),
 by_id AS MATERIALIZED (
@@ -43,21 +44,21 @@ by_id AS MATERIALIZED (
   SELECT custom, section, iteration, device, place_id, op_code_id, COUNT(*) AS ops,
          SUM(kernel_ns) AS kernel_ns, SUM(op2op_ns) AS op2op_ns, SUM(fw_ns) AS fw_ns,
          MIN(CASE WHEN fw_start_cycle > 0 THEN fw_start_cycle END) AS first_cycle,
-         MAX(CASE WHEN fw_end_cycle > 0 THEN fw_end_cycle END) AS last_cycle
+         MAX(CASE WHEN fw_end_cycle > 0 THEN fw_end_cycle END) AS last_cycle__X_SUM__
   FROM scoped GROUP BY custom, section, iteration, device, place_id, op_code_id),
 f0 AS MATERIALIZED (
   SELECT custom, section, iteration, device, COALESCE(p.block, '') AS block, COALESCE(p.layer, '') AS layer,
-         c.name AS op_code, c.category, ops, kernel_ns, op2op_ns, fw_ns, first_cycle, last_cycle
+         c.name AS op_code, c.category, ops, kernel_ns, op2op_ns, fw_ns, first_cycle, last_cycle__X_PASS__
   FROM by_id JOIN op_code c ON c.id = by_id.op_code_id LEFT JOIN place p ON p.id = by_id.place_id),
 f AS MATERIALIZED (
   -- the eager / trace sections and the custom ones, then the whole run ('') from the oracle's sections and the
   -- ops outside them (which f0 holds under '' already): one pass over the ops, not two
   SELECT section, iteration, device, block, layer, op_code, category, ops, kernel_ns, op2op_ns, fw_ns,
-         first_cycle, last_cycle, :freq AS freq_mhz
+         first_cycle, last_cycle, :freq AS freq_mhz__X_PASS__
   FROM f0 WHERE section <> '' OR custom = 1
   UNION ALL
   SELECT '', 0, device, block, layer, op_code, category, SUM(ops), SUM(kernel_ns), SUM(op2op_ns), SUM(fw_ns),
-         MIN(first_cycle), MAX(last_cycle), :freq
+         MIN(first_cycle), MAX(last_cycle), :freq__X_SUM__
   FROM f0 WHERE custom = 0 GROUP BY device, block, layer, op_code, category),
 __ITERS__"""
 # The iterations of each section and the run's devices, that figures per iteration and per-device rows need.
@@ -90,44 +91,82 @@ def rollup_view_sql() -> str:
             f"{', '.join(metrics)}\nFROM rollup_row r JOIN rollup_key k ON k.id = r.key_id")
 
 
-def _per_grouping(g: Grouping, per_device: bool) -> str:
+def _scoped(iters: str, terms: list[Term]) -> str:
+    """The fine table's CTEs, with the per-op ``terms`` of computed metrics (none for the stored ones)."""
+    names = [x.name for x in terms]
+    views: dict[str, list[str]] = {}
+    for x in terms:
+        views.setdefault(x.view, [])
+        if x.column not in views[x.view]:
+            views[x.view].append(x.column)
+    cols = [c for cs in views.values() for c in cs]
+    # One row per op of the run with every column the terms read, merged by row number from each view: a
+    # union sorted once (a materialized CTE joined per op gets no index on SQLite, a scan per op), and it
+    # drives the ops' scan, each op found by its primary key.
+    branches = [f"SELECT row_no, {', '.join(f'NULL AS {c}' for c in cols)} FROM op WHERE run_id = :run"]
+    for view, vcols in views.items():
+        picked = ", ".join(c if c in vcols else "NULL" for c in cols)
+        branches.append(f"SELECT row_no, {picked} FROM {view} WHERE run_id = :run")
+    merged = ", ".join(f"MAX({c}) AS {c}" for c in cols)
+    fill = {
+        "__X_CTE__": (f"\nx AS MATERIALIZED (SELECT row_no, {merged} FROM (\n  "
+                      + "\n  UNION ALL ".join(branches) + ") u GROUP BY row_no),"
+                      ) if terms else "",
+        "__X_FROM__": "x CROSS JOIN " if terms else "",
+        "__X_WHERE__": " AND o.row_no = x.row_no" if terms else "",
+        "__X_OPS__": "".join(f", {x.expr} AS {x.name}" for x in terms),
+        "__X_PASS__": "".join(f", {n}" for n in names),
+        "__X_SUM__": "".join(f", SUM({n}) AS {n}" for n in names),
+    }
+    sql = _SCOPED.replace("__ITERS__", iters)
+    for mark, part in fill.items():
+        sql = sql.replace(mark, part)
+    return sql
+
+
+def _per_grouping(g: Grouping, per_device: bool, metrics: list[Metric]) -> str:
     device = "device" if per_device else "-1"
     group_device = ", device" if per_device else ""
     # (a device id below 0 is no device: -1 is "all devices"; such ops count in the all-devices rows only)
     where = "WHERE device IS NOT NULL AND device >= 0 AND (SELECT n FROM devices) > 1" if per_device else ""
-    metrics = [f"{'CAST(NULL AS DOUBLE PRECISION)' if m.total_only and g.key != 'section' else m.expr} "
-               f"AS {m.stored_column}" for m in METRICS]
+    inner = [f"{'CAST(NULL AS DOUBLE PRECISION)' if m.total_only and g.key != 'section' else m.expr} "
+             f"AS {m.stored_column}" for m in metrics]
     outer = []
-    for m in METRICS:
-        outer.append(f"SUM(p.{m.stored_column}) / i.n")
+    for m in metrics:
+        # (a ratio is the mean over the iterations that have the key; a sum per iteration divides by them all)
+        outer.append(f"AVG(p.{m.stored_column})" if m.mean else f"SUM(p.{m.stored_column}) / i.n")
         outer.append(f"CASE WHEN i.n > 1 THEN MAX(p.{m.stored_column}) - MIN(p.{m.stored_column}) END")
     key = g.expr
     group_key = "" if key.startswith("'") else f", {key}"  # PostgreSQL refuses a constant in GROUP BY
     return f"""
 SELECT :run, p.section, '{g.key}', p.key, p.device, i.n, 1.0 * SUM(p.ops) / i.n, {', '.join(outer)}
-FROM (SELECT section, iteration, {key} AS key, {device} AS device, SUM(ops) AS ops, {', '.join(metrics)}
+FROM (SELECT section, iteration, {key} AS key, {device} AS device, SUM(ops) AS ops, {', '.join(inner)}
       FROM f {where} GROUP BY section, iteration{group_key}{group_device}) p
 JOIN iters i ON i.section = p.section
 GROUP BY p.section, p.key, p.device, i.n"""
 
 
-def build_sql(groupings: list[Grouping] | None = None, iters: str = _ITERS) -> str:
+def build_sql(groupings: list[Grouping] | None = None, iters: str = _ITERS, metrics: list[Metric] | None = None
+              ) -> str:
     """The SELECT of a run's rollup rows, keys as text (parameters ``run`` and ``freq``): of the stored
-    groupings, or of ``groupings``; ``iters``: how the sections' iterations and the devices are counted."""
+    groupings, or of ``groupings``; ``iters``: how the sections' iterations and the devices are counted;
+    ``metrics``: the stored ones, or these (computed ones among them read the extra terms)."""
     chosen = [g for g in GROUPINGS if g.stored] if groupings is None else groupings
-    parts = [_per_grouping(g, d) for g in chosen for d in (False, True)]
-    return f"WITH {_SCOPED.replace('__ITERS__', iters)}\n" + "\nUNION ALL".join(parts)
+    ms = METRICS if metrics is None else metrics
+    parts = [_per_grouping(g, d, ms) for g in chosen for d in (False, True)]
+    return f"WITH {_scoped(iters, terms_of(ms))}\n" + "\nUNION ALL".join(parts)
 
 
 def computed_rows(conn: Connection, run_ids: list[int], section: str, grouping: Grouping,
-                  layers: set[str] | None = None) -> list[tuple[Any, ...]]:
+                  layers: set[str] | None = None, metrics: list[Metric] | None = None) -> list[tuple[Any, ...]]:
     """The rows of a grouping that is not stored, computed from the ops of ``run_ids``, as the view ``rollup``
-    gives stored ones: ``(run_id, key, device, iterations, ops, <metric>, <metric spread> ...)`` in its units,
-    for one section; ``layers``: only the ops of these layers (keys of the grouping ``layer``), all of a
-    drill-down needs (the rest of a run's ops are not grouped at all)."""
+    gives stored ones: ``(run_id, key, device, iterations, ops, <metric>, <metric spread> ...)`` in its units
+    (for the stored metrics, or ``metrics``), for one section; ``layers``: only the ops of these layers (keys
+    of the grouping ``layer``), all of a drill-down needs (the rest of a run's ops are not grouped at all)."""
     # (with ``layers``, the iterations and devices of the whole run, not of the chosen ops: a figure per
     # iteration divides by every iteration of its section, as the stored rows do)
-    sql = build_sql([grouping], _ITERS if layers is None else _ALL_ITERS)
+    ms = METRICS if metrics is None else metrics
+    sql = build_sql([grouping], _ITERS if layers is None else _ALL_ITERS, ms)
     params: dict[str, Any] = {}
     if layers is not None:
         if not layers:
@@ -147,12 +186,24 @@ def computed_rows(conn: Connection, run_ids: list[int], section: str, grouping: 
             # (run, section, grouping, key, device, iterations, ops, stored metric values ...)
             if row[1] != section:
                 continue
-            values = []
-            for i, m in enumerate(METRICS):
-                for v in (row[7 + 2 * i], row[8 + 2 * i]):
-                    values.append(None if v is None else float(v) / m.scale)
-            out.append((run_id, row[3], row[4], row[5], row[6], *values))
+            out.append((run_id, row[3], row[4], row[5], row[6], *_in_units(row, ms)))
     return out
+
+
+def _in_units(row: Any, ms: list[Metric]) -> list[float | None]:
+    """The metric values and spreads of one row of :func:`build_sql` in the metrics' units."""
+    return [None if v is None else float(v) / m.scale
+            for i, m in enumerate(ms) for v in (row[7 + 2 * i], row[8 + 2 * i])]
+
+
+def run_rows(conn: Connection, run_id: int, groupings: list[Grouping], metrics: list[Metric]
+             ) -> list[tuple[Any, ...]]:
+    """Every section's rows of ``groupings`` for one run, computed from its ops in one pass, as
+    ``(section, grouping, key, device, iterations, ops, <metric>, <metric spread> ...)`` in the metrics' units
+    (what ``changes`` reads for metrics that are not stored)."""
+    freq = conn.execute(text("SELECT freq_mhz FROM run WHERE id = :r"), {"r": run_id}).scalar_one()
+    return [(row[1], row[2], row[3], row[4], row[5], row[6], *_in_units(row, metrics))
+            for row in conn.execute(text(build_sql(groupings, metrics=metrics)), {"run": run_id, "freq": float(freq)})]
 
 
 _SQL = build_sql()

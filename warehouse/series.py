@@ -11,7 +11,7 @@ from sqlalchemy import Connection, select, text
 
 from warehouse import schema as t
 from warehouse.errors import NotFound, UsageError
-from warehouse.measures import GROUPINGS, METRICS, grouping_keys
+from warehouse.measures import GROUPINGS, METRIC, METRICS, Metric, grouping_keys
 from warehouse.runs import order_key
 from warehouse.contract import EAGER, TRACE
 
@@ -144,12 +144,15 @@ def resolve_sections(conn: Connection, section: str | None, run_ids: list[int]) 
 
 
 def fetch(conn: Connection, run_ids: list[int], section: str, grouping: str, *, devices: bool = False,
-          keys: Iterable[str] | None = None, layers: set[str] | None = None) -> dict[tuple[int, str, int], Point]:
+          keys: Iterable[str] | None = None, layers: set[str] | None = None,
+          metrics: Iterable[str] = ()) -> dict[tuple[int, str, int], Point]:
     """``{(run, key, device): Point}`` from the rollups; ``devices`` adds the per-device rows (device -1 is all
     devices together); ``keys`` restricts to these keys; ``layers``, for a grouping that is not stored (computed
-    from the ops), to the ops of these layers."""
+    from the ops), to the ops of these layers; ``metrics``: keys of computed metrics to add to the stored ones
+    (computed from the runs' ops, :data:`warehouse.measures.COMPUTED_METRICS`)."""
     if grouping not in grouping_keys():
         raise UsageError(f"{grouping!r}: expected one of {', '.join(grouping_keys())}", param="by")
+    extra = [METRIC[k] for k in dict.fromkeys(metrics) if not METRIC[k].stored]
     out: dict[tuple[int, str, int], Point] = {}
     if not run_ids:
         return out
@@ -166,21 +169,33 @@ def fetch(conn: Connection, run_ids: list[int], section: str, grouping: str, *, 
     sql = (f"SELECT run_id, key, device, iterations, ops, {cols} FROM rollup WHERE section = :s AND grouping = :g "
            f"AND run_id IN ({', '.join(str(int(r)) for r in run_ids)}){where}")
     g = next(g for g in GROUPINGS if g.key == grouping)
-    if g.stored:
-        rows: Iterable[Any] = conn.execute(text(sql), params)
-    else:  # computed from the runs' ops (warehouse.measures says why it is not stored)
+    wanted = None if keys is None else set(keys)
+
+    def computed(ms: list[Metric]) -> list[tuple[Any, ...]]:
         from warehouse.rollups import computed_rows
 
-        wanted = None if keys is None else set(keys)
-        rows = [r for r in computed_rows(conn, run_ids, section, g, layers)
+        return [r for r in computed_rows(conn, run_ids, section, g, layers, ms)
                 if (devices or r[2] == ALL_DEVICES) and (wanted is None or r[1] in wanted)]
+
+    # (a grouping that is not stored is computed from the runs' ops with every metric; warehouse.measures says
+    # why it is not stored)
+    rows: Iterable[Any] = conn.execute(text(sql), params) if g.stored else computed([*METRICS, *extra])
     for r in rows:
         vals, spreads = {}, {}
-        for i, m in enumerate(METRICS):
+        for i, m in enumerate(METRICS if g.stored else [*METRICS, *extra]):
             v, sp = r[5 + 2 * i], r[6 + 2 * i]
             vals[m.key] = float(v) if v is not None else None
             spreads[m.key] = float(sp) if sp is not None else None
         out[(r[0], r[1], r[2])] = Point(float(r[4]), int(r[3]), vals, spreads)
+    if g.stored and extra:  # the computed metrics beside the stored ones: the same keys, from the ops
+        for r in computed(extra):
+            p = out.get((r[0], r[1], r[2]))
+            if p is None:
+                continue
+            for i, m in enumerate(extra):
+                v, sp = r[5 + 2 * i], r[6 + 2 * i]
+                p.values[m.key] = float(v) if v is not None else None
+                p.spreads[m.key] = float(sp) if sp is not None else None
     return out
 
 

@@ -56,7 +56,7 @@ def trend(engine: Engine, by: str = "block", section: str | None = None, top: in
                 runs = [r for r in runs if r not in strangers]
         secs = resolve_sections(conn, section, runs[-1:] if section is None else runs)
         sec = secs[0] if section is not None else (TRACE if TRACE in secs else secs[0])
-        points = fetch(conn, runs, sec, by, keys=keys)
+        points = fetch(conn, runs, sec, by, keys=keys, metrics=[metric])
         meta = run_meta(conn, runs)
     values = {(r, k): p.values.get(metric) for (r, k, d), p in points.items() if d == ALL_DEVICES}
     if keys:

@@ -38,8 +38,10 @@ def headline(c: Change) -> str:
     extra = f", since {d['since'][:10]} at {d['per_night_pct']:+.2f} %/night" if d["kind"] == "creep" and \
         d.get("since") else ""
     tags = " ".join(f"{k}={v}" for k, v in (d.get("tags") or {}).items())
-    return (f"{what} {_name(d)}: {d['change_pct']:+.1f} % ({d['before']:.1f} -> {d['after']:.1f} us, "
-            f"{d['delta_us']:+.1f} us) from run {d['run_id']} ({when}{', ' + tags if tags else ''}){extra}; "
+    u = d.get("unit", "us")  # (a computed metric's own unit: %, ops)
+    pct = f"{d['change_pct']:+.1f} % " if d["before"] else ""
+    return (f"{what} {_name(d)}: {pct}({d['before']:.1f} -> {d['after']:.1f} {u}, "
+            f"{d['delta_us']:+.1f} {u}) from run {d['run_id']} ({when}{', ' + tags if tags else ''}){extra}; "
             f"{_where(d)}; z {d['z']:g} [{d['id']}]")
 
 
@@ -57,7 +59,7 @@ def text(res: ChangesResult, contributors: int = 3) -> str:
         out.append(headline(c))
         for k in c.contributors[:contributors]:
             pct = f" ({k['change_pct']:+.1f} %)" if k.get("change_pct") is not None else ""
-            out.append(f"    {_name(k)}: {k['delta_us']:+.1f} us{pct}")
+            out.append(f"    {_name(k)}: {k['delta_us']:+.1f} {c.unit}{pct}")
     for o in res.outliers:
         out.append("outlier night: " + headline(o))
     return "\n".join(out)

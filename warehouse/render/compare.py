@@ -32,8 +32,9 @@ def markdown(res: Comparison, top: int | None = 30) -> str:
     None or 0: every row)."""
     t = res.total
     pct = f" ({t.delta_pct:+.2f} %)" if t.delta_pct is not None else ""
-    lines = [f"**{title(res)}**: {t.a_us:.1f} → {t.b_us:.1f} us, {t.delta_us:+.1f} us{pct}", "",
-             f"| {res.by} | A us | B us | Δ us | Δ % | A ops | B ops |", "|---|---:|---:|---:|---:|---:|---:|"]
+    u = res.unit
+    lines = [f"**{title(res)}**: {t.a_us:.1f} → {t.b_us:.1f} {u}, {t.delta_us:+.1f} {u}{pct}", "",
+             f"| {res.by} | A {u} | B {u} | Δ {u} | Δ % | A ops | B ops |", "|---|---:|---:|---:|---:|---:|---:|"]
     shown = res.rows[: top if top else None]
     for r in [t] + shown:
         key = r.key.replace("|", "\\|") + ("" if r.status == "both" else f" *({r.status})*")

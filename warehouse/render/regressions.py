@@ -49,16 +49,20 @@ def text_lines(res: Gate, contributors: int = 5) -> list[str]:
     out = []
     for c in res.findings:
         pct = f"{c['change_pct']:+.1f} %" if c["change_pct"] is not None else ""
+        u = c.get("unit", "us")  # (a computed metric's own unit: %, ops)
         out.append(f"{'🔺' if c['kind'] == 'regression' else '🟢'} {c['kind']} {_name(c)}: {pct} "
-                   f"({c['before']:.1f} -> {c['after']:.1f} us, {c['delta_us']:+.1f} us) in run {c['run_id']} "
+                   f"({c['before']:.1f} -> {c['after']:.1f} {u}, {c['delta_us']:+.1f} {u}) in run {c['run_id']} "
                    f"({(c['time'] or '')[:16]}); {', '.join(c['sections'])}; {'+'.join(c['metrics'])}"
                    + (f"; device {','.join(d for d in c['devices'] if d != 'all')}"
                       if any(d != "all" for d in c["devices"]) else ""))
         for k in c["contributors"][:contributors]:
             kp = f" ({k['change_pct']:+.1f} %)" if k["change_pct"] is not None else ""
-            out.append(f"    {_name(k)}: {k['delta_us']:+.1f} us{kp}; {', '.join(k['sections'])}")
+            out.append(f"    {_name(k)}: {k['delta_us']:+.1f} {k.get('unit', 'us')}{kp}; {', '.join(k['sections'])}"
+                       f"{'' if k['metrics'] == c['metrics'] else '; ' + '+'.join(k['metrics'])}")
         if len(c["contributors"]) > contributors:
             out.append(f"    ... {len(c['contributors']) - contributors} more inside it")
+        for b in c.get("bound_changes", []):
+            out.append(f"    op {b['identity']} (row {b['row']}, device {b['device']}): {b['was']} -> {b['bound']}")
     return out
 
 
@@ -97,6 +101,7 @@ def markdown(res: Gate, budget: int = MD_BUDGET) -> str:
         inside = ", ".join(f"{_md(_name(k))} {k['delta_us']:+.1f}" for k in c["contributors"][:4])
         if len(c["contributors"]) > 4:
             inside += f" (+{len(c['contributors']) - 4})"
-        rows.append(f"| {mark} | {_md(_name(c))} | {pct} | {c['after']:.1f} | {c['before']:.1f} | "
-                    f"{c['delta_us']:+.1f} | {c['run_id']} | {where} | {inside} |".replace("\n", " "))
+        u = "" if c.get("unit", "us") == "us" else f" {c['unit']}"
+        rows.append(f"| {mark} | {_md(_name(c))} | {pct} | {c['after']:.1f}{u} | {c['before']:.1f}{u} | "
+                    f"{c['delta_us']:+.1f}{u} | {c['run_id']} | {where} | {inside} |".replace("\n", " "))
     return "\n".join(rowfmt.within_budget(lines, rows, budget, "`warehouse regressions --format json`", reserve=120))
