@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generate the README's table and view reference from the code (schema.TABLE_DOCS, views.VIEWS, the columns of
-a database built at head), the command list from the CLI, the typed op columns from warehouse.columns and the
-family views' columns from warehouse.families, so that the docs cannot drift.
+a database built at head), the command list from the CLI, the typed op columns from warehouse.columns, the
+family views' columns from warehouse.families and the metrics from warehouse.measures, so that the docs cannot drift.
 
     python scripts/gen_docs.py           # rewrite the generated parts of README.md
     python scripts/gen_docs.py --check   # exit 1 when README.md differs from what the code says (CI runs this)
@@ -66,8 +66,9 @@ def commands() -> str:
 def render(text: str) -> str:
     from warehouse.columns import markdown_table
     from warehouse.families import markdown_table as family_table
+    from warehouse.measures import metrics_markdown
     for part, body in (("reference", reference()), ("commands", commands()), ("typed columns", markdown_table()),
-                       ("family columns", family_table())):
+                       ("family columns", family_table()), ("metrics", metrics_markdown())):
         b, e = BEGIN.format(part), END.format(part)
         pattern = re.compile(re.escape(b) + r".*?" + re.escape(e), re.S)
         if not pattern.search(text):

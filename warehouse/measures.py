@@ -208,3 +208,14 @@ def grouping_keys(cli_only: bool = False) -> list[str]:
     """The groupings' keys (read when asked, so that an entry appended to GROUPINGS counts everywhere)."""
     return [g.key for g in GROUPINGS if g.cli or not cli_only]
 DRILL_DOWN = {"block": "block/op-code", "layer": "layer/op-code"}
+
+
+def metrics_markdown() -> str:
+    """Every metric history can watch, as the README's table (scripts/gen_docs.py): key, unit, how a key's
+    ops are aggregated, which way is worse, stored or computed."""
+    out = ["| `--metric` | unit | what | worse when | kept |", "|---|---|---|---|---|"]
+    for m in METRIC.values():
+        worse = "higher" if m.worse > 0 else "lower"
+        kept = "stored at ingest" if m.stored else "computed from the ops when asked"
+        out.append(f"| `{m.key}` | {m.unit} | {m.doc.replace('|', chr(92) + '|')} | {worse} | {kept} |")
+    return "\n".join(out)
