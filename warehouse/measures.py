@@ -117,6 +117,7 @@ class Term:
     expr: str
     view: str
     column: str
+    sql_type: str = "DOUBLE PRECISION"  # the column's (a union of views must name it: PostgreSQL matches types)
 
 
 # tt-perf-report's Bound classes (view op_perf), each counted per key and iteration.
@@ -158,7 +159,7 @@ def _computed() -> tuple[dict[str, Term], list[Metric]]:
                                   floor=0.5, stored=False, mean=True, stored_unit="pct"))
     for cls, what in BOUND_CLASSES.items():
         name = f"bound_{cls.lower()}"
-        terms[name] = Term(name, f"CASE WHEN x.bound = '{cls}' THEN 1 ELSE 0 END", "op_perf", "bound")
+        terms[name] = Term(name, f"CASE WHEN x.bound = '{cls}' THEN 1 ELSE 0 END", "op_perf", "bound", "TEXT")
         # (more DRAM-bound or slow ops is the regression; FLOP-bound ones are the goal)
         out.append(Metric(name, f"{what} ops", "ops", f"{name}_ops", f"SUM({name})",
                           f"ops whose tt-perf-report Bound is {cls} ({what}), per iteration (op_perf.bound)",

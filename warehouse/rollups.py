@@ -100,12 +100,14 @@ def _scoped(iters: str, terms: list[Term]) -> str:
         if x.column not in views[x.view]:
             views[x.view].append(x.column)
     cols = [c for cs in views.values() for c in cs]
+    typ = {x.column: x.sql_type for x in terms}
     # One row per op of the run with every column the terms read, merged by row number from each view: a
     # union sorted once (a materialized CTE joined per op gets no index on SQLite, a scan per op), and it
     # drives the ops' scan, each op found by its primary key.
-    branches = [f"SELECT row_no, {', '.join(f'NULL AS {c}' for c in cols)} FROM op WHERE run_id = :run"]
+    branches = [f"SELECT row_no, {', '.join(f'CAST(NULL AS {typ[c]}) AS {c}' for c in cols)} FROM op "
+                "WHERE run_id = :run"]
     for view, vcols in views.items():
-        picked = ", ".join(c if c in vcols else "NULL" for c in cols)
+        picked = ", ".join(c if c in vcols else f"CAST(NULL AS {typ[c]})" for c in cols)
         branches.append(f"SELECT row_no, {picked} FROM {view} WHERE run_id = :run")
     merged = ", ".join(f"MAX({c}) AS {c}" for c in cols)
     fill = {
