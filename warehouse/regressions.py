@@ -110,12 +110,13 @@ def run_factor(pairs: dict[str, dict[int, dict[tuple[str, int], Any]]], cand: in
 def _check(conn: Connection, cand: int, hist: list[int], section: str, dim: str, metrics: list[str],
            keys: set[str] | None, threshold: float, min_us: float, time: str | None,
            factors: dict[str, float] | None = None, judged: dict[tuple, float] | None = None,
-           long_hist: list[int] | None = None) -> list[Finding]:
+           long_hist: list[int] | None = None, computed: dict[tuple, Any] | None = None) -> list[Finding]:
     """The findings of one section x grouping; ``judged`` collects the relative change of every series that had
-    a window to be judged against, by (section, grouping, key, device, metric)."""
+    a window to be judged against, by (section, grouping, key, device, metric); ``computed``: the command's
+    cache of metrics computed from the ops (:func:`warehouse.series.fetch`)."""
     # each device apart for the section totals (a slower device is named), all devices together for the rest
     points = by_run(fetch(conn, sorted({cand, *hist, *(long_hist or [])}), section, dim, devices=dim == "section",
-                          keys=sorted(keys) if keys is not None else None, metrics=metrics))
+                          keys=sorted(keys) if keys is not None else None, metrics=metrics, cache=computed))
     now = points.get(cand, {})
     out = []
     for (key, dev), p in now.items():
@@ -254,6 +255,7 @@ def find_regressions(engine: Engine, *, label: str | None = None, tags: dict[str
         if keys is not None:
             _check_keys(conn, scope, sections, by, keys)
         checked, invalid = [], []
+        computed: dict[tuple, Any] = {}  # metrics computed from the ops, each run's read once for every night
         for i in range(max(0, len(runs) - last), len(runs)):
             cand = runs[i]
             if quality.get(cand):
@@ -298,7 +300,7 @@ def find_regressions(engine: Engine, *, label: str | None = None, tags: dict[str
                                     "no block (no m: signposts, and no eager section to align with); its block "
                                     "and layer series say little, op codes and totals are still checked")
             findings += _judge(conn, cand, hist, sections, by, metrics, keys, threshold, min_us, meta[cand].time,
-                               long_hist)
+                               long_hist, computed)
         findings.sort(key=lambda f: (f.kind != "regression", -abs(f.delta_pct or 0), -abs(f.delta_us)))
         causes = group_causes(conn, findings, meta) if findings else []
         causes = [c for c in causes
@@ -345,7 +347,8 @@ def _against_baseline(engine: Engine, conn: Connection, run: str | int | None, l
         res.warnings.append("the baseline has no valid run to compare with")
         return res
     res.checked.append({**meta[cand].as_dict(), "window": hist, "sections": [section_label(s) for s in sections]})
-    findings = _judge(conn, cand, hist, sections, by, metrics, keys, threshold, min_us, meta[cand].time, long_hist)
+    findings = _judge(conn, cand, hist, sections, by, metrics, keys, threshold, min_us, meta[cand].time, long_hist,
+                      {})
     findings.sort(key=lambda f: (f.kind != "regression", -abs(f.delta_pct or 0), -abs(f.delta_us)))
     res.findings = group_causes(conn, findings, meta) if findings else []
     _with_triage(conn, res.findings)
@@ -357,7 +360,7 @@ def _against_baseline(engine: Engine, conn: Connection, run: str | int | None, l
 
 def _judge(conn: Connection, cand: int, hist: list[int], sections: list[str], by: list[str], metrics: list[str],
            keys: list[str] | None, threshold: float, min_us: float, time: str | None,
-           long_hist: list[int] | None = None) -> list[Finding]:
+           long_hist: list[int] | None = None, computed: dict[tuple, Any] | None = None) -> list[Finding]:
     """Every series finding of one run against its window: the whole run first (without a key filter), then each
     section x grouping judged beyond it, regressions with the op codes inside them."""
     findings: list[Finding] = []
@@ -369,7 +372,8 @@ def _judge(conn: Connection, cand: int, hist: list[int], sections: list[str], by
     cache: dict[tuple, Any] = {}
     judged: dict[tuple, float] = {}
     found = {sec: [f for dim in by for f in _check(conn, cand, hist, sec, dim, metrics, set(keys) if keys else None,
-                                                   threshold, min_us, time, factors, judged, long_hist)]
+                                                   threshold, min_us, time, factors, judged, long_hist,
+                                                   computed)]
              for sec in sections}
     moved = {(f.section, f.by, f.key, f.device, f.metric, f.kind) for fs in found.values() for f in fs}
     for sec in sections:

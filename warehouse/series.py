@@ -145,11 +145,13 @@ def resolve_sections(conn: Connection, section: str | None, run_ids: list[int]) 
 
 def fetch(conn: Connection, run_ids: list[int], section: str, grouping: str, *, devices: bool = False,
           keys: Iterable[str] | None = None, layers: set[str] | None = None,
-          metrics: Iterable[str] = ()) -> dict[tuple[int, str, int], Point]:
+          metrics: Iterable[str] = (), cache: dict[tuple, list[tuple[Any, ...]]] | None = None
+          ) -> dict[tuple[int, str, int], Point]:
     """``{(run, key, device): Point}`` from the rollups; ``devices`` adds the per-device rows (device -1 is all
     devices together); ``keys`` restricts to these keys; ``layers``, for a grouping that is not stored (computed
     from the ops), to the ops of these layers; ``metrics``: keys of computed metrics to add to the stored ones
-    (computed from the runs' ops, :data:`warehouse.measures.COMPUTED_METRICS`)."""
+    (computed from the runs' ops, :data:`warehouse.measures.COMPUTED_METRICS`); ``cache``: a dict that keeps
+    them for the calls of one command (each run is then read once for every grouping, not once per call)."""
     if grouping not in grouping_keys():
         raise UsageError(f"{grouping!r}: expected one of {', '.join(grouping_keys())}", param="by")
     extra = [METRIC[k] for k in dict.fromkeys(metrics) if not METRIC[k].stored]
@@ -172,10 +174,20 @@ def fetch(conn: Connection, run_ids: list[int], section: str, grouping: str, *, 
     wanted = None if keys is None else set(keys)
 
     def computed(ms: list[Metric]) -> list[tuple[Any, ...]]:
-        from warehouse.rollups import computed_rows
+        from warehouse.rollups import computed_rows, run_rows
 
-        return [r for r in computed_rows(conn, run_ids, section, g, layers, ms)
-                if (devices or r[2] == ALL_DEVICES) and (wanted is None or r[1] in wanted)]
+        if cache is None or layers is not None:
+            rows = computed_rows(conn, run_ids, section, g, layers, ms)
+        else:
+            rows = []
+            for rid in run_ids:
+                ck = (rid, tuple(m.key for m in ms))
+                if ck not in cache:  # every grouping a command may ask about, in one pass over the run's ops
+                    cache[ck] = run_rows(conn, rid, [x for x in GROUPINGS if x.cli or x.key == grouping], ms)
+                if not any(r[1] == grouping for r in cache[ck]):
+                    cache[ck] += run_rows(conn, rid, [g], ms)
+                rows += [(rid, *r[2:]) for r in cache[ck] if r[0] == section and r[1] == grouping]
+        return [r for r in rows if (devices or r[2] == ALL_DEVICES) and (wanted is None or r[1] in wanted)]
 
     # (a grouping that is not stored is computed from the runs' ops with every metric; warehouse.measures says
     # why it is not stored)
