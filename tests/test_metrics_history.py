@@ -186,3 +186,21 @@ def test_compare_and_trend_give_the_metric_from_the_ops(wh):
     series = t["values"][BLOCK]
     assert len(series) == NIGHTS and all(v is not None for v in series)
     assert max(series[STEP:]) < 0.7 * min(series[:STEP])
+
+
+def test_any_csv_column_by_name_is_a_metric(wh):
+    # a column named as it is in the CSV reads as its family metric does (here PM FPU UTIL, fpu_util)
+    named = _json(wh("compare", "1", "12", "--by", "block", "--section", "trace", "--metric", "col:PM FPU UTIL (%)",
+                     "--format", "json"))
+    family = _json(wh("compare", "1", "12", "--by", "block", "--section", "trace", "--metric", "fpu_util",
+                      "--format", "json"))
+    assert named["unit"] == "%" and len(named["rows"]) == len(family["rows"]) > 5
+    assert [(r["key"], r["a_us"], r["b_us"]) for r in named["rows"]] == \
+        [(r["key"], r["a_us"], r["b_us"]) for r in family["rows"]]
+    # a time column is summed in us, and found when it moves (the matmul's TRISC1 kernel does not: noise only)
+    t = _json(wh("trend", "--label", "step", "--by", "section", "--metric",
+                 "col:DEVICE TRISC1 KERNEL DURATION [ns]", "--format", "json"))
+    assert t["unit"] == "us" and all(v and v > 0 for v in t["values"]["total"])
+    # a name no run has is an error that says so, not an empty answer
+    r = wh("regressions", "--label", "step", "--metric", "col:NO SUCH COLUMN [ns]")
+    assert r.exit_code == 2 and "no run read has a CSV column 'NO SUCH COLUMN [ns]'" in r.output, r.output

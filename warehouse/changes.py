@@ -32,7 +32,7 @@ from sqlalchemy import Connection, Engine
 from warehouse.contract import SECTIONS  # the oracle's sections, which run the same ops
 from warehouse.changepoints import MIN_AFTER, MIN_BEFORE, analyse, prepare
 from warehouse.errors import NotFound, UsageError
-from warehouse.measures import METRIC
+from warehouse.measures import METRIC, is_metric, ordered
 from warehouse.series import RunMeta, run_meta, section_names, select_runs, sql_list
 
 METRICS = ("kernel", "fw", "op2op", "span")  # the stored ones, read by default; any of METRIC when asked
@@ -301,8 +301,8 @@ def find_changes(engine: Engine, *, label: str | None = None, tags: dict[str, st
     captures, nights triaged as invalid)."""
     metrics = list(metrics or METRICS)
     for m in metrics:
-        if m not in METRIC:
-            raise UsageError(f"metric {m!r}: expected one of {', '.join(METRIC)}")
+        if not is_metric(m):
+            raise UsageError(f"metric {m!r}: expected one of {', '.join(METRIC)}, or col:<CSV column name>")
     warnings: list[str] = []
     with engine.connect() as conn:
         runs = select_runs(conn, label, tags)
@@ -643,7 +643,7 @@ def _change(top, nested, data, runs: list[int], meta: dict[int, RunMeta], label:
         id=f"c-{ident}", kind=kind, by=by, key=key, time=m.time, run_id=run, before=round(main.before, 3),
         after=round(main.after, 3), change_pct=round(pct, 2), delta_us=round(main.delta, 3),
         confidence=round(conf, 6), z=round(main.z, 1), sections=sorted({d.section or "(whole run)" for d in ds}),
-        metrics=[x for x in METRIC if x in {d.metric for d in ds}], unit=METRIC[main.metric].unit,
+        metrics=ordered({d.metric for d in ds}), unit=METRIC[main.metric].unit,
         devices=sorted({"all" if d.device < 0 else str(d.device) for d in ds}), tags=m.tags,
         since=meta[runs[main.start]].time if main.start is not None else None,
         per_night_pct=round(100 * main.per_night, 3) if main.per_night is not None else None,

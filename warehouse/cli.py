@@ -303,10 +303,21 @@ def _by_choice() -> click.Choice:
     return click.Choice(grouping_keys(cli_only=True))
 
 
+class _MetricChoice(click.Choice):
+    """The registry's metrics, or ``col:<CSV NAME>``: any numeric CSV column by name."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from warehouse.measures import COLUMN_METRIC
+
+        if isinstance(value, str) and value.startswith(COLUMN_METRIC) and value[len(COLUMN_METRIC):].strip():
+            return value
+        return super().convert(value, param, ctx)
+
+
 def _metric_choice() -> click.Choice:
     from warehouse.measures import METRIC
 
-    return click.Choice(list(METRIC))
+    return _MetricChoice(list(METRIC))
 
 
 def _percent(value: str) -> float:

@@ -11,8 +11,10 @@ history attribution), ``op_code``, ``category``); metric expressions aggregate i
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
+from functools import cache
 
 # The layer key of the oracle: the layer, else "[<block> glue]".
 LAYER_KEY = ("CASE WHEN layer <> '' THEN layer ELSE '[' || CASE WHEN block <> '' THEN block ELSE '?' END "
@@ -169,6 +171,57 @@ def _computed() -> tuple[dict[str, Term], list[Metric]]:
 
 EXTRA_TERMS, COMPUTED_METRICS = _computed()
 
+# Any CSV column by name, as a metric: ``col:<CSV NAME>`` (a column the warehouse has no family for, such as a
+# newer tt-metal's or a hardware counter's). Read like a family column (the run's header position of the name);
+# a name ending in "[ns]" is a time (summed, us), one ending in "(%)" a utilisation (kernel-weighted mean, lower
+# is worse), any other number is summed.
+COLUMN_METRIC = "col:"
+
+
+@cache
+def _column_metric(csv_name: str) -> Metric:
+    ident = "c" + hashlib.sha1(csv_name.encode()).hexdigest()[:10]
+    view = "@" + csv_name  # (warehouse.rollups builds the read of the column for the back end)
+    doc = f"the CSV column {csv_name!r}"
+    if csv_name.endswith("[ns]"):
+        EXTRA_TERMS[ident] = Term(ident, f"COALESCE(x.{ident}, 0)", view, ident)
+        return Metric(COLUMN_METRIC + csv_name, csv_name, "us", f"{ident}_us", f"SUM({ident})", doc + ", summed",
+                      stored_unit="ns", scale=1000, stored=False)
+    if csv_name.endswith("(%)"):
+        w, k = f"{ident}_w", f"{ident}_k"
+        EXTRA_TERMS[w] = Term(w, f"x.{ident} * COALESCE(o.kernel_ns, 0)", view, ident)
+        EXTRA_TERMS[k] = Term(k, f"CASE WHEN x.{ident} IS NOT NULL THEN COALESCE(o.kernel_ns, 0) END", view, ident)
+        return Metric(COLUMN_METRIC + csv_name, csv_name, "%", f"{ident}_pct", f"SUM({w}) / NULLIF(SUM({k}), 0)",
+                      doc + ", the mean weighted by kernel time", worse=-1, floor=0.5, stored=False, mean=True,
+                      stored_unit="pct")
+    EXTRA_TERMS[ident] = Term(ident, f"COALESCE(x.{ident}, 0)", view, ident)
+    return Metric(COLUMN_METRIC + csv_name, csv_name, "", f"{ident}_n", f"SUM({ident})", doc + ", summed",
+                  floor=0.5, stored=False, stored_unit="n")
+
+
+class _Registry(dict):
+    """The metrics by key; a ``col:<CSV NAME>`` key is made when asked for (not listed among the choices)."""
+
+    def __missing__(self, key: str) -> Metric:
+        if isinstance(key, str) and key.startswith(COLUMN_METRIC) and key[len(COLUMN_METRIC):].strip():
+            return _column_metric(key[len(COLUMN_METRIC):])
+        raise KeyError(key)
+
+
+def is_metric(key: str) -> bool:
+    """Whether ``key`` names a metric: one of :data:`METRIC`, or ``col:<CSV NAME>``."""
+    try:
+        METRIC[key]
+    except KeyError:
+        return False
+    return True
+
+
+def ordered(keys: set[str] | list[str]) -> list[str]:
+    """Metric keys in the registry's order (column metrics last, by name)."""
+    order = {k: i for i, k in enumerate(METRIC)}
+    return sorted(set(keys), key=lambda k: (order.get(k, len(order)), k))
+
 
 def terms_of(metrics: list[Metric]) -> list[Term]:
     """The per-op terms the computed ``metrics`` read (none for stored ones), each once."""
@@ -176,7 +229,7 @@ def terms_of(metrics: list[Metric]) -> list[Term]:
     return [EXTRA_TERMS[n] for n in dict.fromkeys(names)]
 
 
-METRIC = {m.key: m for m in [*METRICS, *COMPUTED_METRICS]}
+METRIC: dict[str, Metric] = _Registry({m.key: m for m in [*METRICS, *COMPUTED_METRICS]})
 
 
 @dataclass(frozen=True)

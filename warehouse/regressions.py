@@ -29,7 +29,7 @@ from warehouse.boundchange import with_bound_changes
 from warehouse.changepoints import robust_sigma
 from warehouse.contract import EAGER, TRACE
 from warehouse.errors import NotFound
-from warehouse.measures import DRILL_DOWN, METRIC, METRICS
+from warehouse.measures import DRILL_DOWN, METRIC, METRICS, ordered
 from warehouse.quality import judge, other_models
 from warehouse.series import (ALL_DEVICES, attribution_gaps, by_run, fetch, resolve_sections, run_meta,
                               section_label, select_runs)
@@ -513,8 +513,7 @@ def _cause_doc(top, nested, meta: dict) -> dict[str, Any]:
            "before": main.baseline_us, "after": main.value_us, "change_pct": main.delta_pct,
            "delta_us": main.delta_us, "confidence": round(1 - math.erfc(abs(main.delta_us) / noise / math.sqrt(2)),
                                                            6),
-           "sections": sorted({f.section for f in fs}), "metrics": [x for x in METRIC
-                                                                    if x in {f.metric for f in fs}],
+           "sections": sorted({f.section for f in fs}), "metrics": ordered({f.metric for f in fs}),
            "unit": main.unit,
            "devices": sorted({f.device for f in fs}), "window": main.window,
            "tags": m.tags if m else {}, "top_op_codes": main.contributors}

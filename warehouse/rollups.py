@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
+from warehouse import dialect
 from warehouse.measures import GROUPINGS, LAYER_KEY, METRICS, Grouping, Metric, Term, terms_of
 
 # The ops of one run with their scopes: the eager / trace section, each custom section around it, the whole run.
@@ -91,7 +92,17 @@ def rollup_view_sql() -> str:
             f"{', '.join(metrics)}\nFROM rollup_row r JOIN rollup_key k ON k.id = r.key_id")
 
 
-def _scoped(iters: str, terms: list[Term]) -> str:
+def _column_source(csv_name: str, column: str, backend: str) -> str:
+    """A FROM item with ``run_id``, ``row_no`` and ``column``: the CSV column ``csv_name`` of every op, read as a
+    number as the family views read theirs (for a ``col:`` metric)."""
+    from warehouse.families import Family, FamilyColumn, family_view_sql
+
+    quoted = csv_name.replace("'", "''")
+    sql = family_view_sql(Family("x", "", (FamilyColumn(column, (quoted,), "", ""),)), backend)
+    return f"({sql.split(' AS' + chr(10), 1)[1]}) {column}_src"
+
+
+def _scoped(iters: str, terms: list[Term], backend: str = "sqlite") -> str:
     """The fine table's CTEs, with the per-op ``terms`` of computed metrics (none for the stored ones)."""
     names = [x.name for x in terms]
     views: dict[str, list[str]] = {}
@@ -108,7 +119,8 @@ def _scoped(iters: str, terms: list[Term]) -> str:
                 "WHERE run_id = :run"]
     for view, vcols in views.items():
         picked = ", ".join(c if c in vcols else f"CAST(NULL AS {typ[c]})" for c in cols)
-        branches.append(f"SELECT row_no, {picked} FROM {view} WHERE run_id = :run")
+        source = _column_source(view[1:], vcols[0], backend) if view.startswith("@") else view
+        branches.append(f"SELECT row_no, {picked} FROM {source} WHERE run_id = :run")
     merged = ", ".join(f"MAX({c}) AS {c}" for c in cols)
     fill = {
         "__X_CTE__": (f"\nx AS MATERIALIZED (SELECT row_no, {merged} FROM (\n  "
@@ -148,15 +160,15 @@ JOIN iters i ON i.section = p.section
 GROUP BY p.section, p.key, p.device, i.n"""
 
 
-def build_sql(groupings: list[Grouping] | None = None, iters: str = _ITERS, metrics: list[Metric] | None = None
-              ) -> str:
+def build_sql(groupings: list[Grouping] | None = None, iters: str = _ITERS, metrics: list[Metric] | None = None,
+              backend: str = "sqlite") -> str:
     """The SELECT of a run's rollup rows, keys as text (parameters ``run`` and ``freq``): of the stored
     groupings, or of ``groupings``; ``iters``: how the sections' iterations and the devices are counted;
     ``metrics``: the stored ones, or these (computed ones among them read the extra terms)."""
     chosen = [g for g in GROUPINGS if g.stored] if groupings is None else groupings
     ms = METRICS if metrics is None else metrics
     parts = [_per_grouping(g, d, ms) for g in chosen for d in (False, True)]
-    return f"WITH {_scoped(iters, terms_of(ms))}\n" + "\nUNION ALL".join(parts)
+    return f"WITH {_scoped(iters, terms_of(ms), backend)}\n" + "\nUNION ALL".join(parts)
 
 
 def computed_rows(conn: Connection, run_ids: list[int], section: str, grouping: Grouping,
@@ -168,7 +180,7 @@ def computed_rows(conn: Connection, run_ids: list[int], section: str, grouping: 
     # (with ``layers``, the iterations and devices of the whole run, not of the chosen ops: a figure per
     # iteration divides by every iteration of its section, as the stored rows do)
     ms = METRICS if metrics is None else metrics
-    sql = build_sql([grouping], _ITERS if layers is None else _ALL_ITERS, ms)
+    sql = build_sql([grouping], _ITERS if layers is None else _ALL_ITERS, ms, dialect.name(conn))
     params: dict[str, Any] = {}
     if layers is not None:
         if not layers:
@@ -205,7 +217,8 @@ def run_rows(conn: Connection, run_id: int, groupings: list[Grouping], metrics: 
     (what ``changes`` reads for metrics that are not stored)."""
     freq = conn.execute(text("SELECT freq_mhz FROM run WHERE id = :r"), {"r": run_id}).scalar_one()
     return [(row[1], row[2], row[3], row[4], row[5], row[6], *_in_units(row, metrics))
-            for row in conn.execute(text(build_sql(groupings, metrics=metrics)), {"run": run_id, "freq": float(freq)})]
+            for row in conn.execute(text(build_sql(groupings, metrics=metrics, backend=dialect.name(conn))),
+                                    {"run": run_id, "freq": float(freq)})]
 
 
 _SQL = build_sql()
@@ -219,7 +232,6 @@ def build_rollups(conn: Connection, run_id: int, freq_mhz: float, key_conn: Conn
     """Write the rollups of one run (its ops and history attribution must be complete). Keys met for the first
     time are added to ``rollup_key`` on ``key_conn`` (ingest's interning connection: on PostgreSQL one that
     commits at once, so that concurrent ingests never wait on each other's keys), else on ``conn``."""
-    from warehouse import dialect
     from warehouse import schema as t
 
     conn.execute(text("DELETE FROM rollup_row WHERE run_id = :run"), {"run": run_id})

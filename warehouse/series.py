@@ -11,7 +11,7 @@ from sqlalchemy import Connection, select, text
 
 from warehouse import schema as t
 from warehouse.errors import NotFound, UsageError
-from warehouse.measures import GROUPINGS, METRIC, METRICS, Metric, grouping_keys
+from warehouse.measures import COLUMN_METRIC, GROUPINGS, METRIC, METRICS, Metric, grouping_keys
 from warehouse.runs import order_key
 from warehouse.contract import EAGER, TRACE
 
@@ -155,6 +155,13 @@ def fetch(conn: Connection, run_ids: list[int], section: str, grouping: str, *, 
     if grouping not in grouping_keys():
         raise UsageError(f"{grouping!r}: expected one of {', '.join(grouping_keys())}", param="by")
     extra = [METRIC[k] for k in dict.fromkeys(metrics) if not METRIC[k].stored]
+    for m in extra:
+        if m.key.startswith(COLUMN_METRIC) and run_ids and not conn.execute(text(
+                f"SELECT 1 FROM run_column WHERE name = :n AND run_id IN ({', '.join(str(int(r)) for r in run_ids)}) "
+                "LIMIT 1"), {"n": m.label}).first():
+            raise NotFound(f"{m.key!r}: no run read has a CSV column {m.label!r} (col:<name> names a column of the "
+                           "CSV header, exactly; `warehouse sql \"SELECT DISTINCT name FROM run_column\"` lists "
+                           "them)", param="metrics")
     out: dict[tuple[int, str, int], Point] = {}
     if not run_ids:
         return out
