@@ -97,6 +97,7 @@ def wh(request, tmp_path_factory):
         r = invoke("ingest", folder / label, "--label", label)
         assert r.exit_code == 0, r.output
     invoke.folder = folder
+    invoke.url = url
     yield invoke
     for _ in gen:
         pass
@@ -204,3 +205,19 @@ def test_any_csv_column_by_name_is_a_metric(wh):
     # a name no run has is an error that says so, not an empty answer
     r = wh("regressions", "--label", "step", "--metric", "col:NO SUCH COLUMN [ns]")
     assert r.exit_code == 2 and "no run read has a CSV column 'NO SUCH COLUMN [ns]'" in r.output, r.output
+
+
+def test_dashboard_takes_the_metric(wh):
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from warehouse.web.app import create_app
+
+    client = TestClient(create_app(wh.url), base_url="http://127.0.0.1")
+    page = client.get("/regressions", params={"label": "step", "metric": "fpu_util"})
+    assert page.status_code == 200 and BLOCK in page.text and "fpu_util" in page.text and " %" in page.text
+    page = client.get("/changes", params={"label": "step", "metric": "bound_dram"})
+    assert page.status_code == 200 and "stage1.block0" in page.text and "bound_dram" in page.text
+    page = client.get("/compare", params={"a": "1", "b": "12", "by": "block", "metric": "fpu_util"})
+    assert page.status_code == 200 and "A %" in page.text
+    assert client.get("/regressions", params={"label": "step", "metric": "nope"}).status_code == 400

@@ -74,6 +74,7 @@ class Change:
     series: list[float | None] | None = None
     series_of: str | None = None  # which series that is: its section and metric ("trace kernel")
     unit: str = "us"  # of before, after and delta_us: the metric's (us for times; %, ops for computed ones)
+    worse: bool | None = None  # the change is for the worse (slower; a utilisation that fell, ...)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -644,6 +645,7 @@ def _change(top, nested, data, runs: list[int], meta: dict[int, RunMeta], label:
         after=round(main.after, 3), change_pct=round(pct, 2), delta_us=round(main.delta, 3),
         confidence=round(conf, 6), z=round(main.z, 1), sections=sorted({d.section or "(whole run)" for d in ds}),
         metrics=ordered({d.metric for d in ds}), unit=METRIC[main.metric].unit,
+        worse=(main.after > main.before) == (METRIC[main.metric].worse > 0),
         devices=sorted({"all" if d.device < 0 else str(d.device) for d in ds}), tags=m.tags,
         since=meta[runs[main.start]].time if main.start is not None else None,
         per_night_pct=round(100 * main.per_night, 3) if main.per_night is not None else None,

@@ -226,7 +226,9 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
 
     def regressions_page(request: Request) -> Response:
         q = request.query_params
-        res = wh.regressions(label=q.get("label") or None) if q.get("label") else None
+        metric = _choice_param(request, "metric", list(METRIC), "") if q.get("metric") else None
+        res = wh.regressions(label=q.get("label") or None, metrics=[metric] if metric else None) \
+            if q.get("label") else None
         return page(request, "regressions.html", {"res": res, "labels": wh.labels()})
 
     def changes_page(request: Request) -> Response:
@@ -234,8 +236,9 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
         q = request.query_params
         if not q.get("label"):
             return page(request, "changes.html", {"res": None, "labels": wh.labels()})
-        res = wh.changes(label=q["label"], since=_date_param(request, "since"),
-                         until=_date_param(request, "until")).to_json()
+        metric = _choice_param(request, "metric", list(METRIC), "") if q.get("metric") else None
+        res = wh.changes(label=q["label"], since=_date_param(request, "since"), until=_date_param(request, "until"),
+                         metrics=[metric] if metric else None).to_json()
         charts = {c["id"]: from_change(c, res["runs"], run_link) for c in res["changes"][:CHART_CAUSES]}
         return page(request, "changes.html", {"res": res, "labels": wh.labels()}, charts=charts,
                     chart_causes=CHART_CAUSES)
