@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from warehouse.dialect import AS_NUMBER, CHUNK_ROWS, JSON_CELL
 
 NUMBER, TEXT, FLAG = "number", "text", "flag"  # how a family column reads its cell
 SQL_TYPE = {NUMBER: "DOUBLE", TEXT: "TEXT", FLAG: "INTEGER"}
@@ -163,6 +162,8 @@ def home_of(csv_name: str) -> str | None:
 
 def _typed(kind: str, cell: str, backend: str) -> str:
     """SQL reading one raw cell expression as the family column's kind."""
+    from warehouse.dialect import AS_NUMBER  # (here: the registry of metrics reads this module at CLI start-up)
+
     if kind == NUMBER:
         return AS_NUMBER[backend].replace("value", f"({cell})")
     stripped = f"NULLIF(TRIM({cell}), '')"
@@ -184,6 +185,8 @@ def family_view_sql(fam: Family, backend: str) -> str:
         for i, c in enumerate(cols))
     joins = "\n".join(f"LEFT JOIN run_column k{i} ON k{i}.run_id = rc.run_id AND k{i}.position = s.p{i}"
                       for i in range(len(cols)))
+    from warehouse.dialect import CHUNK_ROWS, JSON_CELL
+
     cell = JSON_CELL[backend]
     out = ",\n       ".join(
         _typed(c.kind, cell.replace("k.kind", f"k{i}.kind").replace("k.slot", f"k{i}.slot"), backend)
@@ -202,6 +205,8 @@ JOIN op_code oc ON oc.id = o.op_code_id JOIN cell_tuple t ON t.id = rc.static_id
 
 def family_views() -> list[tuple[str, str, dict[str, str]]]:
     """The family views as (name, one line, SQL per back end), for warehouse.views."""
+    from warehouse.dialect import JSON_CELL
+
     return [(f.view, f.doc, {b: family_view_sql(f, b) for b in JSON_CELL}) for f in FAMILIES]
 
 
