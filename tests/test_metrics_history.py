@@ -158,6 +158,10 @@ def test_changes_name_the_metric_and_the_night(wh):
     assert fpu and fpu[0]["time"].startswith("2026-11-09"), doc["changes"]
     dram = [c for (by, key, ms), c in steps.items() if "bound_dram" in ms]
     assert dram and all(c["time"].startswith("2026-11-09") for c in dram), doc["changes"]
+    # the matmul that became DRAM-bound, by its identity, in both sections
+    named = {(b["identity"].split(" / ")[0], b["was"], b["bound"]) for c in dram for b in c["bound_changes"]
+             if b["identity"].endswith(f"{LAYER} / Matmul #1")}
+    assert named == {("eager", "SLOW", "DRAM"), ("trace", "SLOW", "DRAM")}, dram
     noise = _json(wh("changes", "--label", "noise", "--metric", "fpu_util", "--metric", "bound_dram",
                      "--format", "json"))
     assert noise["changes"] == []

@@ -75,6 +75,8 @@ class Change:
     series_of: str | None = None  # which series that is: its section and metric ("trace kernel")
     unit: str = "us"  # of before, after and delta_us: the metric's (us for times; %, ops for computed ones)
     worse: bool | None = None  # the change is for the worse (slower; a utilisation that fell, ...)
+    # a change of a Bound count: the op identities whose Bound moved in or out of the class that night
+    bound_changes: list[dict[str, Any]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -331,11 +333,27 @@ def find_changes(engine: Engine, *, label: str | None = None, tags: dict[str, st
             raise NotFound(f"{len(runs)} valid run(s) in the history; changes need at least "
                            f"{MIN_BEFORE + MIN_AFTER} nights")
         data = _fetch(conn, runs, tuple(m for m in metrics if not METRIC[m].stored))
-    res = _detect(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_us, warnings)
+        res = _detect(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_us, warnings)
+        _with_bound_changes(conn, res.changes, runs)
     res.invalid, res.newest_invalid = invalid, newest_invalid
     for c in res.changes:
         c.triage = triaged.get(c.id)
     return res
+
+
+def _with_bound_changes(conn: Connection, changes: list[Change], runs: list[int]) -> None:
+    """A change of a Bound count (``bound_dram`` ...) names the op identities whose Bound changed on its night
+    against the nights before it (:func:`warehouse.boundchange.bound_changes`)."""
+    from warehouse.boundchange import LIMIT, bound_changes
+
+    for c in changes:
+        ms = [m for m in c.metrics if m.startswith("bound_")]
+        if not ms or c.run_id not in runs:
+            continue
+        i = runs.index(c.run_id)
+        before = runs[max(0, i - NEST_NIGHTS - 4):i]
+        c.bound_changes = [x for m in ms for x in bound_changes(
+            conn, c.run_id, before, c.sections, c.by, c.key, m.removeprefix("bound_").upper())][:LIMIT]
 
 
 def _in_range(m: RunMeta, since: str | None, until: str | None) -> bool:

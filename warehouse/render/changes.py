@@ -60,6 +60,8 @@ def text(res: ChangesResult, contributors: int = 3) -> str:
         for k in c.contributors[:contributors]:
             pct = f" ({k['change_pct']:+.1f} %)" if k.get("change_pct") is not None else ""
             out.append(f"    {_name(k)}: {k['delta_us']:+.1f} {c.unit}{pct}")
+        for b in c.bound_changes or []:
+            out.append(f"    op {b['identity']} (row {b['row']}, device {b['device']}): {b['was']} -> {b['bound']}")
     for o in res.outliers:
         out.append("outlier night: " + headline(o))
     return "\n".join(out)
