@@ -18,7 +18,7 @@ import json
 import statistics
 from array import array
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from typing import Any
 
@@ -100,19 +100,22 @@ class _SectionScan:
                 ks[0].append(k)
                 ks[1].append(compute[op[CODE]])
 
-    def group_tables(self, total: float) -> dict[str, list[dict[str, Any]]]:
-        """The group tables (sorted() is stable: ties keep the order of first appearance, as in the oracle)."""
-        return {name: [{"key": key, "ops": c, "kernel_us": round(s, 1), "share": round(s / total, 4),
-                        "gap_us": round(gs, 1)}
-                       for key, (c, s, gs) in sorted(agg.items(), key=lambda kv: -kv[1][1])]
-                for name, agg in zip(GROUPS, self.groups)}
+    def group_tables(self, total: float, raw: bool = False) -> dict[str, Any]:
+        """The group tables (sorted() is stable: ties keep the order of first appearance, as in the oracle);
+        ``raw``: each as its JSON text, made a row at a time (:class:`_Raw`)."""
+        out: dict[str, Any] = {}
+        for name, agg in zip(GROUPS, self.groups):
+            rows = ({"key": key, "ops": c, "kernel_us": round(s, 1), "share": round(s / total, 4),
+                     "gap_us": round(gs, 1)} for key, (c, s, gs) in sorted(agg.items(), key=lambda kv: -kv[1][1]))
+            out[name] = _list_json(rows) if raw else list(rows)
+        return out
 
-    def precision_split(self) -> dict[str, Any]:
+    def precision_split(self, raw: bool = False) -> dict[str, Any]:
         """The layer cost split (``|post`` glue excluded): compute, movement between the first and last compute
         op, split before, finish after."""
         tot: dict[str, Any] = {"layers": 0, "compute_us": 0.0, "movement_us": 0.0, "split_us": 0.0,
                                "finish_us": 0.0, "compute_ops": 0, "ops": 0}
-        per = []
+        per = []  # each layer's figures as a tuple in _SPLIT order (a dict each: 0.5 KB a layer, 80,000 layers)
         for lay, (kern, flags) in self.layers.items():
             comp = [k for k, f in enumerate(flags) if f]
             if not comp:
@@ -124,14 +127,39 @@ class _SectionScan:
                  "movement_us": sum(kern[k] for k in range(a, z + 1) if k not in cset),
                  "split_us": sum(kern[k] for k in range(a)),
                  "finish_us": sum(kern[k] for k in range(z + 1, len(kern)))}
-            per.append({k: (round(v, 1) if isinstance(v, float) else v) for k, v in d.items()})
+            per.append(tuple(round(v, 1) if isinstance(v, float) else v for v in d.values()))
             tot["layers"] += 1
             for k in ("compute_us", "movement_us", "split_us", "finish_us", "compute_ops", "ops"):
                 tot[k] += d[k]
         out: dict[str, Any] = {k: (round(v, 1) if isinstance(v, float) else v) for k, v in tot.items()}
-        out["per_layer"] = sorted(per, key=lambda x: -(x["compute_us"] + x["movement_us"] + x["split_us"]
-                                                       + x["finish_us"]))
+        per.sort(key=lambda x: -(x[3] + x[4] + x[5] + x[6]))  # compute, movement, split, finish
+        rows = (dict(zip(_SPLIT, x)) for x in per)
+        out["per_layer"] = _list_json(rows) if raw else list(rows)
         return out
+
+
+_SPLIT = ("layer", "ops", "compute_ops", "compute_us", "movement_us", "split_us", "finish_us")
+
+
+class _Raw(str):
+    """JSON text that goes into a document as it is: a big list dumped an item at a time (a million-op run's
+    report parts as Python dicts held 150 MB more at the end of its ingest than their text)."""
+
+
+def _list_json(items: Any) -> _Raw:
+    """``json.dumps(list(items), ensure_ascii=False)``, without the list."""
+    return _Raw("[" + ", ".join(json.dumps(x, ensure_ascii=False) for x in items) + "]")
+
+
+def _dumps(items: Any) -> str:
+    """``json.dumps(dict(items), ensure_ascii=False)`` of (key, value) pairs (a dict's items, or a generator:
+    each value is dumped before the next is made) whose values, at any depth of dicts, may be :class:`_Raw`
+    texts: the text of the document with those values parsed back."""
+    def value(v: Any) -> str:
+        if isinstance(v, _Raw):
+            return v
+        return _dumps(v.items()) if isinstance(v, dict) else json.dumps(v, ensure_ascii=False)
+    return "{" + ", ".join(f"{json.dumps(k, ensure_ascii=False)}: {value(v)}" for k, v in items) + "}"
 
 
 class ReportFeed:
@@ -327,7 +355,7 @@ def _tally_median(tally: dict[float, int]) -> float:
 
 
 def _section(conn: Connection, run_id: int, section: str, codes: dict[int, tuple[str, str, bool]],
-             freq: float, scan: _SectionScan | None = None) -> dict[str, Any]:
+             freq: float, scan: _SectionScan | None = None, raw: bool = False) -> dict[str, Any]:
     x = scan or _scan(conn, run_id, section, {i: c[2] for i, c in codes.items()})
     kern, gaps, n = x.kern, x.gaps, len(x.kern)
     span = (x.end - x.start) / freq if x.start is not None and x.end is not None else None
@@ -349,8 +377,8 @@ def _section(conn: Connection, run_id: int, section: str, codes: dict[int, tuple
            "span_us": round(span, 1) if span else None, "freq_mhz": freq,
            "cores_median": _tally_median(x.cores) if n else None,
            "ops_below_120_cores": sum(k for c, k in x.cores.items() if 0 < c < FEW_CORES), "fidelity": dict(x.fid)}
-    out.update(x.group_tables(total))
-    out.update(top_ops=top_ops, top_gaps=top_gaps, precision_split=x.precision_split())
+    out.update(x.group_tables(total, raw))
+    out.update(top_ops=top_ops, top_gaps=top_gaps, precision_split=x.precision_split(raw))
     return out
 
 
@@ -359,15 +387,25 @@ def compute_parts(conn: Connection, run_id: int, freq: float,
     """The part of the report that comes from a run's ops (trace ids, replay sessions, the eager and trace
     sections), computed from the database in file order (or from ``scans`` fed at ingest, see
     :class:`ReportFeed`)."""
+    return dict(_parts(conn, run_id, freq, scans, raw=False))
+
+
+def parts_json(conn: Connection, run_id: int, freq: float, scans: dict[str, _SectionScan] | None = None) -> str:
+    """``json.dumps(compute_parts(...), ensure_ascii=False)``, each section dumped as soon as it is computed and
+    its big tables a row at a time (the memory of a million-op ingest's end)."""
+    return _dumps(_parts(conn, run_id, freq, scans, raw=True))
+
+
+def _parts(conn: Connection, run_id: int, freq: float, scans: dict[str, _SectionScan] | None, raw: bool
+           ) -> Iterator[tuple[str, Any]]:
     ids = conn.execute(text("SELECT DISTINCT trace_id, replay_session FROM op_detail WHERE run_id = :r "
                             "AND section = 'trace'"), {"r": run_id}).all()
     codes = {i: (n, c, bool(x)) for i, n, c, x in conn.execute(
         text("SELECT id, name, category, is_compute FROM op_code"))}
-    parts: dict[str, Any] = {"trace_ids": sorted({r[0] for r in ids}),
-                             "replay_sessions": sorted({r[1] for r in ids})}
+    yield "trace_ids", sorted({r[0] for r in ids})
+    yield "replay_sessions", sorted({r[1] for r in ids})
     for s in SECTIONS:
-        parts[s] = _section(conn, run_id, s, codes, freq, scans[s] if scans else None)
-    return parts
+        yield s, _section(conn, run_id, s, codes, freq, scans[s] if scans else None, raw)
 
 
 def store_parts(conn: Connection, run_id: int, scans: dict[str, _SectionScan] | None = None) -> None:
@@ -377,7 +415,7 @@ def store_parts(conn: Connection, run_id: int, scans: dict[str, _SectionScan] | 
     freq = float(conn.execute(select(t.run.c.freq_mhz).where(t.run.c.id == run_id)).scalar_one())
     conn.execute(t.run_report.delete().where(t.run_report.c.run_id == run_id))
     with dialect.small_sorts(conn):  # (a small page cache: a million-op ingest stays within its memory budget)
-        doc = json.dumps(compute_parts(conn, run_id, freq, scans), ensure_ascii=False)
+        doc = parts_json(conn, run_id, freq, scans)
     packed, size = pack_text(doc, compresses(conn))  # (a 100,000-op run's parts: 4.3 MB of JSON, 0.4 MB packed)
     conn.execute(t.run_report.insert().values(run_id=run_id, raw_size=size, doc=packed))
 
