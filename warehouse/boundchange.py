@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 LIMIT = 20  # identities listed per cause, the run's own order
+PREFIX = "bound_"  # the Bound-count metrics' keys (warehouse.measures: bound_dram ...)
 _COLUMN = {"block": "block", "layer": "layer", "op-code": "op_code"}
 
 
@@ -59,13 +60,28 @@ def bound_changes(conn: Connection, run_id: int, window: list[int], sections: li
     return out[:LIMIT]
 
 
+def of_cause(conn: Connection, run_id: int, window: list[int], sections: list[str], by: str, key: str,
+             metrics: list[str]) -> list[dict[str, Any]] | None:
+    """The :func:`bound_changes` of a cause on its Bound-count ``metrics`` (``bound_dram`` ...); None when it
+    has none."""
+    ms = [m for m in metrics if m.startswith(PREFIX)]
+    if not ms:
+        return None
+    return [x for m in ms for x in bound_changes(conn, run_id, window, sections, by, key,
+                                                 m.removeprefix(PREFIX).upper())][:LIMIT]
+
+
 def with_bound_changes(conn: Connection, causes: list[dict[str, Any]], windows: dict[int, list[int]]) -> None:
     """Each cause (and contributor) on a Bound count gets ``bound_changes``, the identities that moved in or out
     of its class (:func:`bound_changes`); ``windows``: each checked run's window."""
     for c in causes:
-        ms = [m for m in c["metrics"] if m.startswith("bound_")]
-        if ms:
-            c["bound_changes"] = [x for m in ms for x in bound_changes(
-                conn, c["run_id"], windows.get(c["run_id"], []), c["sections"],
-                c["by"], c["key"], m.removeprefix("bound_").upper())][:LIMIT]
+        found = of_cause(conn, c["run_id"], windows.get(c["run_id"], []), c["sections"], c["by"], c["key"],
+                         c["metrics"])
+        if found is not None:
+            c["bound_changes"] = found
         with_bound_changes(conn, c.get("contributors", []), windows)
+
+
+def describe(b: dict[str, Any]) -> str:
+    """One line of a Bound change, as the text outputs print it."""
+    return f"op {b['identity']} (row {b['row']}, device {b['device']}): {b['was']} -> {b['bound']}"

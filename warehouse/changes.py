@@ -32,7 +32,7 @@ from sqlalchemy import Connection, Engine
 from warehouse.contract import SECTIONS  # the oracle's sections, which run the same ops
 from warehouse.changepoints import MIN_AFTER, MIN_BEFORE, analyse, prepare
 from warehouse.errors import NotFound, UsageError
-from warehouse.measures import METRIC, is_metric, ordered
+from warehouse.measures import METRIC, is_metric, nests_under, ordered, part_rank
 from warehouse.series import RunMeta, run_meta, section_names, select_runs, sql_list
 
 METRICS = ("kernel", "fw", "op2op", "span")  # the stored ones, read by default; any of METRIC when asked
@@ -344,16 +344,13 @@ def find_changes(engine: Engine, *, label: str | None = None, tags: dict[str, st
 def _with_bound_changes(conn: Connection, changes: list[Change], runs: list[int]) -> None:
     """A change of a Bound count (``bound_dram`` ...) names the op identities whose Bound changed on its night
     against the nights before it (:func:`warehouse.boundchange.bound_changes`)."""
-    from warehouse.boundchange import LIMIT, bound_changes
+    from warehouse.boundchange import of_cause
 
     for c in changes:
-        ms = [m for m in c.metrics if m.startswith("bound_")]
-        if not ms or c.run_id not in runs:
-            continue
-        i = runs.index(c.run_id)
-        before = runs[max(0, i - NEST_NIGHTS - 4):i]
-        c.bound_changes = [x for m in ms for x in bound_changes(
-            conn, c.run_id, before, c.sections, c.by, c.key, m.removeprefix("bound_").upper())][:LIMIT]
+        if c.run_id in runs:
+            i = runs.index(c.run_id)
+            c.bound_changes = of_cause(conn, c.run_id, runs[max(0, i - NEST_NIGHTS - 4):i], c.sections, c.by,
+                                       c.key, c.metrics)
 
 
 def _in_range(m: RunMeta, since: str | None, until: str | None) -> bool:
@@ -581,14 +578,12 @@ def _causes(found: list[_Detection], data, runs: list[int], meta: dict[int, RunM
     def rank(gr) -> tuple:
         by, key = gr[0], gr[1]
         tier = 0 if key == "all" else 1 if by == "device" else 3 if key == "total" else 2
-        # a mean (a utilisation) is largest in a small part: the block comes before the op codes inside it
-        part = {"block": 0, "op-code": 1}.get(by, 0) if METRIC[gr[4].metric].mean else 0
-        return (tier, part, -abs(gr[4].delta))
+        return (tier, part_rank(by, gr[4].metric), -abs(gr[4].delta))
 
     tops: list[tuple[Any, list]] = []
     for gr in sorted(groups, key=rank):
         host = next((t for t in tops if t[0][3] == gr[3] and overlap(t[0], gr) and when(t[0], gr)
-                     and _same_kind(t[0][4].metric, gr[4].metric) and (
+                     and nests_under(t[0][4].metric, gr[4].metric) and (
             t[0][0] == "device" or t[0][1] == "all" or gr[1] == "total" or METRIC[gr[4].metric].mean
             or abs(gr[4].delta) <= NEST_SLACK * abs(t[0][4].delta))), None)
         if host is None:
@@ -600,12 +595,6 @@ def _causes(found: list[_Detection], data, runs: list[int], meta: dict[int, RunM
         c.series, c.series_of = _series_of(top[4], data)
     out.sort(key=lambda c: -abs(c.delta_us))
     return out
-
-
-def _same_kind(a: str, b: str) -> bool:
-    """Whether a change of metric ``b`` can nest under one of ``a``: times do under times; a computed metric
-    (another unit) under its own metric only."""
-    return a == b or (METRIC[a].stored and METRIC[b].stored)
 
 
 def _series_of(d: _Detection, data) -> tuple[list[float | None], str]:

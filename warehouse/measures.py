@@ -208,6 +208,18 @@ class _Registry(dict):
         raise KeyError(key)
 
 
+def nests_under(a: str, b: str) -> bool:
+    """Whether a change of metric ``b`` can be held by a cause of metric ``a``: times by times; a computed
+    metric (another unit) by its own metric only."""
+    return a == b or (METRIC[a].stored and METRIC[b].stored)
+
+
+def part_rank(by: str, metric: str) -> int:
+    """Where a cause of grouping ``by`` ranks among causes of the same size: for a mean (a utilisation), which is
+    largest in a small part, the block before its op codes and layers; 0 for every sum."""
+    return {"block": 0, "op-code": 1, "layer": 2}.get(by, 0) if METRIC[metric].mean else 0
+
+
 def is_metric(key: str) -> bool:
     """Whether ``key`` names a metric: one of :data:`METRIC`, or ``col:<CSV NAME>``."""
     try:

@@ -29,7 +29,7 @@ from warehouse.boundchange import with_bound_changes
 from warehouse.changepoints import robust_sigma
 from warehouse.contract import EAGER, TRACE
 from warehouse.errors import NotFound
-from warehouse.measures import DRILL_DOWN, METRIC, METRICS, ordered
+from warehouse.measures import DRILL_DOWN, METRIC, METRICS, nests_under, ordered, part_rank
 from warehouse.quality import judge, other_models
 from warehouse.series import (ALL_DEVICES, attribution_gaps, by_run, fetch, resolve_sections, run_meta,
                               section_label, select_runs)
@@ -462,9 +462,9 @@ def group_causes(conn: Connection, findings: list[Finding], meta: dict) -> list[
             return False
         if key1 == "all" or b1 == "device":
             return True
+        if not nests_under(m1.metric, m2.metric):
+            return False
         mean = METRIC[m1.metric].mean or METRIC[m2.metric].mean
-        if m1.metric != m2.metric and not (METRIC[m1.metric].stored and METRIC[m2.metric].stored):
-            return False  # (a computed metric's cause holds its own metric only: units differ)
         if abs(m2.delta_us) > 1.25 * abs(m1.delta_us) and not mean:  # (a mean's parts do not add up to it)
             return False
         secs = {f.section for f in fs1} & {f.section for f in fs2}
@@ -482,9 +482,7 @@ def group_causes(conn: Connection, findings: list[Finding], meta: dict) -> list[
 
     def rank(g) -> tuple:
         tier = 0 if g[3] == "all" else 1 if g[2] == "device" else 3 if g[3] == "total" else 2
-        # a mean (a utilisation) is largest in a small part: the block comes before its layers and op codes
-        part = {"block": 0, "op-code": 1, "layer": 2}.get(g[2], 0) if METRIC[g[4].metric].mean else 0
-        return (g[1] != "regression", tier, part, -abs(g[4].delta_us))
+        return (g[1] != "regression", tier, part_rank(g[2], g[4].metric), -abs(g[4].delta_us))
 
     tops: list[tuple[Any, list]] = []
     for g in sorted(groups, key=rank):

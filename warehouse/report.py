@@ -127,7 +127,7 @@ class _SectionScan:
                  "movement_us": sum(kern[k] for k in range(a, z + 1) if k not in cset),
                  "split_us": sum(kern[k] for k in range(a)),
                  "finish_us": sum(kern[k] for k in range(z + 1, len(kern)))}
-            per.append(tuple(round(v, 1) if isinstance(v, float) else v for v in d.values()))
+            per.append(tuple(round(v, 1) if isinstance(v, float) else v for v in (d[k] for k in _SPLIT)))
             tot["layers"] += 1
             for k in ("compute_us", "movement_us", "split_us", "finish_us", "compute_ops", "ops"):
                 tot[k] += d[k]

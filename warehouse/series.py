@@ -198,24 +198,23 @@ def fetch(conn: Connection, run_ids: list[int], section: str, grouping: str, *, 
 
     # (a grouping that is not stored is computed from the runs' ops with every metric; warehouse.measures says
     # why it is not stored)
-    rows: Iterable[Any] = conn.execute(text(sql), params) if g.stored else computed([*METRICS, *extra])
-    for r in rows:
-        vals, spreads = {}, {}
-        for i, m in enumerate(METRICS if g.stored else [*METRICS, *extra]):
-            v, sp = r[5 + 2 * i], r[6 + 2 * i]
-            vals[m.key] = float(v) if v is not None else None
-            spreads[m.key] = float(sp) if sp is not None else None
-        out[(r[0], r[1], r[2])] = Point(float(r[4]), int(r[3]), vals, spreads)
+    first = METRICS if g.stored else [*METRICS, *extra]
+    for r in (conn.execute(text(sql), params) if g.stored else computed(first)):
+        p = out[(r[0], r[1], r[2])] = Point(float(r[4]), int(r[3]), {}, {})
+        _put(p, first, r)
     if g.stored and extra:  # the computed metrics beside the stored ones: the same keys, from the ops
         for r in computed(extra):
-            p = out.get((r[0], r[1], r[2]))
-            if p is None:
-                continue
-            for i, m in enumerate(extra):
-                v, sp = r[5 + 2 * i], r[6 + 2 * i]
-                p.values[m.key] = float(v) if v is not None else None
-                p.spreads[m.key] = float(sp) if sp is not None else None
+            if (r[0], r[1], r[2]) in out:
+                _put(out[(r[0], r[1], r[2])], extra, r)
     return out
+
+
+def _put(p: Point, ms: list[Metric], row: Any) -> None:
+    """A row's values and spreads of ``ms`` (from its sixth column on, value and spread by turns) into ``p``."""
+    for i, m in enumerate(ms):
+        v, sp = row[5 + 2 * i], row[6 + 2 * i]
+        p.values[m.key] = float(v) if v is not None else None
+        p.spreads[m.key] = float(sp) if sp is not None else None
 
 
 def by_run(points: dict[tuple[int, str, int], Point]) -> dict[int, dict[tuple[str, int], Point]]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from warehouse.boundchange import describe
 from warehouse.render import rows as render
 from warehouse.changes import Change, ChangesResult
 
@@ -60,8 +61,7 @@ def text(res: ChangesResult, contributors: int = 3) -> str:
         for k in c.contributors[:contributors]:
             pct = f" ({k['change_pct']:+.1f} %)" if k.get("change_pct") is not None else ""
             out.append(f"    {_name(k)}: {k['delta_us']:+.1f} {c.unit}{pct}")
-        for b in c.bound_changes or []:
-            out.append(f"    op {b['identity']} (row {b['row']}, device {b['device']}): {b['was']} -> {b['bound']}")
+        out += [f"    {describe(b)}" for b in c.bound_changes or []]
     for o in res.outliers:
         out.append("outlier night: " + headline(o))
     return "\n".join(out)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from warehouse.boundchange import describe
 from warehouse.measures import METRIC
 from warehouse.regressions import Gate
 from warehouse.render import rows as rowfmt
@@ -61,8 +62,7 @@ def text_lines(res: Gate, contributors: int = 5) -> list[str]:
                        f"{'' if k['metrics'] == c['metrics'] else '; ' + '+'.join(k['metrics'])}")
         if len(c["contributors"]) > contributors:
             out.append(f"    ... {len(c['contributors']) - contributors} more inside it")
-        for b in c.get("bound_changes", []):
-            out.append(f"    op {b['identity']} (row {b['row']}, device {b['device']}): {b['was']} -> {b['bound']}")
+        out += [f"    {describe(b)}" for b in c.get("bound_changes", [])]
     return out
 
 
