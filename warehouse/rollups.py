@@ -15,13 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, bindparam, text
 
-from warehouse import dialect
+from warehouse import dialect, rollupcalc
 from warehouse.measures import GROUPINGS, LAYER_KEY, METRICS, Grouping, Metric, Term, terms_of
 
-# The ops of one run with their scopes: the eager / trace section, each custom section around it, the whole run.
-_SCOPED = """__X_CTE__
+# The ops of one run with their scopes: the eager / trace section, each custom section around it, the whole run;
+# grouped by their ids (what warehouse.rollupcalc reads).
+_BY_ID = """__X_CTE__
 ops AS (
   SELECT o.row_no, o.device_id AS device, o.hist_place_id AS place_id, o.op_code_id,
          COALESCE(o.kernel_ns, 0) AS kernel_ns, COALESCE(o.fw_ns, 0) AS fw_ns,
@@ -46,7 +47,9 @@ by_id AS MATERIALIZED (
          SUM(kernel_ns) AS kernel_ns, SUM(op2op_ns) AS op2op_ns, SUM(fw_ns) AS fw_ns,
          MIN(CASE WHEN fw_start_cycle > 0 THEN fw_start_cycle END) AS first_cycle,
          MAX(CASE WHEN fw_end_cycle > 0 THEN fw_end_cycle END) AS last_cycle__X_SUM__
-  FROM scoped GROUP BY custom, section, iteration, device, place_id, op_code_id),
+  FROM scoped GROUP BY custom, section, iteration, device, place_id, op_code_id)"""
+# The rest of the fine table: the ids' texts, then the whole run's rows.
+_FINE = """,
 f0 AS MATERIALIZED (
   SELECT custom, section, iteration, device, COALESCE(p.block, '') AS block, COALESCE(p.layer, '') AS layer,
          c.name AS op_code, c.category, ops, kernel_ns, op2op_ns, fw_ns, first_cycle, last_cycle__X_PASS__
@@ -62,6 +65,7 @@ f AS MATERIALIZED (
          MIN(first_cycle), MAX(last_cycle), :freq__X_SUM__
   FROM f0 WHERE custom = 0 GROUP BY device, block, layer, op_code, category),
 __ITERS__"""
+_SCOPED = _BY_ID + _FINE
 # The iterations of each section and the run's devices, that figures per iteration and per-device rows need.
 _ITERS = """iters AS (SELECT section, COUNT(DISTINCT iteration) AS n FROM f GROUP BY section),
 devices AS (SELECT COUNT(DISTINCT device) AS n FROM f WHERE device IS NOT NULL)"""
@@ -102,8 +106,9 @@ def _column_source(csv_name: str, column: str, backend: str) -> str:
     return f"({sql.split(' AS' + chr(10), 1)[1]}) {column}_src"
 
 
-def _scoped(iters: str, terms: list[Term], backend: str = "sqlite") -> str:
-    """The fine table's CTEs, with the per-op ``terms`` of computed metrics (none for the stored ones)."""
+def _scoped(iters: str, terms: list[Term], backend: str = "sqlite", template: str = _SCOPED) -> str:
+    """The fine table's CTEs, with the per-op ``terms`` of computed metrics (none for the stored ones);
+    ``template``: those CTEs, or the first of them (:data:`_BY_ID`)."""
     names = [x.name for x in terms]
     views: dict[str, list[str]] = {}
     for x in terms:
@@ -132,7 +137,7 @@ def _scoped(iters: str, terms: list[Term], backend: str = "sqlite") -> str:
         "__X_PASS__": "".join(f", {n}" for n in names),
         "__X_SUM__": "".join(f", SUM({n}) AS {n}" for n in names),
     }
-    sql = _SCOPED.replace("__ITERS__", iters)
+    sql = template.replace("__ITERS__", iters)
     for mark, part in fill.items():
         sql = sql.replace(mark, part)
     return sql
@@ -222,45 +227,59 @@ def run_rows(conn: Connection, run_id: int, groupings: list[Grouping], metrics: 
 
 
 _SQL = build_sql()
-_NEW = "rollup_new"  # the run's rows before their keys are ids: a temporary table of the connection
-_NEW_COLUMNS = ["run_id", "section", "grouping", "key", "device", "iterations", "ops", *_stored_columns()]
-_NEW_TYPES = ["BIGINT", "TEXT", "TEXT", "TEXT", "INTEGER", "INTEGER", *["DOUBLE PRECISION"] * (
-    len(_NEW_COLUMNS) - 6)]
+# The by-id rows that warehouse.rollupcalc computes the stored rollups from.
+_BY_ID_SQL = (f"WITH {_scoped('', [], template=_BY_ID)}\nSELECT custom, section, iteration, device, place_id, "
+              "op_code_id, ops, kernel_ns, op2op_ns, fw_ns, first_cycle, last_cycle FROM by_id")
+_ROW_COLUMNS = ["run_id", "section", "key_id", "device", "iterations", "ops", *_stored_columns()]
 
 
 def build_rollups(conn: Connection, run_id: int, freq_mhz: float, key_conn: Connection | None = None) -> None:
     """Write the rollups of one run (its ops and history attribution must be complete). Keys met for the first
     time are added to ``rollup_key`` on ``key_conn`` (ingest's interning connection: on PostgreSQL one that
     commits at once, so that concurrent ingests never wait on each other's keys), else on ``conn``."""
+    conn.execute(text("DELETE FROM rollup_row WHERE run_id = :run"), {"run": run_id})
+    batches = rollupcalc.run_rows(conn, run_id, float(freq_mhz), _BY_ID_SQL)
+    if batches is None:  # (a stored grouping or metric that numpy does not mirror: the SQL's rows, slower)
+        result = conn.execute(text(_SQL).execution_options(stream_results=True, yield_per=20_000),
+                              {"run": run_id, "freq": float(freq_mhz)})
+        batches = (list(part) for part in result.partitions(20_000))
+    mark = dialect.paramstyle_mark(conn)
+    insert = f"INSERT INTO rollup_row ({', '.join(_ROW_COLUMNS)}) VALUES ({', '.join([mark] * len(_ROW_COLUMNS))})"
+    ids: dict[tuple[str, str], int | None] = {}
+    for batch in batches:
+        if batch and ids and next(iter(ids))[0] != batch[0][2]:
+            ids.clear()  # (a grouping's keys are never another's: only one grouping's are kept)
+        _key_ids(conn, key_conn or conn, {(g, k) for _, _, g, k, *_ in batch if (g, k) not in ids}, ids)
+        rows = [(r, sec, ids[(g, k)], *rest) for r, sec, g, k, *rest in batch]
+        # (a key whose digest is another key's gets no rows: `check` sees them missing, never shared silently)
+        conn.exec_driver_sql(insert, [row for row in rows if row[2] is not None])
+
+
+def _key_ids(conn: Connection, key_conn: Connection, keys: set[tuple[str, str]],
+             ids: dict[tuple[str, str], int | None]) -> None:
+    """Add to ``ids`` the ``rollup_key`` id of each (grouping, key) of ``keys``, adding the missing ones on
+    ``key_conn`` in digest order (two ingests that meet the same new keys never deadlock); None for a key whose
+    digest is stored for other texts."""
     from warehouse import schema as t
 
-    conn.execute(text("DELETE FROM rollup_row WHERE run_id = :run"), {"run": run_id})
-    conn.execute(text(f"DROP TABLE IF EXISTS {_NEW}"))
-    conn.execute(text(f"CREATE TEMPORARY TABLE {_NEW} ("
-                      + ", ".join(f"{c} {ty}" for c, ty in zip(_NEW_COLUMNS, _NEW_TYPES)) + ")"))
-    conn.execute(text(f"INSERT INTO {_NEW} ({', '.join(_NEW_COLUMNS)})\n{_SQL}"),
-                 {"run": run_id, "freq": float(freq_mhz)})
-    key_sql = dialect.KEY_DIGEST[dialect.name(conn)]
-    digest = key_sql.format(g="n.grouping", k="n.key")
-    # (in key order: two ingests that meet the same new keys never deadlock)
-    missing = (f"SELECT DISTINCT n.grouping, n.key FROM {_NEW} n WHERE NOT EXISTS "
-               f"(SELECT 1 FROM rollup_key k WHERE k.digest = {digest}) ORDER BY 1, 2")
-    if key_conn is None or key_conn is conn:
-        conn.execute(text(f"INSERT INTO rollup_key (grouping, key, digest) SELECT m.grouping, m.key, "
-                          f"{key_sql.format(g='m.grouping', k='m.key')} FROM ({missing}) m"))
-    else:  # streamed from this connection's temporary table to the one that commits them (memory stays flat)
-        # (options on the statement: Connection.execution_options would change the connection for good)
-        result = conn.execute(text(missing).execution_options(stream_results=True, yield_per=5000))
-        for part in result.partitions(5000):
+    by_digest: dict[bytes, tuple[str, str]] = {}
+    for g, k in keys:
+        ids[(g, k)] = None  # (until found: two of the run's keys of one digest share none)
+        by_digest.setdefault(dialect.key_digest(g, k), (g, k))
+    digests = sorted(by_digest)
+    find = text("SELECT digest, id, grouping, key FROM rollup_key WHERE digest IN :d").bindparams(
+        bindparam("d", expanding=True))
+    for i in range(0, len(digests), 500):
+        part = digests[i:i + 500]
+        found = {bytes(d): (kid, (g, k)) for d, kid, g, k in key_conn.execute(find, {"d": part})}
+        missing = [d for d in part if d not in found]
+        if missing:
             key_conn.execute(dialect.insert_ignore(key_conn, t.rollup_key), [
-                {"grouping": g, "key": k, "digest": dialect.key_digest(g, k)} for g, k in part])
-    values = ", ".join(f"n.{c}" for c in ["iterations", "ops", *_stored_columns()])
-    # (the texts compared too: two keys of one digest would share rows silently; `check` would see them missing)
-    conn.execute(text(
-        f"INSERT INTO rollup_row (run_id, section, key_id, device, iterations, ops, {', '.join(_stored_columns())})"
-        f"\nSELECT n.run_id, n.section, k.id, n.device, {values}\n"
-        f"FROM {_NEW} n JOIN rollup_key k ON k.digest = {digest} AND k.grouping = n.grouping AND k.key = n.key"))
-    conn.execute(text(f"DROP TABLE {_NEW}"))
+                {"grouping": by_digest[d][0], "key": by_digest[d][1], "digest": d} for d in missing])
+            found.update({bytes(d): (kid, (g, k)) for d, kid, g, k in key_conn.execute(find, {"d": missing})})
+        for d in part:
+            kid, texts = found[d]
+            ids[by_digest[d]] = kid if texts == by_digest[d] else None
 
 
 def check_rollups(conn: Connection, step: Callable[[], None] | None = None) -> list[str]:

@@ -1,0 +1,119 @@
+"""The stored rollups that ingest computes with numpy (warehouse.rollupcalc) equal the rollups' SQL definition
+(warehouse.rollups.build_sql) row for row, on every corpus capture (sections, replays, custom sections, several
+devices, a device -1) and on both back ends; a grouping or metric numpy does not mirror falls back to the SQL."""
+from __future__ import annotations
+
+import csv
+import dataclasses
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from conftest import BACKENDS, _new_url, make_invoke
+from corpus import DATA, cases
+from warehouse import measures, rollupcalc, rollups
+from warehouse.db import open_db
+
+
+def _device_variant(folder: Path) -> Path:
+    """dlv3_same with its ops on DEVICE ID 0 and 1 in turn, and a few on -1 (no device of its own)."""
+    src = cases()["dlv3_same"]
+    rows = list(csv.reader(src.open(newline="", encoding="utf-8-sig")))
+    dev = rows[0].index("DEVICE ID")
+    out = folder / "devices" / "ops_perf_results_2026_11_05_02_00_00.csv"
+    out.parent.mkdir(parents=True)
+    with out.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(rows[0])
+        for k, r in enumerate(rows[1:]):
+            if r[dev] != "":
+                r = r[:dev] + [str(-1 if k % 17 == 0 else k % 2)] + r[dev + 1:]
+            w.writerow(r)
+    return out
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def corpus_db(request, tmp_path_factory):
+    """A warehouse holding every corpus capture, the extra real ones and a three-device variant."""
+    folder = tmp_path_factory.mktemp("rollupcalc")
+    urls = _new_url(request.param, folder)
+    url = next(urls)
+    files = [*cases().values(), *sorted((DATA / "ttperf_extra").glob("*.csv")), _device_variant(folder)]
+    r = make_invoke(url)("ingest", *files)
+    assert r.exit_code == 0, r.output
+    eng = open_db(url, create=False)
+    yield eng, request.param
+    eng.dispose()
+    urls.close()
+
+
+def _sql_rows(conn, run_id: int, freq: float) -> dict[tuple, tuple]:
+    return {tuple(r[:5]): tuple(r[5:]) for r in conn.execute(text(rollups._SQL), {"run": run_id, "freq": freq})}
+
+
+def _numpy_rows(conn, run_id: int, freq: float) -> dict[tuple, tuple]:
+    batches = rollupcalc.run_rows(conn, run_id, freq, rollups._BY_ID_SQL)
+    assert batches is not None, "every stored grouping and metric is mirrored"
+    rows = [row for batch in batches for row in batch]
+    out = {tuple(r[:5]): tuple(r[5:]) for r in rows}
+    assert len(out) == len(rows), "one row per run, section, grouping, key and device"
+    return out
+
+
+def test_numpy_rows_are_the_sql_rows(corpus_db):
+    """Every row, every value: exactly on SQLite; on PostgreSQL, whose numeric division rounds once more,
+    within a part in 1e12."""
+    eng, backend = corpus_db
+    kinds = set()
+    with eng.connect() as c:
+        runs = c.execute(text("SELECT id, freq_mhz FROM run ORDER BY id")).all()
+        assert len(runs) == len(cases()) + 4
+        for run_id, freq in runs:
+            want, got = _sql_rows(c, run_id, float(freq)), _numpy_rows(c, run_id, float(freq))
+            assert want.keys() == got.keys(), run_id
+            for k, w in want.items():
+                g = got[k]
+                if backend == "sqlite":
+                    assert g == w, (run_id, k)
+                else:
+                    assert g[:1] == w[:1] and all(
+                        (a is None and b is None) or (a is not None and b is not None
+                                                      and abs(a - float(b)) <= 1e-12 * max(1.0, abs(float(b))))
+                        for a, b in zip(g[1:], w[1:])), (run_id, k, g, w)
+            kinds |= {("device" if k[4] != -1 else "all", "replays" if w[0] > 1 else "one") for k, w in want.items()}
+            kinds |= {("custom", "") for k in want if k[1] not in ("", "eager", "trace")}
+    # (what the corpus exercises: per-device rows, sections replayed several times, custom sections)
+    assert {("device", "one"), ("all", "replays"), ("custom", "")} <= kinds
+
+
+def test_ingest_stores_the_sql_rows(corpus_db):
+    """What ingest stored (through rollupcalc) is what `check` recomputes with the SQL."""
+    eng, _ = corpus_db
+    with eng.connect() as c:
+        assert rollups.check_rollups(c) == []
+
+
+def test_unmirrored_metric_falls_back_to_the_sql(corpus_db, monkeypatch):
+    """A stored metric whose definition numpy does not know (here: kernel time redefined) is computed by the SQL:
+    its rows are the SQL's, never numpy's old definition."""
+    eng, _ = corpus_db
+    changed = [dataclasses.replace(m, expr="SUM(kernel_ns) * 2") if m.key == "kernel" else m
+               for m in measures.METRICS]
+    assert rollupcalc.mirrored() and not rollupcalc.mirrored(metrics=changed)
+    monkeypatch.setattr(rollupcalc, "METRICS", changed)
+    monkeypatch.setattr(rollups, "METRICS", changed)
+    sql = rollups.build_sql(metrics=changed)
+    build_sql_stored = rollups._SQL
+    with eng.begin() as c:
+        run_id, freq = c.execute(text("SELECT id, freq_mhz FROM run ORDER BY op_count DESC LIMIT 1")).one()
+        assert rollupcalc.run_rows(c, run_id, float(freq), rollups._BY_ID_SQL) is None
+        monkeypatch.setattr(rollups, "_SQL", sql)
+        rollups.build_rollups(c, run_id, float(freq))
+        stored = c.execute(text("SELECT r.section, k.grouping, k.key, r.device, r.kernel_ns FROM rollup_row r "
+                                "JOIN rollup_key k ON k.id = r.key_id WHERE r.run_id = :r"), {"r": run_id}).all()
+        want = {tuple(r[1:5]): r[7] for r in c.execute(text(sql), {"run": run_id, "freq": float(freq)})}
+        assert stored and {tuple(r[:4]): r[4] for r in stored} == want
+        base = {tuple(r[1:5]): r[7] for r in c.execute(text(build_sql_stored), {"run": run_id, "freq": float(freq)})}
+        assert any(want[k] != base[k] for k in want)  # (the fallback's rows are the new definition's)
+        c.rollback()

@@ -1,0 +1,238 @@
+"""The stored rollups of one run computed with numpy, the hot path of ingest.
+
+:func:`warehouse.rollups.build_sql` is the definition of a run's rollup rows; on a 100,000-op capture its ten
+GROUP BYs over the fine table took most of the rollups' time (1.5 s of 1.7 s, SQLite). Here the database still
+groups the ops by their ids (the SQL's ``by_id``: a row per section, iteration, device, place and op code), and
+numpy does the rest: each grouping's keys from the few distinct places and op codes, then two sorts per grouping
+and device choice. ``check`` recomputes every run with the SQL (:func:`warehouse.rollups.check_rollups`), and the
+tests hold the two equal on the corpus, on both back ends.
+
+Only what is mirrored here is computed here: a stored grouping or metric whose definition (its key and SQL
+expression) is not in :data:`_KEYS` / :data:`_METRICS` makes :func:`run_rows` answer None, and the caller
+falls back to the SQL, so a new entry in :mod:`warehouse.measures` is never computed wrongly, only slower.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Connection, text
+
+from warehouse.measures import BLOCK_KEY, GROUPINGS, LAYER_KEY, METRICS, Grouping, Metric
+
+# The by-id rows' columns, in the order rollups' _BY_ID_SQL selects them after (custom, section, iteration,
+# device, place_id, op_code_id).
+_SUMS = ("ops", "kernel_ns", "op2op_ns", "fw_ns")
+# Runs with more ops than this are left to the SQL, whose sorter spills to disk: numpy holds about 70 bytes per
+# by-id row (near one per op) and twice that while a grouping is sorted, the SQL a few MiB whatever the size
+# (a million-op run: 19.6 s and 345 MiB at the peak here, 30 s and 75 MiB in SQLite).
+MAX_OPS = 400_000
+_NO_DEVICE = -(2 ** 62)  # (SQL's NULL device)
+_BATCH = 20_000  # rows handed to the caller at a time: a million-op run's rollups are never all in memory
+
+
+def _block(block: str) -> str:
+    return block if block else "?"
+
+
+def _layer(block: str, layer: str) -> str:
+    return layer if layer else f"[{_block(block)} glue]"
+
+
+# A grouping's key from (block, layer (y), op code, category), for each (key, SQL expression) mirrored, and which ids
+# it reads: none, the place, the op code, or both.
+_KEYS: dict[tuple[str, str], tuple[str, Callable[[str, str, str, str], str]]] = {
+    ("section", "'total'"): ("none", lambda b, y, c, k: "total"),
+    ("block", BLOCK_KEY): ("place", lambda b, y, c, k: _block(b)),
+    ("layer", LAYER_KEY): ("place", lambda b, y, c, k: _layer(b, y)),
+    ("op-code", "op_code"): ("code", lambda b, y, c, k: c),
+    ("category", "category"): ("code", lambda b, y, c, k: k),
+    ("block/op-code", BLOCK_KEY + " || ' / ' || op_code"): ("pair", lambda b, y, c, k: f"{_block(b)} / {c}"),
+}
+# A metric's per-iteration figure, for each (key, SQL expression) mirrored: the sum of a by-id column, or the span.
+_METRICS: dict[tuple[str, str], str] = {
+    ("kernel", "SUM(kernel_ns)"): "kernel_ns",
+    ("op2op", "SUM(op2op_ns)"): "op2op_ns",
+    ("fw", "SUM(fw_ns)"): "fw_ns",
+    ("span", "(MAX(last_cycle) - MIN(first_cycle)) / MAX(freq_mhz)"): "span",
+}
+
+
+def mirrored(groupings: list[Grouping] | None = None, metrics: list[Metric] | None = None) -> bool:
+    """Whether every stored grouping and metric (or these) is computed here exactly as its SQL defines it."""
+    gs = [g for g in GROUPINGS if g.stored] if groupings is None else groupings
+    ms = METRICS if metrics is None else metrics
+    return (all((g.key, g.expr) in _KEYS for g in gs)
+            and all((m.key, m.expr) in _METRICS and not m.mean for m in ms))
+
+
+def _groups(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """Rows grouped by ``keys`` (int arrays, the first most significant): (the rows' order, the start of each
+    group in it, each key's value per group)."""
+    order = np.lexsort(keys[::-1])
+    sorted_keys = [k[order] for k in keys]
+    new = np.zeros(len(order), dtype=bool)
+    new[:1] = True
+    for k in sorted_keys:
+        new[1:] |= k[1:] != k[:-1]
+    starts = np.flatnonzero(new)
+    return order, starts, [k[starts] for k in sorted_keys]
+
+
+class _Fine:
+    """The by-id rows as arrays (compact types: a million-op run has nearly a million of them), read in parts."""
+
+    def __init__(self, conn: Connection, sql: str, run_id: int, freq: float):
+        names: dict[str, int] = {"": 0}
+        parts: list[list[np.ndarray | None]] = []
+        # (the driver's own cursor: SQLAlchemy's rows cost a second per million; the run id is an int literal)
+        raw = conn.connection.dbapi_connection
+        assert raw is not None  # (a connection in use has its driver connection)
+        cursor = raw.cursor()
+        try:
+            cursor.execute(sql.replace(":run", str(int(run_id))))
+            while part := cursor.fetchmany(50_000):
+                c = list(zip(*part))
+                del part
+                parts.append([
+                    np.array(c[0], dtype=np.int8),
+                    np.array([names.setdefault(s, len(names)) for s in c[1]], dtype=np.int32),
+                    np.array(c[2], dtype=np.int32),
+                    np.array([_NO_DEVICE if d is None else d for d in c[3]], dtype=np.int64),
+                    np.array([-1 if p is None else p for p in c[4]], dtype=np.int64),
+                    np.array(c[5], dtype=np.int64),
+                    np.array(c[6], dtype=np.int32),
+                    *(np.array(x, dtype=np.float64) for x in c[7:10]),
+                    *(np.array([np.nan if v is None else v for v in x], dtype=np.float64) for x in c[10:12]),
+                ])
+        finally:
+            cursor.close()
+        cols = []
+        for j in range(12):  # (a column at a time, its parts freed as it is joined: memory stays near the total)
+            cols.append(np.concatenate([p[j] for p in parts]) if parts else np.zeros(0, dtype=np.int64))
+            for p in parts:
+                p[j] = None
+        del parts
+        self.names = list(names)
+        custom, self.sec, self.iteration, self.device, self.place, self.code = cols[:6]
+        self.sums = dict(zip(_SUMS, cols[6:10]))
+        self.first, self.last = cols[10], cols[11]
+        self.freq = float(freq)
+        # rollups' f: the oracle's sections and the custom ones as they are ("kept"), and every non-custom row
+        # again as the whole run ('', iteration 0): two passes over the same arrays, not a copy
+        self.kept = np.flatnonzero((self.sec != 0) | (custom == 1))
+        self.whole = np.flatnonzero(custom == 0)
+        # (a custom section named '' would share f's rows with the whole run: too odd to mirror)
+        self.odd = bool(np.any(self.sec[self.kept] == 0))
+        # iters: the distinct iterations of each section in f; devices: its distinct devices that are not NULL
+        self.iters = np.zeros(len(self.names), dtype=np.int64)
+        _, _, (s_sec, _) = _groups([self.sec[self.kept], self.iteration[self.kept]])
+        self.iters += np.bincount(s_sec, minlength=len(self.names))
+        self.iters[0] += 1 if len(self.whole) else 0
+        self.n_devices = len(np.unique(self.device[self.device != _NO_DEVICE]))
+
+
+def _key_codes(fine: _Fine, on: str, key_of: Callable[[str, str, str, str], str],
+               places: dict[int, tuple[str, str]], codes: dict[int, tuple[str, str]]) -> tuple[np.ndarray, list[str]]:
+    """Each by-id row's key as an index into the key texts (each text built once per distinct place, op code or
+    pair of them, not per row)."""
+    if on == "none":
+        return np.zeros(len(fine.sec), dtype=np.int64), [key_of("", "", "", "")]
+    width = int(fine.code.max()) + 1 if len(fine.code) else 1
+    ids = {"place": fine.place, "code": fine.code, "pair": (fine.place + 1) * width + fine.code}[on]
+    distinct, inverse = np.unique(ids, return_inverse=True)
+    index: dict[str, int] = {}
+    per_id = np.empty(len(distinct), dtype=np.int64)
+    for i, v in enumerate(distinct.tolist()):
+        p, c = {"place": (v, -1), "code": (-1, v), "pair": (v // width - 1, v % width)}[on]
+        block, layer = places.get(p, ("", ""))
+        name, category = codes.get(c, ("", ""))
+        per_id[i] = index.setdefault(key_of(block, layer, name, category), len(index))
+    return per_id[inverse.reshape(-1)], list(index)
+
+
+def _grouping_rows(run_id: int, fine: _Fine, g: Grouping, key: np.ndarray, texts: list[str], rows: np.ndarray,
+                   whole: bool, per_device: bool) -> Iterator[list[tuple[Any, ...]]]:
+    """The rows of one grouping over the by-id ``rows`` (``whole``: as the whole run's section ''), all devices
+    together or per device, as rollups' ``_per_grouping`` gives them, in batches."""
+    if per_device:
+        if fine.n_devices <= 1:
+            return
+        rows = rows[(fine.device[rows] != _NO_DEVICE) & (fine.device[rows] >= 0)]
+    if not len(rows):
+        return
+    zeros = np.zeros(len(rows), dtype=np.int64)
+    sec = zeros if whole else fine.sec[rows]
+    it = zeros if whole else fine.iteration[rows]
+    dev = fine.device[rows] if per_device else zeros - 1
+    # p: one row per section, iteration, key (and device), its sums within the iteration
+    order, starts, (p_sec, _, p_key, p_dev) = _groups([sec, it, key[rows], dev])
+    rows = rows[order]
+    values = {c: np.add.reduceat(fine.sums[c][rows], starts) for c in _SUMS}
+    if g.key == "section":  # (the span is a figure of the whole section only: total_only)
+        first = np.fmin.reduceat(fine.first[rows], starts)
+        last = np.fmax.reduceat(fine.last[rows], starts)
+        # (a frequency of 0: SQLite's division by zero is NULL)
+        values["span"] = (last - first) / fine.freq if fine.freq else np.full(len(starts), np.nan)
+    del rows, order, sec, it, dev
+    # the rows of the key: per section, key (and device), the mean over the section's iterations and the spread
+    o_order, o_starts, (o_sec, o_key, o_dev) = _groups([p_sec, p_key, p_dev])
+    n = fine.iters[o_sec].astype(np.float64)
+    columns = [np.add.reduceat(values["ops"][o_order], o_starts) / n]
+    for m in METRICS:
+        source = _METRICS[(m.key, m.expr)]
+        if m.total_only and g.key != "section":
+            columns += [np.full(len(o_starts), np.nan)] * 2
+            continue
+        v = values[source][o_order]
+        present = ~np.isnan(v)
+        total = np.add.reduceat(np.where(present, v, 0.0), o_starts)
+        any_present = np.logical_or.reduceat(present, o_starts)
+        columns.append(np.where(any_present, total / n, np.nan))  # (SQL's SUM of no values is NULL)
+        spread = np.fmax.reduceat(v, o_starts) - np.fmin.reduceat(v, o_starts)
+        columns.append(np.where(n > 1, spread, np.nan))
+    iters = fine.iters[o_sec]
+    for a in range(0, len(o_starts), _BATCH):
+        b = slice(a, a + _BATCH)
+        yield [(run_id, fine.names[s], g.key, texts[k], d, i, *vals) for s, k, d, i, *vals in zip(
+            o_sec[b].tolist(), o_key[b].tolist(), o_dev[b].tolist(), iters[b].tolist(),
+            *(_nulls(c[b]) for c in columns))]
+
+
+def _nulls(a: np.ndarray) -> list[float | None]:
+    """The values as Python floats, NaN as None (SQL's NULL)."""
+    return [None if v != v else v for v in a.tolist()]
+
+
+def run_rows(conn: Connection, run_id: int, freq_mhz: float, by_id_sql: str
+             ) -> Iterator[list[tuple[Any, ...]]] | None:
+    """The stored rollup rows of one run as :func:`warehouse.rollups.build_sql` gives them (run, section,
+    grouping, key, device, iterations, ops, stored metric columns...), in batches, from ``by_id_sql`` (the SQL's
+    by-id rows, parameter ``run``); None when a stored grouping or metric is not mirrored here, or the run is
+    one this does not mirror."""
+    groupings = [g for g in GROUPINGS if g.stored]
+    if not mirrored(groupings, METRICS):
+        return None
+    if conn.execute(text("SELECT COUNT(*) FROM op WHERE run_id = :r"), {"r": run_id}).scalar_one() > MAX_OPS:
+        return None
+    fine = _Fine(conn, by_id_sql, run_id, freq_mhz)
+    if fine.odd:
+        return None
+    place_ids = np.unique(fine.place)
+    place_ids = place_ids[place_ids >= 0].tolist()
+    places: dict[int, tuple[str, str]] = {}
+    for i in range(0, len(place_ids), 5000):  # (a warehouse's places are many runs'; only this run's are read)
+        part = ", ".join(str(p) for p in place_ids[i:i + 5000])
+        places.update({pid: (b or "", lay or "") for pid, b, lay in conn.execute(text(
+            f"SELECT id, block, layer FROM place WHERE id IN ({part})"))})
+    codes = {cid: (name, cat) for cid, name, cat in conn.execute(text("SELECT id, name, category FROM op_code"))}
+
+    def batches() -> Iterator[list[tuple[Any, ...]]]:
+        for g in groupings:
+            on, key_of = _KEYS[(g.key, g.expr)]
+            key, texts = _key_codes(fine, on, key_of, places, codes)
+            for rows, whole in ((fine.kept, False), (fine.whole, True)):
+                for per_device in (False, True):
+                    yield from _grouping_rows(run_id, fine, g, key, texts, rows, whole, per_device)
+    return batches()
