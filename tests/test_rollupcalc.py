@@ -117,3 +117,21 @@ def test_unmirrored_metric_falls_back_to_the_sql(corpus_db, monkeypatch):
         base = {tuple(r[1:5]): r[7] for r in c.execute(text(build_sql_stored), {"run": run_id, "freq": float(freq)})}
         assert any(want[k] != base[k] for k in want)  # (the fallback's rows are the new definition's)
         c.rollback()
+
+
+def test_a_big_run_is_left_to_the_sql(db_url, monkeypatch):
+    """Runs over rollupcalc.MAX_OPS ops are written by the SQL alone (numpy's arrays would grow with the run):
+    the same rows, and numpy is not asked."""
+    monkeypatch.setattr(rollupcalc, "MAX_OPS", 100)
+    calls = []
+    real = rollupcalc._Fine.__init__
+    monkeypatch.setattr(rollupcalc._Fine, "__init__", lambda self, *a: (calls.append(a), real(self, *a))[1])
+    wh = make_invoke(db_url)
+    assert wh("ingest", cases()["segenc_notrace"], cases()["ttperfreport__bh20_oft_integral_image_trace"]).exit_code == 0
+    eng = open_db(db_url, create=False)
+    with eng.connect() as c:
+        ops = dict(c.execute(text("SELECT id, op_count FROM run")).all())
+        assert sorted(ops.values())[0] <= 100 < sorted(ops.values())[-1]  # (one run each way)
+        assert len(calls) == 1 and rollups.check_rollups(c) == []
+        assert c.execute(text("SELECT COUNT(DISTINCT run_id) FROM rollup_row")).scalar() == 2
+    eng.dispose()

@@ -230,6 +230,45 @@ _SQL = build_sql()
 # The by-id rows that warehouse.rollupcalc computes the stored rollups from.
 _BY_ID_SQL = (f"WITH {_scoped('', [], template=_BY_ID)}\nSELECT custom, section, iteration, device, place_id, "
               "op_code_id, ops, kernel_ns, op2op_ns, fw_ns, first_cycle, last_cycle FROM by_id")
+_NEW = "rollup_new"  # the run's rows before their keys are ids: a temporary table of the connection
+_NEW_COLUMNS = ["run_id", "section", "grouping", "key", "device", "iterations", "ops", *_stored_columns()]
+_NEW_TYPES = ["BIGINT", "TEXT", "TEXT", "TEXT", "INTEGER", "INTEGER", *["DOUBLE PRECISION"] * (
+    len(_NEW_COLUMNS) - 6)]
+
+
+def _build_in_sql(conn: Connection, run_id: int, freq_mhz: float, key_conn: Connection | None) -> None:
+    """The rollups of a run written by the database alone (rows, keys and ids in SQL): what numpy does not
+    mirror, and big runs, whose memory stays flat (the SQL's sorter spills to disk)."""
+    from warehouse import schema as t
+
+    conn.execute(text(f"DROP TABLE IF EXISTS {_NEW}"))
+    conn.execute(text(f"CREATE TEMPORARY TABLE {_NEW} ("
+                      + ", ".join(f"{c} {ty}" for c, ty in zip(_NEW_COLUMNS, _NEW_TYPES)) + ")"))
+    conn.execute(text(f"INSERT INTO {_NEW} ({', '.join(_NEW_COLUMNS)})\n{_SQL}"),
+                 {"run": run_id, "freq": float(freq_mhz)})
+    key_sql = dialect.KEY_DIGEST[dialect.name(conn)]
+    digest = key_sql.format(g="n.grouping", k="n.key")
+    # (in key order: two ingests that meet the same new keys never deadlock)
+    missing = (f"SELECT DISTINCT n.grouping, n.key FROM {_NEW} n WHERE NOT EXISTS "
+               f"(SELECT 1 FROM rollup_key k WHERE k.digest = {digest}) ORDER BY 1, 2")
+    if key_conn is None or key_conn is conn:
+        conn.execute(text(f"INSERT INTO rollup_key (grouping, key, digest) SELECT m.grouping, m.key, "
+                          f"{key_sql.format(g='m.grouping', k='m.key')} FROM ({missing}) m"))
+    else:  # streamed from this connection's temporary table to the one that commits them (memory stays flat)
+        # (options on the statement: Connection.execution_options would change the connection for good)
+        result = conn.execute(text(missing).execution_options(stream_results=True, yield_per=5000))
+        for part in result.partitions(5000):
+            key_conn.execute(dialect.insert_ignore(key_conn, t.rollup_key), [
+                {"grouping": g, "key": k, "digest": dialect.key_digest(g, k)} for g, k in part])
+    values = ", ".join(f"n.{c}" for c in ["iterations", "ops", *_stored_columns()])
+    # (the texts compared too: two keys of one digest would share rows silently; `check` would see them missing)
+    conn.execute(text(
+        f"INSERT INTO rollup_row (run_id, section, key_id, device, iterations, ops, {', '.join(_stored_columns())})"
+        f"\nSELECT n.run_id, n.section, k.id, n.device, {values}\n"
+        f"FROM {_NEW} n JOIN rollup_key k ON k.digest = {digest} AND k.grouping = n.grouping AND k.key = n.key"))
+    conn.execute(text(f"DROP TABLE {_NEW}"))
+
+
 _ROW_COLUMNS = ["run_id", "section", "key_id", "device", "iterations", "ops", *_stored_columns()]
 
 
@@ -239,23 +278,24 @@ def build_rollups(conn: Connection, run_id: int, freq_mhz: float, key_conn: Conn
     commits at once, so that concurrent ingests never wait on each other's keys), else on ``conn``."""
     conn.execute(text("DELETE FROM rollup_row WHERE run_id = :run"), {"run": run_id})
     batches = rollupcalc.run_rows(conn, run_id, float(freq_mhz), _BY_ID_SQL)
-    if batches is None:  # (a stored grouping or metric that numpy does not mirror: the SQL's rows, slower)
-        result = conn.execute(text(_SQL).execution_options(stream_results=True, yield_per=20_000),
-                              {"run": run_id, "freq": float(freq_mhz)})
-        batches = (list(part) for part in result.partitions(20_000))
+    if batches is None:  # (not mirrored in numpy, or a big run)
+        _build_in_sql(conn, run_id, freq_mhz, key_conn)
+        return
+    # numpy's rows, their keys' ids found in Python (the SQL writer's temporary table and digests per row cost
+    # 0.5 s of a 100,000-op run)
     mark = dialect.paramstyle_mark(conn)
     insert = f"INSERT INTO rollup_row ({', '.join(_ROW_COLUMNS)}) VALUES ({', '.join([mark] * len(_ROW_COLUMNS))})"
     ids: dict[tuple[str, str], int | None] = {}
     for batch in batches:
         if batch and ids and next(iter(ids))[0] != batch[0][2]:
             ids.clear()  # (a grouping's keys are never another's: only one grouping's are kept)
-        _key_ids(conn, key_conn or conn, {(g, k) for _, _, g, k, *_ in batch if (g, k) not in ids}, ids)
+        _key_ids(key_conn or conn, {(g, k) for _, _, g, k, *_ in batch if (g, k) not in ids}, ids)
         rows = [(r, sec, ids[(g, k)], *rest) for r, sec, g, k, *rest in batch]
         # (a key whose digest is another key's gets no rows: `check` sees them missing, never shared silently)
         conn.exec_driver_sql(insert, [row for row in rows if row[2] is not None])
 
 
-def _key_ids(conn: Connection, key_conn: Connection, keys: set[tuple[str, str]],
+def _key_ids(key_conn: Connection, keys: set[tuple[str, str]],
              ids: dict[tuple[str, str], int | None]) -> None:
     """Add to ``ids`` the ``rollup_key`` id of each (grouping, key) of ``keys``, adding the missing ones on
     ``key_conn`` in digest order (two ingests that meet the same new keys never deadlock); None for a key whose
