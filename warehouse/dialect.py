@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Table, text
+from sqlalchemy import Connection, Engine, Table, select, text
 from sqlalchemy.exc import DBAPIError
 
 from warehouse.errors import UsageError
@@ -84,6 +84,25 @@ def insert_ignore(conn: Connection, table: Table) -> Any:
         return pg_insert(table).on_conflict_do_nothing()
     from sqlalchemy.dialects.sqlite import insert as sqlite_insert
     return sqlite_insert(table).on_conflict_do_nothing()
+
+
+def resolve_ids(conn: Connection, table: Table, key_col: str, values: dict[Any, dict],
+                also: tuple[str, ...] = ()) -> dict[Any, tuple]:
+    """``{key: (id, *also)}`` of the rows of ``table`` keyed by ``key_col``, inserting the missing ones
+    (``values[key]``: the row) with :func:`insert_ignore`, 500 at a time in key order: two writers that meet the
+    same new keys never deadlock. ``also``: columns to return beside the id (say, texts to check a digest by)."""
+    col = table.c[key_col]
+    picked = [col, table.c.id, *(table.c[c] for c in also)]
+    out: dict[Any, tuple] = {}
+    keys = sorted(values)
+    for k in range(0, len(keys), 500):
+        part = keys[k:k + 500]
+        out.update((key, tuple(rest)) for key, *rest in conn.execute(select(*picked).where(col.in_(part))))
+        missing = [key for key in part if key not in out]
+        if missing:
+            conn.execute(insert_ignore(conn, table), [values[key] for key in missing])
+            out.update((key, tuple(rest)) for key, *rest in conn.execute(select(*picked).where(col.in_(missing))))
+    return out
 
 
 def text_list_agg(conn: Connection, expr: str, sep: str, order: str) -> str:

@@ -173,18 +173,7 @@ class _Interner:
 
     def _resolve(self, table, key_col: str, values: dict[object, dict]) -> dict[object, int]:
         """``{key: id}`` for rows keyed by ``key_col``, inserting the missing ones (in key order)."""
-        conn = self.connection()
-        col = table.c[key_col]
-        out: dict[object, int] = {}
-        keys = sorted(values)  # type: ignore[type-var]  # str or bytes keys, one kind per table
-        for k in range(0, len(keys), 500):
-            part = keys[k:k + 500]
-            out.update(conn.execute(select(col, table.c.id).where(col.in_(part))).all())
-            missing = [key for key in part if key not in out]
-            if missing:
-                conn.execute(dialect.insert_ignore(conn, table), [values[key] for key in missing])
-                out.update(conn.execute(select(col, table.c.id).where(col.in_(missing))).all())
-        return out
+        return {k: v[0] for k, v in dialect.resolve_ids(self.connection(), table, key_col, values).items()}
 
     def op_code(self, name: str) -> int:
         i = self.codes.get(name)

@@ -40,8 +40,8 @@ def _layer(block: str, layer: str) -> str:
     return layer if layer else f"[{_block(block)} glue]"
 
 
-# A grouping's key from (block, layer (y), op code, category), for each (key, SQL expression) mirrored, and which ids
-# it reads: none, the place, the op code, or both.
+# A grouping's key from (block, layer (y), op code, category), for each (key, SQL expression) mirrored, and which
+# ids it reads: none, the place, the op code, or both.
 _KEYS: dict[tuple[str, str], tuple[str, Callable[[str, str, str, str], str]]] = {
     ("section", "'total'"): ("none", lambda b, y, c, k: "total"),
     ("block", BLOCK_KEY): ("place", lambda b, y, c, k: _block(b)),
@@ -142,10 +142,12 @@ def _key_codes(fine: _Fine, on: str, key_of: Callable[[str, str, str, str], str]
     width = int(fine.code.max()) + 1 if len(fine.code) else 1
     ids = {"place": fine.place, "code": fine.code, "pair": (fine.place + 1) * width + fine.code}[on]
     distinct, inverse = np.unique(ids, return_inverse=True)
+    none = np.full(len(distinct), -1)
+    place_of = {"place": distinct, "code": none, "pair": distinct // width - 1}[on]
+    code_of = {"place": none, "code": distinct, "pair": distinct % width}[on]
     index: dict[str, int] = {}
     per_id = np.empty(len(distinct), dtype=np.int64)
-    for i, v in enumerate(distinct.tolist()):
-        p, c = {"place": (v, -1), "code": (-1, v), "pair": (v // width - 1, v % width)}[on]
+    for i, (p, c) in enumerate(zip(place_of.tolist(), code_of.tolist())):
         block, layer = places.get(p, ("", ""))
         name, category = codes.get(c, ("", ""))
         per_id[i] = index.setdefault(key_of(block, layer, name, category), len(index))

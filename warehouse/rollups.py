@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, text
+from sqlalchemy import Connection, text
 
 from warehouse import dialect, rollupcalc
 from warehouse.measures import GROUPINGS, LAYER_KEY, METRICS, Grouping, Metric, Term, terms_of
@@ -286,9 +286,11 @@ def build_rollups(conn: Connection, run_id: int, freq_mhz: float, key_conn: Conn
     mark = dialect.paramstyle_mark(conn)
     insert = f"INSERT INTO rollup_row ({', '.join(_ROW_COLUMNS)}) VALUES ({', '.join([mark] * len(_ROW_COLUMNS))})"
     ids: dict[tuple[str, str], int | None] = {}
+    grouping = None
     for batch in batches:
-        if batch and ids and next(iter(ids))[0] != batch[0][2]:
-            ids.clear()  # (a grouping's keys are never another's: only one grouping's are kept)
+        if batch[0][2] != grouping:  # (a grouping's keys are never another's: only one grouping's are kept)
+            grouping = batch[0][2]
+            ids.clear()
         _key_ids(key_conn or conn, {(g, k) for _, _, g, k, *_ in batch if (g, k) not in ids}, ids)
         rows = [(r, sec, ids[(g, k)], *rest) for r, sec, g, k, *rest in batch]
         # (a key whose digest is another key's gets no rows: `check` sees them missing, never shared silently)
@@ -298,28 +300,18 @@ def build_rollups(conn: Connection, run_id: int, freq_mhz: float, key_conn: Conn
 def _key_ids(key_conn: Connection, keys: set[tuple[str, str]],
              ids: dict[tuple[str, str], int | None]) -> None:
     """Add to ``ids`` the ``rollup_key`` id of each (grouping, key) of ``keys``, adding the missing ones on
-    ``key_conn`` in digest order (two ingests that meet the same new keys never deadlock); None for a key whose
-    digest is stored for other texts."""
+    ``key_conn``; None for a key whose digest is stored for other texts (or is another of ``keys``')."""
     from warehouse import schema as t
 
     by_digest: dict[bytes, tuple[str, str]] = {}
     for g, k in keys:
         ids[(g, k)] = None  # (until found: two of the run's keys of one digest share none)
         by_digest.setdefault(dialect.key_digest(g, k), (g, k))
-    digests = sorted(by_digest)
-    find = text("SELECT digest, id, grouping, key FROM rollup_key WHERE digest IN :d").bindparams(
-        bindparam("d", expanding=True))
-    for i in range(0, len(digests), 500):
-        part = digests[i:i + 500]
-        found = {bytes(d): (kid, (g, k)) for d, kid, g, k in key_conn.execute(find, {"d": part})}
-        missing = [d for d in part if d not in found]
-        if missing:
-            key_conn.execute(dialect.insert_ignore(key_conn, t.rollup_key), [
-                {"grouping": by_digest[d][0], "key": by_digest[d][1], "digest": d} for d in missing])
-            found.update({bytes(d): (kid, (g, k)) for d, kid, g, k in key_conn.execute(find, {"d": missing})})
-        for d in part:
-            kid, texts = found[d]
-            ids[by_digest[d]] = kid if texts == by_digest[d] else None
+    found = dialect.resolve_ids(key_conn, t.rollup_key, "digest", {
+        d: {"grouping": g, "key": k, "digest": d} for d, (g, k) in by_digest.items()}, also=("grouping", "key"))
+    for d, texts in by_digest.items():
+        kid, g, k = found[d]
+        ids[texts] = kid if (g, k) == texts else None
 
 
 def check_rollups(conn: Connection, step: Callable[[], None] | None = None) -> list[str]:
