@@ -292,9 +292,10 @@ def build_rollups(conn: Connection, run_id: int, freq_mhz: float, key_conn: Conn
             grouping = batch[0][2]
             ids.clear()
         _key_ids(key_conn or conn, {(g, k) for _, _, g, k, *_ in batch if (g, k) not in ids}, ids)
-        rows = [(r, sec, ids[(g, k)], *rest) for r, sec, g, k, *rest in batch]
         # (a key whose digest is another key's gets no rows: `check` sees them missing, never shared silently)
-        conn.exec_driver_sql(insert, [row for row in rows if row[2] is not None])
+        rows = [(r, sec, kid, *rest) for r, sec, g, k, *rest in batch if (kid := ids[(g, k)]) is not None]
+        rows.sort(key=lambda row: (row[1], row[2], row[3]))  # in the primary key's order: appends, not seeks
+        conn.exec_driver_sql(insert, rows)
 
 
 def _key_ids(key_conn: Connection, keys: set[tuple[str, str]],
