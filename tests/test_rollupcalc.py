@@ -17,10 +17,11 @@ from warehouse.db import open_db
 
 
 def _device_variant(folder: Path) -> Path:
-    """dlv3_same with its ops on DEVICE ID 0 and 1 in turn, and a few on -1 (no device of its own)."""
+    """dlv3_same with its ops on DEVICE ID 0 and 1 in turn, and a few on -1 (no device of its own); every op an
+    op-to-op gap of its own (a section's and an iteration's first op too, whose gap the rollups leave out)."""
     src = cases()["dlv3_same"]
     rows = list(csv.reader(src.open(newline="", encoding="utf-8-sig")))
-    dev = rows[0].index("DEVICE ID")
+    dev, gap = rows[0].index("DEVICE ID"), rows[0].index("OP TO OP LATENCY [ns]")
     out = folder / "devices" / "ops_perf_results_2026_11_05_02_00_00.csv"
     out.parent.mkdir(parents=True)
     with out.open("w", newline="") as f:
@@ -29,6 +30,7 @@ def _device_variant(folder: Path) -> Path:
         for k, r in enumerate(rows[1:]):
             if r[dev] != "":
                 r = r[:dev] + [str(-1 if k % 17 == 0 else k % 2)] + r[dev + 1:]
+                r[gap] = str(1000 + k)
             w.writerow(r)
     return out
 
@@ -136,3 +138,48 @@ def test_a_big_run_is_left_to_the_sql(db_url, monkeypatch):
         assert len(calls) == 1 and rollups.check_rollups(c) == []
         assert c.execute(text("SELECT COUNT(DISTINCT run_id) FROM rollup_row")).scalar() == 2
     eng.dispose()
+
+
+def _by_id_rows(cols: list, names: list[str]) -> list[tuple]:
+    """By-id rows as comparable tuples: section names for their indexes, NaN as None."""
+    rows = []
+    for r in zip(*(c.tolist() for c in cols)):
+        r = list(r)
+        r[1] = names[r[1]]
+        rows.append(tuple(None if isinstance(v, float) and v != v else v for v in r))
+    return sorted(rows, key=repr)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ingest_groups_the_ops_it_kept_as_the_by_id_sql(backend, tmp_path, monkeypatch):
+    """Ingest computes a run's by-id rows from the op rows it wrote (rollupcalc.OpCapture), history's late
+    corrections applied, instead of reading them back: on every corpus capture (replays whose attribution is
+    corrected at the end, custom sections, several devices, device -1) they are the by-id SQL's rows, exactly."""
+    urls = _new_url(backend, tmp_path)
+    url = next(urls)
+    compared: list[int] = []
+    fixes: list[int] = []
+    real_by_id, real_fix = rollupcalc.OpCapture.by_id, rollupcalc.OpCapture.fix
+
+    def by_id(self, conn, run_id):
+        cols, names = real_by_id(self, conn, run_id)
+        assert _by_id_rows(cols, names) == _by_id_rows(*rollupcalc.read_by_id(conn, rollups._BY_ID_SQL, run_id))
+        compared.append(run_id)
+        return cols, names
+
+    def fix(self, row_no, *a):
+        fixes.append(row_no)
+        return real_fix(self, row_no, *a)
+
+    monkeypatch.setattr(rollupcalc.OpCapture, "fix", fix)
+    monkeypatch.setattr(rollupcalc.OpCapture, "by_id", by_id)
+    files = [*cases().values(), *sorted((DATA / "ttperf_extra").glob("*.csv")), _device_variant(tmp_path)]
+    r = make_invoke(url)("ingest", *files)
+    assert r.exit_code == 0, r.output
+    eng = open_db(url, create=False)
+    with eng.connect() as c:
+        runs = c.execute(text("SELECT id FROM run WHERE op_count > 0")).scalars().all()
+    eng.dispose()
+    urls.close()
+    assert sorted(compared) == sorted(runs)  # (every run with ops went through the kept ops)
+    assert fixes  # (history corrected some ops' attribution after the stream)

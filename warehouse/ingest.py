@@ -34,6 +34,7 @@ from warehouse.cellstore import compresses, pack_cells, static_ids_json
 from warehouse.rowprep import REPLAY, ROW_TYPED, TYPED, Batch, Chunk, RowSource
 from warehouse.report import ReportFeed, store_parts
 from warehouse.rollups import build_rollups
+from warehouse.rollupcalc import OpCapture
 from warehouse.signposts import Attribution, SectionSpan
 from warehouse.contract import EAGER, TRACE
 
@@ -271,6 +272,7 @@ class _FileIngest:
         self.shapes = ShapeCache()
         self.shape_of: dict[int, tuple[int, str]] = {}  # static tuple token -> perf_shape id, its fidelity
         self.feed = ReportFeed(conn)
+        self.capture: OpCapture | None = OpCapture(OP_COLUMNS)  # (the rollups' input, dropped once they are built)
 
     def _store_section(self, span: SectionSpan) -> int:
         self.n_sections += 1
@@ -340,8 +342,10 @@ class _FileIngest:
         if self.ops:
             ops, a, b = self.ops, _PLACE, _HIST_PLACE
             place = self.intern.places({o[a] for o in ops} | {o[b] for o in ops})
-            self.conn.exec_driver_sql(self._op_sql, [(*o[:a], place[o[a]], *o[a + 1:b], place[o[b]], *o[b + 1:])
-                                                     for o in ops])
+            rows = [(*o[:a], place[o[a]], *o[a + 1:b], place[o[b]], *o[b + 1:]) for o in ops]
+            self.conn.exec_driver_sql(self._op_sql, rows)
+            if self.capture is not None:
+                self.capture.add(rows)
             self.ops = []
         if self.chunks:
             self.intern.resolve_pending()
@@ -423,7 +427,11 @@ class _FileIngest:
                                          e.c.section_id.in_(self.section_ids[EAGER]), e.c.pos == t.op.c.pos)
                                   .values(place_id=e.c.place_id, occurrence=e.c.occurrence,
                                           attribution=ATTRIBUTION["eager_position"]))
-        history.apply(self.conn, self.run_id, self.history.finish(), self.intern.place)
+        fixes = self.history.finish()
+        history.apply(self.conn, self.run_id, fixes, self.intern.place)
+        if self.capture is not None:
+            for row, fix in fixes:
+                self.capture.fix(row, self.intern.place(fix.block, fix.layer), fix.iteration, fix.iter_pos)
         return same
 
 
@@ -553,9 +561,11 @@ def _ingest_once(engine: Engine, req: _Request, source: RowSource, scan: FileSca
         history.summarize(conn, run_id)
         with dialect.small_sorts(conn):
             try:  # (new rollup keys are interned as the file's other values are)
-                build_rollups(conn, run_id, meta.get("freq_mhz", freq), key_conn=job.intern.connection())
+                build_rollups(conn, run_id, meta.get("freq_mhz", freq), key_conn=job.intern.connection(),
+                              captured=job.capture)
             finally:
                 job.intern.close()
+                job.capture = None
         store_parts(conn, run_id, job.feed.scans(same))
         job.feed = None  # type: ignore[assignment]
         seconds = time.perf_counter() - t0

@@ -13,6 +13,7 @@ falls back to the SQL, so a new entry in :mod:`warehouse.measures` is never comp
 """
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -28,8 +29,12 @@ _SUMS = ("ops", "kernel_ns", "op2op_ns", "fw_ns")
 # by-id row (near one per op) and twice that while a grouping is sorted, the SQL a few MiB whatever the size
 # (a million-op run: 19.6 s and 345 MiB at the peak here, 30 s and 75 MiB in SQLite).
 MAX_OPS = 400_000
+CAPTURE_MAX_OPS = 200_000  # (OpCapture keeps 96 bytes an op; beyond, the by-id SQL reads the ops back)
 _NO_DEVICE = -(2 ** 62)  # (SQL's NULL device)
 _BATCH = 20_000  # rows handed to the caller at a time: a million-op run's rollups are never all in memory
+# The op columns OpCapture keeps (ingest's names), in the order OpCapture.by_id reads them.
+_CAPTURED = ("row_no", "section_id", "device_id", "hist_place_id", "op_code_id", "kernel_ns", "fw_ns", "op2op_ns",
+             "iteration", "iter_pos", "fw_start_cycle", "fw_end_cycle")
 
 
 def _block(block: str) -> str:
@@ -80,41 +85,50 @@ def _groups(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, list[np.nda
     return order, starts, [k[starts] for k in sorted_keys]
 
 
-class _Fine:
-    """The by-id rows as arrays (compact types: a million-op run has nearly a million of them), read in parts."""
+def read_by_id(conn: Connection, sql: str, run_id: int) -> tuple[list[np.ndarray], list[str]]:
+    """The by-id SQL's rows (``sql``, parameter ``run``) as :class:`_Fine`'s columns, and the section names their
+    section indexes."""
+    names: dict[str, int] = {"": 0}
+    parts: list[list[np.ndarray | None]] = []
+    # (the driver's own cursor: SQLAlchemy's rows cost a second per million; the run id is an int literal)
+    raw = conn.connection.dbapi_connection
+    assert raw is not None  # (a connection in use has its driver connection)
+    cursor = raw.cursor()
+    try:
+        cursor.execute(sql.replace(":run", str(int(run_id))))
+        while part := cursor.fetchmany(50_000):
+            c = list(zip(*part))
+            del part
+            parts.append([
+                np.array(c[0], dtype=np.int8),
+                np.array([names.setdefault(s, len(names)) for s in c[1]], dtype=np.int32),
+                np.array(c[2], dtype=np.int32),
+                np.array([_NO_DEVICE if d is None else d for d in c[3]], dtype=np.int64),
+                np.array([-1 if p is None else p for p in c[4]], dtype=np.int64),
+                np.array(c[5], dtype=np.int64),
+                np.array(c[6], dtype=np.int32),
+                *(np.array(x, dtype=np.float64) for x in c[7:10]),
+                *(np.array([np.nan if v is None else v for v in x], dtype=np.float64) for x in c[10:12]),
+            ])
+    finally:
+        cursor.close()
+    cols = []
+    for j in range(12):  # (a column at a time, its parts freed as it is joined: memory stays near the total)
+        cols.append(np.concatenate([p[j] for p in parts]) if parts else np.zeros(0, dtype=np.int64))
+        for p in parts:
+            p[j] = None
+    del parts
+    return cols, list(names)
 
-    def __init__(self, conn: Connection, sql: str, run_id: int, freq: float):
-        names: dict[str, int] = {"": 0}
-        parts: list[list[np.ndarray | None]] = []
-        # (the driver's own cursor: SQLAlchemy's rows cost a second per million; the run id is an int literal)
-        raw = conn.connection.dbapi_connection
-        assert raw is not None  # (a connection in use has its driver connection)
-        cursor = raw.cursor()
-        try:
-            cursor.execute(sql.replace(":run", str(int(run_id))))
-            while part := cursor.fetchmany(50_000):
-                c = list(zip(*part))
-                del part
-                parts.append([
-                    np.array(c[0], dtype=np.int8),
-                    np.array([names.setdefault(s, len(names)) for s in c[1]], dtype=np.int32),
-                    np.array(c[2], dtype=np.int32),
-                    np.array([_NO_DEVICE if d is None else d for d in c[3]], dtype=np.int64),
-                    np.array([-1 if p is None else p for p in c[4]], dtype=np.int64),
-                    np.array(c[5], dtype=np.int64),
-                    np.array(c[6], dtype=np.int32),
-                    *(np.array(x, dtype=np.float64) for x in c[7:10]),
-                    *(np.array([np.nan if v is None else v for v in x], dtype=np.float64) for x in c[10:12]),
-                ])
-        finally:
-            cursor.close()
-        cols = []
-        for j in range(12):  # (a column at a time, its parts freed as it is joined: memory stays near the total)
-            cols.append(np.concatenate([p[j] for p in parts]) if parts else np.zeros(0, dtype=np.int64))
-            for p in parts:
-                p[j] = None
-        del parts
-        self.names = list(names)
+
+class _Fine:
+    """The by-id rows as arrays (compact types: a million-op run has nearly a million of them): read from the
+    by-id SQL in parts (:func:`read_by_id`), or grouped here from the ops ingest kept (:meth:`OpCapture.by_id`)."""
+
+    def __init__(self, cols: list[np.ndarray], names: list[str], freq: float):
+        """``cols``: the by-id rows' columns (custom, section as an index of ``names``, iteration, device, place,
+        op code, ops, kernel, op-to-op and FW sums, first and last cycle)."""
+        self.names = names
         custom, self.sec, self.iteration, self.device, self.place, self.code = cols[:6]
         self.sums = dict(zip(_SUMS, cols[6:10]))
         self.first, self.last = cols[10], cols[11]
@@ -131,6 +145,90 @@ class _Fine:
         self.iters += np.bincount(s_sec, minlength=len(self.names))
         self.iters[0] += 1 if len(self.whole) else 0
         self.n_devices = len(np.unique(self.device[self.device != _NO_DEVICE]))
+
+
+class OpCapture:
+    """What the by-id rows are computed from, kept from the op rows as ingest writes them (their ids resolved),
+    so that a fresh run's rollups need no second read of its ops (the by-id SQL read them back: a third of the
+    rollups' time). Columns as arrays per batch; a run past :data:`CAPTURE_MAX_OPS` stops keeping them (the
+    by-id SQL then reads its ops back). History's corrections made after the stream are applied with :meth:`fix`."""
+
+    def __init__(self, columns: list[str]):
+        self._pick = operator.itemgetter(*(columns.index(c) for c in _CAPTURED))
+        self._parts: list[np.ndarray] = []
+        self.n = 0
+        self.full = False  # (past CAPTURE_MAX_OPS: nothing kept)
+        self._fixes: dict[int, tuple[int | None, int | None, int | None]] = {}
+
+    def add(self, rows: list[tuple]) -> None:
+        """Op rows as inserted (``columns`` of the constructor)."""
+        self.n += len(rows)
+        if self.full or not rows:
+            return
+        if self.n > CAPTURE_MAX_OPS:
+            self.full, self._parts = True, []
+            return
+        # (one conversion of the batch's picked cells; float64 takes None as NaN, and ids and counts exactly: each
+        # column's missing values are made what the SQL's COALESCE makes when the rows are grouped)
+        self._parts.append(np.array(list(map(self._pick, rows)), dtype=np.float64))
+
+    def fix(self, row_no: int, place_id: int | None, iteration: int | None, iter_pos: int | None) -> None:
+        """History's correction of one op's attribution (``history.apply`` writes the same)."""
+        self._fixes[row_no] = (place_id, iteration, iter_pos)
+
+    def by_id(self, conn: Connection, run_id: int) -> tuple[list[np.ndarray], list[str]]:
+        """The by-id rows' columns (as :class:`_Fine` keeps them) and the section names they index."""
+        kept = np.concatenate(self._parts) if self._parts else np.zeros((0, len(_CAPTURED)))
+        self._parts = []
+        row, sec_id, device, place, code, kern, fw, gap, it, ipos, first, last = kept.T
+        if self._fixes:
+            at = {r: k for k, r in enumerate(row.astype(np.int64).tolist())}
+            for r, (p, i, ip) in self._fixes.items():
+                k = at[r]
+                place[k] = np.nan if p is None else p
+                it[k] = np.nan if i is None else i
+                ipos[k] = np.nan if ip is None else ip
+        names: dict[str, int] = {"": 0}
+        section_name = {i: n for i, n in conn.execute(text("SELECT id, name FROM section WHERE run_id = :r"),
+                                                      {"r": run_id})}
+        ids = np.nan_to_num(sec_id, nan=-1).astype(np.int64)
+        distinct, inverse = np.unique(ids, return_inverse=True)
+        sec = np.array([names.setdefault(section_name[i], len(names)) if i >= 0 else 0 for i in distinct.tolist()],
+                       dtype=np.int32)[inverse.reshape(-1)] if len(ids) else np.zeros(0, dtype=np.int32)
+        kern, fw, gap = (np.nan_to_num(c, nan=0.0) for c in (kern, fw, gap))  # (COALESCE(x, 0))
+        ipos = np.nan_to_num(ipos, nan=0.0)
+        first = np.where(first > 0, first, np.nan)  # (MIN / MAX over the positive cycles only)
+        last = np.where(last > 0, last, np.nan)
+        device = np.where(np.isnan(device), float(_NO_DEVICE), device).astype(np.int64)
+        place = np.nan_to_num(place, nan=-1).astype(np.int64)
+        code = code.astype(np.int64)
+        # scoped: every op in its own section (the op-to-op gap of an iteration's first op left out), then again
+        # in each custom section whose rows hold it, as it is
+        parts = [(np.zeros(len(row), dtype=np.int8), sec, np.nan_to_num(it, nan=0).astype(np.int32),
+                  np.arange(len(row)), np.where((sec != 0) & (ipos == 0), 0.0, gap))]
+        for name, start, end in conn.execute(text(
+                "SELECT name, start_row, end_row FROM section WHERE run_id = :r AND kind = 'custom' ORDER BY id"),
+                {"r": run_id}):
+            inside = np.flatnonzero((row > start) & ((row < end) if end is not None else True))
+            if len(inside):
+                n = len(inside)
+                parts.append((np.ones(n, dtype=np.int8), np.full(n, names.setdefault(name, len(names)), np.int32),
+                              np.zeros(n, dtype=np.int32), inside, gap[inside]))
+        custom = np.concatenate([p[0] for p in parts])
+        s_sec = np.concatenate([p[1] for p in parts])
+        s_it = np.concatenate([p[2] for p in parts])
+        take = np.concatenate([p[3] for p in parts])
+        s_gap = np.concatenate([p[4] for p in parts])
+        order, starts, (g_custom, g_sec, g_it, g_dev, g_place, g_code) = _groups(
+            [custom, s_sec, s_it, device[take], place[take], code[take]])
+        take, s_gap = take[order], s_gap[order]
+        ops = np.diff(np.append(starts, len(order))).astype(np.int32)
+        sums = [np.add.reduceat(kern[take], starts) if len(order) else np.zeros(0),
+                np.add.reduceat(s_gap, starts) if len(order) else np.zeros(0),
+                np.add.reduceat(fw[take], starts) if len(order) else np.zeros(0)]
+        cycles = [np.fmin.reduceat(first[take], starts) if len(order) else np.zeros(0),
+                  np.fmax.reduceat(last[take], starts) if len(order) else np.zeros(0)]
+        return [g_custom, g_sec, g_it, g_dev, g_place, g_code, ops, *sums, *cycles], list(names)
 
 
 def _key_codes(fine: _Fine, on: str, key_of: Callable[[str, str, str, str], str],
@@ -207,18 +305,22 @@ def _nulls(a: np.ndarray) -> list[float | None]:
     return [None if v != v else v for v in a.tolist()]
 
 
-def run_rows(conn: Connection, run_id: int, freq_mhz: float, by_id_sql: str
+def run_rows(conn: Connection, run_id: int, freq_mhz: float, by_id_sql: str, captured: OpCapture | None = None
              ) -> Iterator[list[tuple[Any, ...]]] | None:
     """The stored rollup rows of one run as :func:`warehouse.rollups.build_sql` gives them (run, section,
     grouping, key, device, iterations, ops, stored metric columns...), in batches, from ``by_id_sql`` (the SQL's
     by-id rows, parameter ``run``); None when a stored grouping or metric is not mirrored here, or the run is
-    one this does not mirror."""
+    one this does not mirror. ``captured``: the run's ops as ingest kept them (else the by-id SQL reads them)."""
     groupings = [g for g in GROUPINGS if g.stored]
     if not mirrored(groupings, METRICS):
         return None
-    if conn.execute(text("SELECT COUNT(*) FROM op WHERE run_id = :r"), {"r": run_id}).scalar_one() > MAX_OPS:
+    n_ops = conn.execute(text("SELECT COUNT(*) FROM op WHERE run_id = :r"), {"r": run_id}).scalar_one()
+    if n_ops > MAX_OPS:
         return None
-    fine = _Fine(conn, by_id_sql, run_id, freq_mhz)
+    if captured is not None and not captured.full and captured.n == n_ops:
+        fine = _Fine(*captured.by_id(conn, run_id), freq_mhz)
+    else:
+        fine = _Fine(*read_by_id(conn, by_id_sql, run_id), freq_mhz)
     if fine.odd:
         return None
     place_ids = np.unique(fine.place)

@@ -272,12 +272,14 @@ def _build_in_sql(conn: Connection, run_id: int, freq_mhz: float, key_conn: Conn
 _ROW_COLUMNS = ["run_id", "section", "key_id", "device", "iterations", "ops", *_stored_columns()]
 
 
-def build_rollups(conn: Connection, run_id: int, freq_mhz: float, key_conn: Connection | None = None) -> None:
+def build_rollups(conn: Connection, run_id: int, freq_mhz: float, key_conn: Connection | None = None,
+                  captured: rollupcalc.OpCapture | None = None) -> None:
     """Write the rollups of one run (its ops and history attribution must be complete). Keys met for the first
     time are added to ``rollup_key`` on ``key_conn`` (ingest's interning connection: on PostgreSQL one that
-    commits at once, so that concurrent ingests never wait on each other's keys), else on ``conn``."""
+    commits at once, so that concurrent ingests never wait on each other's keys), else on ``conn``.
+    ``captured``: the run's ops as ingest kept them, so that they need not be read back."""
     conn.execute(text("DELETE FROM rollup_row WHERE run_id = :run"), {"run": run_id})
-    batches = rollupcalc.run_rows(conn, run_id, float(freq_mhz), _BY_ID_SQL)
+    batches = rollupcalc.run_rows(conn, run_id, float(freq_mhz), _BY_ID_SQL, captured)
     if batches is None:  # (not mirrored in numpy, or a big run)
         _build_in_sql(conn, run_id, freq_mhz, key_conn)
         return
