@@ -144,9 +144,9 @@ def _by_id_rows(cols: list, names: list[str]) -> list[tuple]:
     """By-id rows as comparable tuples: section names for their indexes, NaN as None."""
     rows = []
     for r in zip(*(c.tolist() for c in cols)):
-        r = list(r)
-        r[1] = names[r[1]]
-        rows.append(tuple(None if isinstance(v, float) and v != v else v for v in r))
+        row = list(r)
+        row[1] = names[row[1]]
+        rows.append(tuple(None if isinstance(v, float) and v != v else v for v in row))
     return sorted(rows, key=repr)
 
 
