@@ -230,11 +230,13 @@ def _sectioned_odd(path):
     return path
 
 
-@pytest.mark.parametrize("order", ["eager_first", "trace_first", "differ", "capped"])
+@pytest.mark.parametrize("order", ["eager_first", "trace_first", "differ", "capped", "sql_keys"])
 def test_report_parts_fed_at_ingest_equal_parts_read_back(db_url, tmp_path, corpus_copy, monkeypatch, order):
     """Ingest computes the report parts from the ops as it writes them (report.ReportFeed), reading none back:
     they equal the parts computed from the database, on both back ends, for the corpus and odd values (the
-    feed is used, not the database, except where the trace comes first and the database must be read)."""
+    feed is used, not the database, except where the trace comes first and the database must be read). The
+    feed's group keys come from measures.KEY_TEXTS, the Python mirrors of the registry's SQL (held equal here to
+    the database's keys), or, for an expression without one ("sql_keys"), from the database."""
     import json
     from warehouse import report
     from warehouse.db import open_db
@@ -249,7 +251,9 @@ def test_report_parts_fed_at_ingest_equal_parts_read_back(db_url, tmp_path, corp
         lines[-2] = lines[-2].replace("Matmul", "Softmax")
     f.write_text("\n".join(lines) + "\n")
     files = [f] + ([corpus_copy(c) for c in ("dlv3_same", "oft_mismatch", "clip_replays3")]
-                   if order == "eager_first" else [])
+                   if order in ("eager_first", "sql_keys") else [])
+    if order == "sql_keys":
+        monkeypatch.setattr(report, "KEY_TEXTS", {})
     read_back = []
     real_scan = report._scan
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
@@ -20,6 +21,23 @@ from functools import cache
 LAYER_KEY = ("CASE WHEN layer <> '' THEN layer ELSE '[' || CASE WHEN block <> '' THEN block ELSE '?' END "
              "|| ' glue]' END")
 BLOCK_KEY = "CASE WHEN block <> '' THEN block ELSE '?' END"
+
+
+def _block_text(block: str | None) -> str:
+    return block if block else "?"
+
+
+# Key expressions computed in Python on the hot paths (the report feed of ingest, the numpy rollups), from an op's
+# (block, layer, op code, category); an expression not here is computed by the database. Each is its SQL's value,
+# NULL and '' alike (NULL <> '' is not true, so both take the ELSE branch); tests hold them equal on the corpus.
+KEY_TEXTS: dict[str, Callable[[str | None, str | None, str, str], str]] = {
+    "'total'": lambda b, y, c, k: "total",
+    BLOCK_KEY: lambda b, y, c, k: _block_text(b),
+    LAYER_KEY: lambda b, y, c, k: y if y else f"[{_block_text(b)} glue]",
+    "op_code": lambda b, y, c, k: c,
+    "category": lambda b, y, c, k: k,
+    BLOCK_KEY + " || ' / ' || op_code": lambda b, y, c, k: f"{_block_text(b)} / {c}",
+}
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import heapq
 import json
 import statistics
 from array import array
-from collections import defaultdict
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from typing import Any
@@ -27,7 +27,7 @@ from sqlalchemy import Connection, Engine, select, text
 from warehouse.contract import EAGER, FEW_CORES, SECTIONS, TOP, TRACE, is_post
 from warehouse import dialect
 from warehouse import schema as t
-from warehouse.measures import REPORT_TABLES
+from warehouse.measures import KEY_TEXTS, REPORT_TABLES
 
 from warehouse.cellstore import compresses
 from warehouse.packing import pack_text, unpack_text
@@ -45,60 +45,99 @@ _KEYS = slice(len(_COLS), len(_COLS) + len(REPORT_TABLES))
 _SELECT = ", ".join(list(_COLS) + [f"{t.expr} AS key_{i}" for i, t in enumerate(REPORT_TABLES)])
 
 
+class _Sums:
+    """One group table of a section: per key, in the order keys first appear, its op count and its kernel and gap
+    sums. The sums are numpy's ``add.at``, which adds a batch's values one after the other in op order: the same
+    additions from the same 0.0, so the same digits, as the oracle's running ``+=``."""
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        self.index: dict[str, int] = {}
+        self.count = np.zeros(0, dtype=np.int64)
+        self.kern = np.zeros(0)
+        self.gap = np.zeros(0)
+
+    def add(self, keys: Sequence[str], kern: Any, gap: Any) -> None:
+        """Ops with these keys and values (numpy arrays, in op order)."""
+        import numpy as np
+
+        index = self.index
+        for k in dict.fromkeys(keys):  # (the batch's keys once each, in the order they first appear)
+            if k not in index:
+                index[k] = len(index)
+        idx = np.fromiter(map(index.__getitem__, keys), dtype=np.int64, count=len(keys))
+        if len(index) > len(self.count):  # (new keys: room for them, and for as many more)
+            more = max(len(index), 2 * len(self.count)) - len(self.count)
+            self.count = np.concatenate([self.count, np.zeros(more, dtype=np.int64)])
+            self.kern = np.concatenate([self.kern, np.zeros(more)])
+            self.gap = np.concatenate([self.gap, np.zeros(more)])
+        np.add.at(self.count, idx, 1)
+        np.add.at(self.kern, idx, kern)
+        np.add.at(self.gap, idx, gap)
+
+    def items(self) -> Iterator[tuple[str, tuple[int, float, float]]]:
+        """(key, (ops, kernel sum, gap sum)) in the order the keys first appeared."""
+        count, kern, gap = self.count.tolist(), self.kern.tolist(), self.gap.tolist()
+        return ((key, (count[i], kern[i], gap[i])) for key, i in self.index.items())
+
+
 class _SectionScan:
     """One pass over a section's ops in file order, keeping only what the report needs: the sums' terms as
     compact arrays (Python's ``sum`` over them gives the oracle's digits, whatever its summation algorithm), the
     group sums as the oracle adds them, and per layer the kernel times of its ops. About 40 bytes per op, so that
-    computing a report at the end of a million-op ingest stays within its memory budget."""
+    computing a report at the end of a million-op ingest stays within its memory budget. Ops are added a batch
+    at a time, as columns (:meth:`add_columns`)."""
 
     def __init__(self) -> None:
         self.kern, self.fw, self.gaps = array("d"), array("d"), array("d")
-        self.cores: dict[float, int] = defaultdict(int)  # a few distinct counts: their median from the tally
+        self.cores: Counter[float] = Counter()  # a few distinct counts: their median from the tally
         self.start: float | None = None
         self.end: float | None = None
-        self.fid: dict[str, int] = defaultdict(int)
-        self.groups: tuple[dict[str, list], ...] = tuple({} for _ in GROUPS)
+        self.fid: Counter[str] = Counter()
+        self.groups: tuple[_Sums, ...] = tuple(_Sums() for _ in GROUPS)
         self.layers: dict[str, tuple[array, bytearray]] = {}
 
     def add(self, batch: Sequence[Any], compute: dict[int, bool], groups_only: bool = False) -> None:
-        """Add ops (rows as :data:`_COLS` and the group keys); ``groups_only``: only the group tables and the
-        layers (:class:`ReportFeed` shares the rest between two scans of the same ops)."""
-        if groups_only:
-            self._groups(batch, compute)
-            return
-        for op in batch:
-            k, g = op[KERN], op[GAP]
-            self.kern.append(k)
-            self.fw.append(op[FW])
-            self.gaps.append(g)
-            self.cores[float(op[CORES])] += 1
-            st, en = op[START], op[END]
-            if st and st > 0 and (self.start is None or st < self.start):
-                self.start = st
-            if en and en > 0 and (self.end is None or en > self.end):
-                self.end = en
-            if op[FID]:
-                self.fid[op[FID]] += 1
-        self._groups(batch, compute)
+        """Add ops read from op_detail (rows as :data:`_COLS` and the group keys)."""
+        import numpy as np
 
-    def _groups(self, batch: Sequence[Any], compute: dict[int, bool]) -> None:
-        for op in batch:
-            k, g = op[KERN], op[GAP]
-            for agg, key in zip(self.groups, op[_KEYS]):
-                a = agg.get(key)
-                if a is None:
-                    agg[key] = [1, k, g]
-                else:
-                    a[0] += 1
-                    a[1] += k
-                    a[2] += g
-            lay = op[LAYER]
+        if not batch:
+            return
+        cols = list(zip(*batch))
+        kern, fw, gaps = (np.array(cols[i], dtype=np.float64) for i in (KERN, FW, GAP))
+        self.add_columns(kern, fw, gaps, cols[CORES], cols[START], cols[END], cols[FID], cols[_KEYS], cols[LAYER],
+                         [compute[c] for c in cols[CODE]], groups_only)
+
+    def add_columns(self, kern: Any, fw: Any, gaps: Any, cores: Sequence[Any],
+                    starts: Sequence[Any], ends: Sequence[Any], fids: Sequence[Any], keys: Sequence[Sequence[str]],
+                    layers: Sequence[str | None], compute: Sequence[bool], groups_only: bool = False) -> None:
+        """Add a batch of ops, a sequence per column in op order (``kern``, ``fw``, ``gaps``: float64 numpy
+        arrays; ``keys``: one sequence per group table);
+        ``groups_only``: only the group tables and the layers (:class:`ReportFeed` shares the rest between two
+        scans of the same ops)."""
+        if not groups_only:
+            self.kern.frombytes(kern.tobytes())
+            self.fw.frombytes(fw.tobytes())
+            self.gaps.frombytes(gaps.tobytes())
+            self.cores.update(map(float, cores))
+            st = min((v for v in starts if v and v > 0), default=None)
+            if st is not None and (self.start is None or st < self.start):
+                self.start = st
+            en = max((v for v in ends if v and v > 0), default=None)
+            if en is not None and (self.end is None or en > self.end):
+                self.end = en
+            self.fid.update(f for f in fids if f)
+        for sums, table_keys in zip(self.groups, keys):
+            sums.add(table_keys, kern, gaps)
+        got = self.layers.get
+        for lay, kv, comp in zip(layers, kern.tolist(), compute):
             if lay and not is_post(lay):
-                ks = self.layers.get(lay)
+                ks = got(lay)
                 if ks is None:
                     ks = self.layers[lay] = (array("d"), bytearray())
-                ks[0].append(k)
-                ks[1].append(compute[op[CODE]])
+                ks[0].append(kv)
+                ks[1].append(comp)
 
     def group_tables(self, total: float, raw: bool = False) -> dict[str, Any]:
         """The group tables (sorted() is stable: ties keep the order of first appearance, as in the oracle);
@@ -226,8 +265,9 @@ class ReportFeed:
                              typed[AT.cores] or 0, fidelity))
 
     def _learn_keys(self, wanted: set[tuple[int, str, str]]) -> None:
-        """The group tables' keys of every (op code, block, layer) not known yet, by the registry's SQL: one
-        statement per 500 of them (a capture whose every layer is new met one statement per op)."""
+        """The group tables' keys of every (op code, block, layer) not known yet: in Python when every table's
+        expression has its mirror (measures.KEY_TEXTS: a realistic capture meets 40,000 new ones, a tenth of the
+        feed's time in SQL), else by the registry's SQL, one statement per 500 of them."""
         missing = sorted(k for k in wanted if k not in self.keys)
         if not missing:
             return
@@ -240,11 +280,19 @@ class ReportFeed:
                     {f"c{j}": c for j, c in enumerate(part)}):
                 self.codes[code] = (name, cat, bool(comp))
                 self.compute[code] = bool(comp)
+        share = self.texts.setdefault  # (each key text once: a block's and an op code's recur thousands of times)
+        mirror = [KEY_TEXTS.get(tb.expr) for tb in REPORT_TABLES]
+        if all(mirror):
+            for combo in missing:
+                code, block, layer = combo
+                name, cat, _ = self.codes[code]
+                self.keys[combo] = tuple(share(k, k) for k in (f(block, layer, name, cat)  # type: ignore[misc]
+                                                               for f in mirror))
+            return
         exprs = ", ".join(tb.expr for tb in REPORT_TABLES)
         m = dialect.paramstyle_mark(self.conn)  # (the driver's own placeholders: text() parses its SQL each time)
         row = f"SELECT {m} AS i, CAST({m} AS TEXT) AS op_code, CAST({m} AS TEXT) AS category, " \
               f"CAST({m} AS TEXT) AS block, CAST({m} AS TEXT) AS layer"
-        share = self.texts.setdefault  # (each key text once: a block's and an op code's recur thousands of times)
         for i in range(0, len(missing), 500):
             keys = missing[i:i + 500]
             params: list[object] = []
@@ -262,27 +310,40 @@ class ReportFeed:
             self.own, self.inherited = {}, None
             self._learning()
             return
-        keys, plus = self.keys, self.plus_zero
         self._learn_keys({(c, b, lay) for _, _, c, b, lay, *_ in self.pending}
                          | {(c, *alt) for _, _, c, _, _, alt, *_ in self.pending if alt is not None})
-        rows: dict[str, list] = {s: [] for s in SECTIONS}
-        inherited: list = []
-        for sec, pos, code, block, layer, alt, k, f, g, st, en, cores, fid in self.pending:
-            kern, fw, gap = k / 1000.0, f / 1000.0, (0.0 if pos == 0 else g / 1000.0)
-            if plus:
-                kern, fw, gap = kern + 0.0, fw + 0.0, gap + 0.0
-            cols = (kern, fw, gap, st, en, cores, fid)
-            key = keys[(code, block, layer)]
-            rows[sec].append((pos, code, block, layer, *cols, *key))
-            if sec == TRACE and self.inherited is not None and alt is not None:
-                b, lay = alt
-                key = keys[(code, b, lay)]
-                inherited.append((pos, code, b, lay, *cols, *key))
+        by_section: dict[str, list] = {sec: [] for sec in SECTIONS}
+        for op in self.pending:
+            by_section[op[0]].append(op)
         self.pending = []
-        for sec in SECTIONS:
-            self.own[sec].add(rows[sec], self.compute)
-        if self.inherited is not None:
-            self.inherited.add(inherited, self.compute, groups_only=True)  # the same values as the own trace's
+        for sec, ops in by_section.items():
+            if ops:
+                self._add(sec, ops)
+
+    def _add(self, sec: str, ops: list[tuple]) -> None:
+        """One section's ops of a batch, as columns, to its scan (and the trace's to the inherited scan too)."""
+        import numpy as np
+
+        _, pos, code, block, layer, alt, k, f, g, st, en, cores, fid = zip(*ops)
+        # the values op_detail gives: microseconds, an op-to-op gap of 0 at a section's first op
+        kern = np.array(k, dtype=np.float64) / 1000.0
+        fw = np.array(f, dtype=np.float64) / 1000.0
+        gap = np.where(np.array(pos) == 0, 0.0, np.array(g, dtype=np.float64) / 1000.0)
+        if self.plus_zero:
+            kern, fw, gap = kern + 0.0, fw + 0.0, gap + 0.0
+        keys, compute = self.keys, self.compute
+        flags = [compute[c] for c in code]
+        own = list(zip(*(keys[cbl] for cbl in zip(code, block, layer))))
+        self.own[sec].add_columns(kern, fw, gap, cores, st, en, fid, own, layer, flags)
+        if sec == TRACE and self.inherited is not None:
+            # (while the trace may inherit, its every op has the eager op's block and layer at its position)
+            have = [i for i, a in enumerate(alt) if a is not None]
+            if have:
+                pairs = [(code[i], *alt[i]) for i in have]
+                inherited = list(zip(*(keys[p] for p in pairs)))
+                self.inherited.add_columns(kern[have], fw[have], gap[have], (), (), (), (), inherited,
+                                           [p[2] for p in pairs], [flags[i] for i in have],
+                                           groups_only=True)  # (the same values as the own trace's)
 
     def scans(self, same: bool) -> dict[str, _SectionScan] | None:
         """The eager and trace scans for the file's rule (``same``: the sequences are equal), or None when the

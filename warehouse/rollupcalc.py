@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Connection, text
 
-from warehouse.measures import BLOCK_KEY, GROUPINGS, LAYER_KEY, METRICS, Grouping, Metric
+from warehouse.measures import BLOCK_KEY, GROUPINGS, KEY_TEXTS, LAYER_KEY, METRICS, Grouping, Metric
 
 # The by-id rows' columns, in the order rollups' _BY_ID_SQL selects them after (custom, section, iteration,
 # device, place_id, op_code_id).
@@ -37,24 +37,14 @@ _CAPTURED = ("row_no", "section_id", "device_id", "hist_place_id", "op_code_id",
              "iteration", "iter_pos", "fw_start_cycle", "fw_end_cycle")
 
 
-def _block(block: str) -> str:
-    return block if block else "?"
-
-
-def _layer(block: str, layer: str) -> str:
-    return layer if layer else f"[{_block(block)} glue]"
-
-
-# A grouping's key from (block, layer (y), op code, category), for each (key, SQL expression) mirrored, and which
-# ids it reads: none, the place, the op code, or both.
+# A grouping's key from (block, layer, op code, category), for each (key, SQL expression) mirrored (the texts are
+# measures.KEY_TEXTS'), and which ids it reads: none, the place, the op code, or both.
+_READS = {"'total'": "none", BLOCK_KEY: "place", LAYER_KEY: "place", "op_code": "code", "category": "code",
+          BLOCK_KEY + " || ' / ' || op_code": "pair"}
 _KEYS: dict[tuple[str, str], tuple[str, Callable[[str, str, str, str], str]]] = {
-    ("section", "'total'"): ("none", lambda b, y, c, k: "total"),
-    ("block", BLOCK_KEY): ("place", lambda b, y, c, k: _block(b)),
-    ("layer", LAYER_KEY): ("place", lambda b, y, c, k: _layer(b, y)),
-    ("op-code", "op_code"): ("code", lambda b, y, c, k: c),
-    ("category", "category"): ("code", lambda b, y, c, k: k),
-    ("block/op-code", BLOCK_KEY + " || ' / ' || op_code"): ("pair", lambda b, y, c, k: f"{_block(b)} / {c}"),
-}
+    (key, expr): (_READS[expr], KEY_TEXTS[expr]) for key, expr in (
+        ("section", "'total'"), ("block", BLOCK_KEY), ("layer", LAYER_KEY), ("op-code", "op_code"),
+        ("category", "category"), ("block/op-code", BLOCK_KEY + " || ' / ' || op_code"))}
 # A metric's per-iteration figure, for each (key, SQL expression) mirrored: the sum of a by-id column, or the span.
 _METRICS: dict[tuple[str, str], str] = {
     ("kernel", "SUM(kernel_ns)"): "kernel_ns",
