@@ -195,7 +195,7 @@ class OpCapture:
         # scoped: every op in its own section (the op-to-op gap of an iteration's first op left out), then again
         # in each custom section whose rows hold it, as it is
         parts = [(np.zeros(len(row), dtype=np.int8), sec, np.nan_to_num(it, nan=0).astype(np.int32),
-                  np.arange(len(row)), np.where((sec != 0) & (ipos == 0), 0.0, gap))]
+                  np.arange(len(row)), np.where((ids >= 0) & (ipos == 0), 0.0, gap))]
         for name, start, end in conn.execute(text(
                 "SELECT name, start_row, end_row FROM section WHERE run_id = :r AND kind = 'custom' ORDER BY id"),
                 {"r": run_id}):
@@ -213,12 +213,12 @@ class OpCapture:
             [custom, s_sec, s_it, device[take], place[take], code[take]])
         take, s_gap = take[order], s_gap[order]
         ops = np.diff(np.append(starts, len(order))).astype(np.int32)
-        sums = [np.add.reduceat(kern[take], starts) if len(order) else np.zeros(0),
-                np.add.reduceat(s_gap, starts) if len(order) else np.zeros(0),
-                np.add.reduceat(fw[take], starts) if len(order) else np.zeros(0)]
-        cycles = [np.fmin.reduceat(first[take], starts) if len(order) else np.zeros(0),
-                  np.fmax.reduceat(last[take], starts) if len(order) else np.zeros(0)]
-        return [g_custom, g_sec, g_it, g_dev, g_place, g_code, ops, *sums, *cycles], list(names)
+
+        def per_group(f: np.ufunc, values: np.ndarray) -> np.ndarray:
+            return f.reduceat(values, starts) if len(order) else np.zeros(0)  # (reduceat takes no empty input)
+        return [g_custom, g_sec, g_it, g_dev, g_place, g_code, ops, per_group(np.add, kern[take]),
+                per_group(np.add, s_gap), per_group(np.add, fw[take]), per_group(np.fmin, first[take]),
+                per_group(np.fmax, last[take])], list(names)
 
 
 def _key_codes(fine: _Fine, on: str, key_of: Callable[[str, str, str, str], str],
