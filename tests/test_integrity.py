@@ -636,3 +636,26 @@ def test_check_racing_rm_reports_no_damage(db_url, monkeypatch):
     eng = open_db(db_url, create=False)
     assert check_warehouse(eng) == []
     eng.dispose()
+
+
+def test_negative_zero_durations(db_url, tmp_path):
+    """A '-0.0' kernel duration (tt-metal writes none): the group sums start at 0.0 as the oracle's do, so a key
+    whose every kernel is -0.0 sums to 0.0 on both back ends; an op's own kernel_us in top_ops reads back as
+    stored, -0.0 on PostgreSQL and 0.0 on SQLite (which reads -0.0 back as 0.0), where the oracle prints -0.0."""
+    import json
+
+    head = "OP CODE,OP TYPE,DEVICE KERNEL DURATION [ns],DEVICE FW DURATION [ns],OP TO OP LATENCY [ns],CORE COUNT"
+    ops = ["Relu,tt_dnn_device,-0.0,5,0,64", "Matmul,tt_dnn_device,1500,2000,10,120"]
+    body = ["eager,signpost,,,,", "c:l0,signpost,,,,", *ops, "eager_end,signpost,,,,", "trace,signpost,,,,", *ops,
+            "trace_end,signpost,,,,"]
+    f = tmp_path / "ops_perf_results_negzero.csv"
+    f.write_text("\n".join([head, *body]) + "\n")
+    wh = make_invoke(db_url)
+    assert wh("ingest", f).exit_code == 0
+    out = tmp_path / "r.json"
+    assert wh("report", "latest", "-q", "--json", out).exit_code == 0
+    doc = json.loads(out.read_text())
+    relu = [r for r in doc["trace"]["by_op"] if r["key"] == "Relu"][0]
+    assert json.dumps(relu["kernel_us"]) == "0.0"
+    top = [r for r in doc["trace"]["top_ops"] if r["op"] == "Relu"][0]
+    assert json.dumps(top["kernel_us"]) == ("0.0" if db_url.endswith(".db") else "-0.0")
