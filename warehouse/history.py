@@ -254,15 +254,21 @@ class HistoryTracker:
 
 UPDATE_SQL = ("UPDATE op SET hist_place_id = {m}, hist_how = {m}, iteration = {m}, iter_pos = {m} "
               "WHERE run_id = {m} AND row_no = {m}")
+Written = tuple[int, int | None, int | None, int | None]  # (row, place id, iteration, position in it)
+
+
 def apply(conn: Connection, run_id: int, fixes: list[tuple[int, Attributed]],
-          place: Callable[[str | None, str | None], int | None]) -> None:
-    """Write corrections from :meth:`HistoryTracker.finish`; ``place`` gives a pair's ``place`` id."""
+          place: Callable[[str | None, str | None], int | None]) -> list[Written]:
+    """Write corrections from :meth:`HistoryTracker.finish`; ``place`` gives a pair's ``place`` id. Returns what
+    was written, per corrected op."""
     if not fixes:
-        return
+        return []
     from warehouse import dialect
     m = dialect.paramstyle_mark(conn)
-    conn.exec_driver_sql(UPDATE_SQL.format(m=m), [(place(a.block, a.layer), code(HIST_HOW, a.how), a.iteration,
-                                                   a.iter_pos, run_id, row) for row, a in fixes])
+    written = [(row, place(a.block, a.layer), a.iteration, a.iter_pos) for row, a in fixes]
+    conn.exec_driver_sql(UPDATE_SQL.format(m=m), [(p, code(HIST_HOW, a.how), i, ip, run_id, row)
+                                                   for (row, p, i, ip), (_, a) in zip(written, fixes)])
+    return written
 
 
 def summarize(conn: Connection, run_id: int, as_text: bool = False) -> None:

@@ -427,11 +427,10 @@ class _FileIngest:
                                          e.c.section_id.in_(self.section_ids[EAGER]), e.c.pos == t.op.c.pos)
                                   .values(place_id=e.c.place_id, occurrence=e.c.occurrence,
                                           attribution=ATTRIBUTION["eager_position"]))
-        fixes = self.history.finish()
-        history.apply(self.conn, self.run_id, fixes, self.intern.place)
+        written = history.apply(self.conn, self.run_id, self.history.finish(), self.intern.place)
         if self.capture is not None:
-            for row, fix in fixes:
-                self.capture.fix(row, self.intern.place(fix.block, fix.layer), fix.iteration, fix.iter_pos)
+            for row, place_id, iteration, iter_pos in written:
+                self.capture.fix(row, place_id, iteration, iter_pos)
         return same
 
 

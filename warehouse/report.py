@@ -113,9 +113,8 @@ class _SectionScan:
                     starts: Sequence[Any], ends: Sequence[Any], fids: Sequence[Any], keys: Sequence[Sequence[str]],
                     layers: Sequence[str | None], compute: Sequence[bool], groups_only: bool = False) -> None:
         """Add a batch of ops, a sequence per column in op order (``kern``, ``fw``, ``gaps``: float64 numpy
-        arrays; ``keys``: one sequence per group table);
-        ``groups_only``: only the group tables and the layers (:class:`ReportFeed` shares the rest between two
-        scans of the same ops)."""
+        arrays; ``keys``: one sequence per group table); ``groups_only``: only the group tables and the layers
+        (:class:`ReportFeed` shares the rest between two scans of the same ops)."""
         if not groups_only:
             self.kern.frombytes(kern.tobytes())
             self.fw.frombytes(fw.tobytes())
@@ -281,13 +280,12 @@ class ReportFeed:
                 self.codes[code] = (name, cat, bool(comp))
                 self.compute[code] = bool(comp)
         share = self.texts.setdefault  # (each key text once: a block's and an op code's recur thousands of times)
-        mirror = [KEY_TEXTS.get(tb.expr) for tb in REPORT_TABLES]
-        if all(mirror):
+        if all(tb.expr in KEY_TEXTS for tb in REPORT_TABLES):
+            mirror = [KEY_TEXTS[tb.expr] for tb in REPORT_TABLES]
             for combo in missing:
                 code, block, layer = combo
                 name, cat, _ = self.codes[code]
-                self.keys[combo] = tuple(share(k, k) for k in (f(block, layer, name, cat)  # type: ignore[misc]
-                                                               for f in mirror))
+                self.keys[combo] = tuple(share(k, k) for k in (f(block, layer, name, cat) for f in mirror))
             return
         exprs = ", ".join(tb.expr for tb in REPORT_TABLES)
         m = dialect.paramstyle_mark(self.conn)  # (the driver's own placeholders: text() parses its SQL each time)

@@ -184,7 +184,7 @@ class OpCapture:
         ids = np.nan_to_num(sec_id, nan=-1).astype(np.int64)
         distinct, inverse = np.unique(ids, return_inverse=True)
         sec = np.array([names.setdefault(section_name[i], len(names)) if i >= 0 else 0 for i in distinct.tolist()],
-                       dtype=np.int32)[inverse.reshape(-1)] if len(ids) else np.zeros(0, dtype=np.int32)
+                       dtype=np.int32)[inverse.reshape(-1)]
         kern, fw, gap = (np.nan_to_num(c, nan=0.0) for c in (kern, fw, gap))  # (COALESCE(x, 0))
         ipos = np.nan_to_num(ipos, nan=0.0)
         first = np.where(first > 0, first, np.nan)  # (MIN / MAX over the positive cycles only)
