@@ -263,9 +263,20 @@ def test_report_parts_fed_at_ingest_equal_parts_read_back(db_url, tmp_path, corp
     monkeypatch.setattr(report, "_scan", counting)
     if order == "capped":  # a run past the feed's memory budget is read back, as before
         monkeypatch.setattr(report.ReportFeed, "MAX_OPS", 10)
+    # the fed parts' database-free half is computed in a forked process (warehouse.aside): record its results
+    from warehouse import aside, ingest
+    forked = []
+
+    class Recorded(aside.Aside):
+        def result(self):
+            got = super().result()
+            forked.append(got is not None)
+            return got
+    monkeypatch.setattr(ingest, "Aside", Recorded)
     eng = open_db(db_url)
     ids = [ingest_file(eng, x).run_id for x in files]
     assert read_back == (["eager", "trace"] if order in ("trace_first", "capped") else [])
+    assert forked == ([] if read_back else [True] * len(files))
     with eng.connect() as c:
         for r in ids:
             packed, size = c.execute(text("SELECT doc, raw_size FROM run_report WHERE run_id = :r"), {"r": r}).one()

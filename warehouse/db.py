@@ -165,10 +165,16 @@ def make_engine(url: str | URL | None, readonly: bool = False) -> Engine:
 
 
 @contextlib.contextmanager
-def write_tx(engine: Engine) -> Iterator[Connection]:
-    """One write transaction: committed whole on success, rolled back whole on any error."""
+def write_tx(engine: Engine, inserts_only: bool = False) -> Iterator[Connection]:
+    """One write transaction: committed whole on success, rolled back whole on any error.
+
+    ``inserts_only`` (ingest) says the transaction deletes nothing that other rows reference and writes only ids
+    it found or made itself: SQLite then skips its foreign-key checks, a lookup in every parent table for every
+    row inserted (0.3 s of a 100,000-op ingest). Nothing can cascade, and ``warehouse check`` still verifies
+    every key (:func:`warehouse.dialect.broken_foreign_keys`); PostgreSQL keeps its constraints."""
     with engine.connect().execution_options(write=True) as conn:
-        with conn.begin():
+        checks = dialect.foreign_keys_off(conn) if inserts_only else contextlib.nullcontext()
+        with checks, conn.begin():
             yield conn
 
 

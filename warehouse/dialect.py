@@ -219,8 +219,9 @@ def schema_lock(conn: Connection, key: int) -> Iterator[None]:
 
 @contextmanager
 def foreign_keys_off(conn: Connection) -> Iterator[None]:
-    """SQLite: foreign keys off while tables are rebuilt (Alembic's batch mode drops and recreates a table; with
-    them on, dropping ``run`` would cascade to every child row), back on after; PostgreSQL alters in place."""
+    """SQLite: foreign keys off for one transaction, back on after: while tables are rebuilt (Alembic's batch
+    mode drops and recreates a table; with them on, dropping ``run`` would cascade to every child row), and for an
+    ingest's inserts (see :func:`warehouse.db.write_tx`). PostgreSQL keeps them: it alters in place."""
     raw = None
     if not is_postgres(conn):
         raw = conn.connection.dbapi_connection

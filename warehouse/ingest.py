@@ -1,6 +1,7 @@
 """CSV -> warehouse: one transaction per file, streamed in chunks, idempotent by content hash."""
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import glob
 import json
@@ -8,6 +9,7 @@ import os
 import random
 import re
 import time
+from functools import partial
 from array import array
 from dataclasses import dataclass, field
 from datetime import datetime, UTC
@@ -32,7 +34,8 @@ from warehouse.places import place_digest
 from warehouse.perfstore import ShapeCache, column_rows, perf_arch
 from warehouse.cellstore import compresses, pack_cells, static_ids_json
 from warehouse.rowprep import REPLAY, ROW_TYPED, TYPED, Batch, Chunk, RowSource
-from warehouse.report import ReportFeed, store_parts
+from warehouse.aside import Aside
+from warehouse.report import ReportFeed, pure_parts, store_parts
 from warehouse.rollups import build_rollups
 from warehouse.rollupcalc import OpCapture
 from warehouse.signposts import Attribution, SectionSpan
@@ -517,7 +520,7 @@ def _ingest_once(engine: Engine, req: _Request, source: RowSource, scan: FileSca
     path, sha, meta, warnings, t0 = req.path, req.sha, req.meta, req.warnings, req.t0
     label, tags, freq, freq_source, log_arch, progress = (req.label, req.tags, req.freq, req.freq_source,
                                                           req.log_arch, req.progress)
-    with write_tx(engine) as conn:
+    with write_tx(engine, inserts_only=True) as conn:
         found = conn.execute(select(t.run.c.id).where(t.run.c.sha256 == sha)).scalar()
         if found is not None:  # another process stored it while we waited for the write lock
             return IngestResult(shown(path), found, existing=True)
@@ -558,15 +561,18 @@ def _ingest_once(engine: Engine, req: _Request, source: RowSource, scan: FileSca
             conn.execute(t.run_warning.insert(), [{"run_id": run_id, "row_no": r, "column_name": c,
                                                    "message": m} for r, c, m in job.warnings])
         history.summarize(conn, run_id)
-        with dialect.small_sorts(conn):
-            try:  # (new rollup keys are interned as the file's other values are)
-                build_rollups(conn, run_id, meta.get("freq_mhz", freq), key_conn=job.intern.connection(),
-                              captured=job.capture)
-            finally:
-                job.intern.close()
-                job.capture = None
-        store_parts(conn, run_id, job.feed.scans(same))
+        scans = job.feed.scans(same)
         job.feed = None  # type: ignore[assignment]
+        # the report parts' database-free half on the other core, while the rollups are built here
+        with Aside(partial(pure_parts, scans)) if scans else contextlib.nullcontext() as parts:
+            with dialect.small_sorts(conn):
+                try:  # (new rollup keys are interned as the file's other values are)
+                    build_rollups(conn, run_id, meta.get("freq_mhz", freq), key_conn=job.intern.connection(),
+                                  captured=job.capture)
+                finally:
+                    job.intern.close()
+                    job.capture = None
+            store_parts(conn, run_id, scans, parts.result() if parts else None)
         seconds = time.perf_counter() - t0
         final = dict(row_count=job.rows_read, op_count=job.n_ops, signpost_count=job.n_signposts,
                      final_newline=scan.final_newline, export_exact=exact,

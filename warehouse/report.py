@@ -419,15 +419,32 @@ def _tally_median(tally: dict[float, int]) -> float:
     return (kth(n // 2 - 1) + kth(n // 2)) / 2
 
 
-def _section(conn: Connection, run_id: int, section: str, codes: dict[int, tuple[str, str, bool]],
-             freq: float, scan: _SectionScan | None = None, raw: bool = False) -> dict[str, Any]:
-    x = scan or _scan(conn, run_id, section, {i: c[2] for i, c in codes.items()})
+# The half of a section's part that needs no database (see :func:`pure_parts`): its top op and gap positions,
+# group tables and layer cost split.
+_Pure = tuple[list[int], list[int], dict[str, Any], dict[str, Any]]
+
+
+def _pure(x: _SectionScan, raw: bool) -> _Pure:
     kern, gaps, n = x.kern, x.gaps, len(x.kern)
-    span = (x.end - x.start) / freq if x.start is not None and x.end is not None else None
-    total = sum(kern) or 1.0
     # heapq.nsmallest is sorted(...)[:TOP], ties included, without sorting every op
     order = heapq.nsmallest(TOP, range(n), key=lambda i: -kern[i])
     gap_order = heapq.nsmallest(TOP, range(1, n), key=lambda i: -gaps[i])
+    return order, gap_order, x.group_tables(sum(kern) or 1.0, raw), x.precision_split(raw)
+
+
+def pure_parts(scans: dict[str, _SectionScan]) -> dict[str, _Pure]:
+    """What :func:`store_parts` computes from the ``scans`` without the database (most of its time): ingest
+    computes it in a forked process (:mod:`warehouse.aside`) while it builds the rollups."""
+    return {s: _pure(scans[s], raw=True) for s in SECTIONS}
+
+
+def _section(conn: Connection, run_id: int, section: str, codes: dict[int, tuple[str, str, bool]],
+             freq: float, scan: _SectionScan | None = None, raw: bool = False,
+             pure: _Pure | None = None) -> dict[str, Any]:
+    x = scan or _scan(conn, run_id, section, {i: c[2] for i, c in codes.items()})
+    kern, gaps, n = x.kern, x.gaps, len(x.kern)
+    span = (x.end - x.start) / freq if x.start is not None and x.end is not None else None
+    order, gap_order, tables, split = pure or _pure(x, raw)
     at = _ops_at(conn, run_id, section, set(order) | set(gap_order) | {i - 1 for i in gap_order})
     top_ops = [{"index": i, "op": codes[at[i][1]][0], "block": at[i][2], "layer": at[i][3],
                 "kernel_us": round(kern[i], 1), "fw_us": round(at[i][4], 1), "cores": int(at[i][5]),
@@ -442,8 +459,8 @@ def _section(conn: Connection, run_id: int, section: str, codes: dict[int, tuple
            "span_us": round(span, 1) if span else None, "freq_mhz": freq,
            "cores_median": _tally_median(x.cores) if n else None,
            "ops_below_120_cores": sum(k for c, k in x.cores.items() if 0 < c < FEW_CORES), "fidelity": dict(x.fid)}
-    out.update(x.group_tables(total, raw))
-    out.update(top_ops=top_ops, top_gaps=top_gaps, precision_split=x.precision_split(raw))
+    out.update(tables)
+    out.update(top_ops=top_ops, top_gaps=top_gaps, precision_split=split)
     return out
 
 
@@ -455,14 +472,16 @@ def compute_parts(conn: Connection, run_id: int, freq: float,
     return dict(_parts(conn, run_id, freq, scans, raw=False))
 
 
-def parts_json(conn: Connection, run_id: int, freq: float, scans: dict[str, _SectionScan] | None = None) -> str:
+def parts_json(conn: Connection, run_id: int, freq: float, scans: dict[str, _SectionScan] | None = None,
+               pure: dict[str, _Pure] | None = None) -> str:
     """``json.dumps(compute_parts(...), ensure_ascii=False)``, each section dumped as soon as it is computed and
-    its big tables a row at a time (the memory of a million-op ingest's end)."""
-    return _dumps(_parts(conn, run_id, freq, scans, raw=True))
+    its big tables a row at a time (the memory of a million-op ingest's end); ``pure``: :func:`pure_parts` of
+    the ``scans``, computed already."""
+    return _dumps(_parts(conn, run_id, freq, scans, raw=True, pure=pure))
 
 
-def _parts(conn: Connection, run_id: int, freq: float, scans: dict[str, _SectionScan] | None, raw: bool
-           ) -> Iterator[tuple[str, Any]]:
+def _parts(conn: Connection, run_id: int, freq: float, scans: dict[str, _SectionScan] | None, raw: bool,
+           pure: dict[str, _Pure] | None = None) -> Iterator[tuple[str, Any]]:
     ids = conn.execute(text("SELECT DISTINCT trace_id, replay_session FROM op_detail WHERE run_id = :r "
                             "AND section = 'trace'"), {"r": run_id}).all()
     codes = {i: (n, c, bool(x)) for i, n, c, x in conn.execute(
@@ -470,17 +489,20 @@ def _parts(conn: Connection, run_id: int, freq: float, scans: dict[str, _Section
     yield "trace_ids", sorted({r[0] for r in ids})
     yield "replay_sessions", sorted({r[1] for r in ids})
     for s in SECTIONS:
-        yield s, _section(conn, run_id, s, codes, freq, scans[s] if scans else None, raw)
+        yield s, _section(conn, run_id, s, codes, freq, scans[s] if scans else None, raw,
+                          pure[s] if pure and scans else None)
 
 
-def store_parts(conn: Connection, run_id: int, scans: dict[str, _SectionScan] | None = None) -> None:
-    """Compute and store a run's report parts (at ingest, in the file's transaction, from the ``scans`` it fed;
-    and by migration 0007): `report` then reads a few kilobytes instead of every op. JSON keeps floats to the
-    last bit and keys in order, so the stored document is the computed one."""
+def store_parts(conn: Connection, run_id: int, scans: dict[str, _SectionScan] | None = None,
+                pure: dict[str, _Pure] | None = None) -> None:
+    """Compute and store a run's report parts (at ingest, in the file's transaction, from the ``scans`` it fed,
+    and ``pure``, :func:`pure_parts` of them when it was computed aside; and by migration 0007): `report` then
+    reads a few kilobytes instead of every op. JSON keeps floats to the last bit and keys in order, so the
+    stored document is the computed one."""
     freq = float(conn.execute(select(t.run.c.freq_mhz).where(t.run.c.id == run_id)).scalar_one())
     conn.execute(t.run_report.delete().where(t.run_report.c.run_id == run_id))
     with dialect.small_sorts(conn):  # (a small page cache: a million-op ingest stays within its memory budget)
-        doc = parts_json(conn, run_id, freq, scans)
+        doc = parts_json(conn, run_id, freq, scans, pure)
     packed, size = pack_text(doc, compresses(conn))  # (a 100,000-op run's parts: 4.3 MB of JSON, 0.4 MB packed)
     conn.execute(t.run_report.insert().values(run_id=run_id, raw_size=size, doc=packed))
 
