@@ -21,15 +21,20 @@ from typing import Any, Generic, TypeVar
 T = TypeVar("T")
 
 
+def can_fork() -> bool:
+    """Whether this process may fork a child that runs Python: it has ``fork`` and runs no other thread (a forked
+    child of a threaded process, say a web app calling the API, can wait forever on a lock another thread held)."""
+    return hasattr(os, "fork") and threading.active_count() == 1
+
+
 class Aside(Generic[T]):
     """``fn()`` computed in a forked child; :meth:`result` waits for it (None if it failed). Use as a context
     manager: leaving without :meth:`result` stops the child."""
 
     def __init__(self, fn: Callable[[], T]):
-        self._fn = fn
         self._pid: int | None = None
         self._fd: int | None = None
-        if not hasattr(os, "fork") or threading.active_count() != 1:
+        if not can_fork():
             return
         r, w = os.pipe()
         # the objects we have stay out of collections meanwhile: a collection in either process would write to

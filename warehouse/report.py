@@ -489,8 +489,7 @@ def _parts(conn: Connection, run_id: int, freq: float, scans: dict[str, _Section
     yield "trace_ids", sorted({r[0] for r in ids})
     yield "replay_sessions", sorted({r[1] for r in ids})
     for s in SECTIONS:
-        yield s, _section(conn, run_id, s, codes, freq, scans[s] if scans else None, raw,
-                          pure[s] if pure and scans else None)
+        yield s, _section(conn, run_id, s, codes, freq, scans[s] if scans else None, raw, pure[s] if pure else None)
 
 
 def store_parts(conn: Connection, run_id: int, scans: dict[str, _SectionScan] | None = None,

@@ -35,6 +35,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+from warehouse.aside import can_fork
 from warehouse.cellstore import cut_chunks
 from warehouse.columns import AT, DIGITS, FLOAT, INT32, INT64, OP_COLUMNS, TEXT, stored_once
 from warehouse.csvfile import (CHANGED, NULL, CsvReader, FileScan, Layout, RowWarning, cells_getter, encode_volatile,
@@ -406,9 +407,7 @@ class RowSource:
         self.path = Path(path)
         if worker is None:
             try:
-                # (not from a process that runs threads, say a web app calling the API: forking one can leave
-                # the child waiting on a lock that another thread held)
-                worker = os.stat(self.path).st_size >= WORKER_MIN_BYTES and threading.active_count() == 1
+                worker = os.stat(self.path).st_size >= WORKER_MIN_BYTES and can_fork()
             except OSError:
                 worker = False  # prepare() names the problem
         self._proc: Any = None
