@@ -83,6 +83,8 @@ class FileScan:
     nuls: int
     compressed: str | None
     bare_cr: bool  # a CR that does not end a CRLF, anywhere
+    mixed_ends: bool = True  # a line that ends otherwise than the first one (LF alone, or CRLF)
+    blank_line: bool = True  # an empty line somewhere (LF LF, or LF CR LF)
 
 
 _MAGIC = {b"\x1f\x8b": ("gzip", "gunzip"), b"PK\x03\x04": ("zip", "unzip"), b"BZh": ("bzip2", "bunzip2"),
@@ -98,7 +100,9 @@ def scan_file(f: io.BufferedReader, path: Path, hashed: bool = True) -> FileScan
     consumer hashes the file at the same time needs the rest only, and that at a third of the cost."""
     h = hashlib.sha256() if hashed else None
     size = quotes = nuls = 0
-    bare_cr = cr_pending = False
+    bare_cr = cr_pending = blank = False
+    lfs = crlfs = 0
+    tail = b""
     first = last = b""
     newline = None
     try:
@@ -116,6 +120,14 @@ def scan_file(f: io.BufferedReader, path: Path, hashed: bool = True) -> FileScan
                 quotes += block.count(b'"')
             if b"\0" in block:
                 nuls += block.count(b"\0")
+            # (line ends and blank lines are counted across a block's start too: tail is the last two bytes)
+            edge = tail + block[:2]
+            if not blank:
+                blank = b"\n\n" in block or b"\n\r\n" in block or b"\n\n" in edge or b"\n\r\n" in edge
+            lfs += block.count(b"\n")
+            if b"\r" in block or tail[-1:] == b"\r":
+                crlfs += block.count(b"\r\n") + (tail[-1:] == b"\r" and block[:1] == b"\n")
+            tail = (tail + block)[-2:]
             if not bare_cr and (cr_pending or b"\r" in block):
                 # a CR that a byte other than LF follows, within the block or across its start
                 bare_cr = (cr_pending and block[:1] != b"\n") or _CR_NOT_LF.search(block) is not None
@@ -127,9 +139,11 @@ def scan_file(f: io.BufferedReader, path: Path, hashed: bool = True) -> FileScan
     except OSError as e:
         raise InputError(str(path), f"cannot be read: {e.strerror}") from None
     newline = newline or "\n"
+    mixed = crlfs != (lfs if newline == "\r\n" else 0)
     compressed = next((kind for magic, kind in _MAGIC.items() if first.startswith(magic)), None)
     return FileScan(h.hexdigest() if h is not None else "", size, st.st_mtime_ns, first[:3] == b"\xef\xbb\xbf",
-                    newline, last == b"\n", quotes, nuls, compressed[0] if compressed else None, bare_cr)
+                    newline, last == b"\n", quotes, nuls, compressed[0] if compressed else None, bare_cr, mixed,
+                    blank)
 
 
 def hash_file(f: io.BufferedReader, path: Path) -> str:
@@ -423,6 +437,12 @@ class CsvReader:
     def exact_file(self) -> bool:
         """After reading: whether export can give the file back byte for byte."""
         return self.exact
+
+    def rest(self) -> io.BufferedIOBase:
+        """The bytes after the header, for a columnar parser of a file whose lines end with LF alone (the bytes
+        it reads are hashed as :meth:`rows` 's are; it sets :attr:`rows_read`)."""
+        assert self._text is None
+        return self._buf
 
     def rows(self) -> Iterator[tuple[int, list[str]]]:
         """The data rows. Short rows are padded with empty cells (with a warning); long rows are an error."""

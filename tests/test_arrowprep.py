@@ -1,0 +1,106 @@
+"""The columnar path (warehouse.arrowprep) gives exactly the batches of the line path, on every corpus capture
+and on files that send it back to the line path in the middle (a short row, a cell that needs escaping)."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from warehouse import rowprep
+from warehouse.csvfile import scan_file
+
+pytest.importorskip("pyarrow")
+DATA = Path(__file__).parent / "data"
+CAPTURES = sorted(DATA.glob("real/*.csv")) + sorted(DATA.glob("seedfmt/**/ops_perf_results_*.csv"))
+
+
+def _items(path: Path, columnar: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[list, int | None]:
+    """Every item of prepare() (progress left out) and where the columnar path stopped (None: it read all)."""
+    monkeypatch.setattr(rowprep, "COLUMNAR_MIN_BYTES", 0 if columnar else None)
+    from warehouse import arrowprep
+    stops: list[int | None] = []
+    real = arrowprep.columnar_batches
+
+    def spy(prep):
+        stopped = yield from real(prep)
+        stops.append(stopped)
+        return stopped
+    monkeypatch.setattr(arrowprep, "columnar_batches", spy)
+    out = [dataclasses.replace(i, bytes_read=0) if isinstance(i, rowprep.Batch) else i
+           for i in rowprep.prepare(path)]
+    assert bool(stops) == columnar
+    return out, stops[0] if stops else None
+
+
+def _same(path: Path, monkeypatch: pytest.MonkeyPatch) -> int | None:
+    fast, stopped = _items(path, True, monkeypatch)
+    line, _ = _items(path, False, monkeypatch)
+    assert len(fast) == len(line)
+    for a, b in zip(fast, line):
+        assert a == b
+    return stopped
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)
+def test_columnar_batches_equal_line_batches(path, monkeypatch):
+    assert CAPTURES
+    assert _same(path, monkeypatch) is None  # (read whole by the columnar path)
+
+
+def _long(tmp_path: Path, rows: int) -> tuple[Path, list[bytes]]:
+    src = DATA / "real" / "ttperfreport__bh_p100_dlv3.csv"
+    header, *body = src.read_bytes().split(b"\r\n")
+    body = [r for r in body if r]
+    lines = [body[i % len(body)] for i in range(rows)]
+    return tmp_path / "ops_perf_results_2026_01_01_02_00_00.csv", [header, *lines]
+
+
+def test_short_row_hands_over_to_line_path(tmp_path, monkeypatch):
+    path, lines = _long(tmp_path, 12_000)
+    lines[9_500] = lines[9_500].rsplit(b",", 1)[0]  # one cell short: the line path pads it, with a warning
+    path.write_bytes(b"\r\n".join(lines) + b"\r\n")
+    # (pyarrow parses a block ahead, so the row it stops at is a multiple of BATCH before the short one)
+    stopped = _same(path, monkeypatch)
+    assert stopped is not None and stopped % rowprep.BATCH == 0 and stopped <= 9_500
+    fast, _ = _items(path, True, monkeypatch)
+    assert any("padded" in w.message for w in fast[-1].warnings)
+
+
+def test_escaped_cell_hands_over_to_line_path(tmp_path, monkeypatch):
+    path, lines = _long(tmp_path, 10_000)
+    header = lines[0].split(b",")
+    col = header.index(b"DEVICE KERNEL DURATION [ns]")
+    cells = lines[9_000].split(b",")
+    cells[col] = b"12\\3"  # a volatile cell that needs escaping in JSON (and is not a number)
+    lines[9_000] = b",".join(cells)
+    path.write_bytes(b"\r\n".join(lines))  # (no final line end, too)
+    assert _same(path, monkeypatch) == 8_000
+
+
+@pytest.mark.parametrize("body,mixed,blank", [
+    (b"h\r\na\r\nb\r\n", False, False), (b"h\na\nb", False, False), (b"h\r\na\nb\r\n", True, False),
+    (b"h\na\r\nb\n", True, False), (b"h\r\na\r\n\r\nb\r\n", False, True), (b"h\na\n\nb\n", False, True),
+    (b"h\na\n\n", False, True)])
+def test_scan_sees_line_ends(tmp_path, body, mixed, blank):
+    p = tmp_path / "f.csv"
+    p.write_bytes(body)
+    with open(p, "rb") as f:
+        s = scan_file(f, p)
+    assert (s.mixed_ends, s.blank_line) == (mixed, blank)
+
+
+def test_whole_batches_and_empty_export_cells(tmp_path, monkeypatch):
+    """A file of whole batches ends with an empty one, as the line path's does; a row whose export cells are
+    all empty is '[]'."""
+    path, lines = _long(tmp_path, 4 * rowprep.BATCH)
+    from warehouse.csvfile import VOLATILE
+    header = lines[0].decode().split(",")
+    cells = lines[100].decode().split(",")
+    lines[100] = ",".join("" if VOLATILE.search(h) else c for h, c in zip(header, cells)).encode()
+    path.write_bytes(b"\r\n".join(lines) + b"\r\n")
+    assert _same(path, monkeypatch) is None
+    fast, _ = _items(path, True, monkeypatch)
+    batches = [i for i in fast if isinstance(i, rowprep.Batch)]
+    assert len(batches) == 5 and not batches[-1].rows
+    assert "[]" in [t for b in batches for c in b.chunks for t in c.texts]

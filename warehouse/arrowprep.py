@@ -1,0 +1,260 @@
+"""The columnar fast path of :mod:`warehouse.rowprep`: a plain capture's rows parsed by pyarrow's compiled CSV
+reader and prepared column by column, giving exactly the batches the line-by-line path gives.
+
+A capture as tt-metal writes it (no quote, no CR, no NUL byte, no blank line: :func:`usable`) is read by
+``pyarrow.csv`` in windows of a few thousand rows, every cell a string. What the line path does per cell in
+Python is done here per column in C: the static cells of a row joined into its interning key, the export cells
+(stored-once ones replaced) joined into their JSON, the typed columns cast. Python is left with one loop over
+the rows (tokens, attribution's input) and the perf shape of each new static tuple.
+
+Whatever this path does not handle exactly (a row of the wrong width, a cell that needs escaping or holds a
+separator, bytes that are not UTF-8, a line longer than a block) stops it *before* the window it is in changes
+any state: :func:`columnar_batches` returns how many rows it gave, and the line path reads on from the next one
+(it reports the problem, if it is one, naming its row). Numbers that the compiled casts might read otherwise than
+Python does (blanks, ``+``, ``_``, NaN, an overflow) are parsed by the line path's own column code.
+"""
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING, cast
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from warehouse.cellstore import cut_chunks
+from warehouse.columns import DIGITS, FLOAT, INT32, INT64, TEXT
+from warehouse.csvfile import NULL
+from warehouse.rowprep import BATCH, MAX_TOKENS, TYPED, Batch, Chunk, parse_int
+
+if TYPE_CHECKING:
+    from warehouse.rowprep import _Preparer
+
+WINDOW = 4 * BATCH  # rows prepared at a time (a multiple of BATCH: batches are cut as the line path cuts them)
+BLOCK = 4 << 20  # bytes pyarrow parses at a time (a longer line sends the file to the line path)
+SEP = "\x1f"  # joins a row's static cells into its key and its export cells before the JSON (never in tt-metal's)
+_NULL = str(NULL)
+# A cell these patterns accept is read by the cast exactly as the line path reads it (float(), int(), strip()).
+_FLOAT = r"^-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$"
+_INT = {INT32: r"^-?[0-9]{1,9}$", INT64: r"^-?[0-9]{1,18}$"}
+_TEXT_EDGE = r"^[^!-~]|[^!-~]$"  # a cell that may start or end with a blank: Python's strip() decides
+_CANONICAL = {kind: rf"^(?:0|-?[1-9][0-9]{{0,{digits - 1}}})$" for kind, digits in DIGITS.items()}
+_NEEDS_ESCAPE = r'[\\"\x00-\x1c\x1e]'  # (\x1f separates, \x1d marks the stored-once cells: counted instead)
+
+
+class _Irregular(Exception):
+    """A window the columnar path does not prepare exactly; the line path takes over at its first row."""
+
+
+def columnar_batches(prep: _Preparer) -> Generator[Batch, None, int | None]:
+    """The batches of ``prep``'s file, from pyarrow; returns None when every row was given, else the number of
+    rows given (a multiple of :data:`BATCH`) where the line path must go on."""
+    reader = prep.reader
+    width = len(reader.layout.header)
+    names = [f"c{i}" for i in range(width)]
+    done = 0
+    try:
+        stream = pacsv.open_csv(
+            reader.rest(),
+            read_options=pacsv.ReadOptions(use_threads=False, block_size=BLOCK, column_names=names),
+            parse_options=pacsv.ParseOptions(quote_char=False, double_quote=False, newlines_in_values=False),
+            convert_options=pacsv.ConvertOptions(column_types={n: pa.string() for n in names},
+                                                 strings_can_be_null=False, quoted_strings_can_be_null=False))
+    except (pa.ArrowException, OSError):
+        return _stop(prep, done)
+    window = _Window(prep)
+    pending: list[pa.RecordBatch] = []
+    have = 0
+    while True:
+        try:
+            rb = stream.read_next_batch()
+        except StopIteration:
+            rb = None
+        except (pa.ArrowException, OSError):
+            return _stop(prep, done)
+        if rb is not None:
+            pending.append(rb)
+            have += rb.num_rows
+            if have < WINDOW:
+                continue
+        take = have if rb is None else have - have % BATCH
+        table = pa.Table.from_batches(pending, schema=stream.schema)
+        try:
+            batches = window.prepare(table.slice(0, take).combine_chunks(), done, final=rb is None)
+        except _Irregular:
+            return _stop(prep, done)
+        yield from batches
+        done += take
+        reader.rows_read = done
+        if rb is None:
+            return None
+        pending, have = table.slice(take).to_batches(), have - take
+
+
+def _stop(prep: _Preparer, done: int) -> int:
+    """Hand over to the line path: its token table is keyed by cell tuples, ours by joined cells."""
+    n = len(prep.reader.layout.static_idx)
+    joined = cast(dict[str, int], prep.tokens)  # the columnar path keyed them by joined text
+    prep.tokens = {(tuple(k.split(SEP)) if n else ()): v for k, v in joined.items()}
+    return done
+
+
+class _Window:
+    """Prepares windows of one file's rows (a pyarrow table of string columns) into batches."""
+
+    def __init__(self, prep: _Preparer):
+        self.prep = prep
+        lay = prep.reader.layout
+        self.static_idx, self.volatile_idx = lay.static_idx, lay.volatile_idx
+        cells = prep.cells
+        self.type_i, self.name_i, self.attr_i, self.host_i, self.arch_i = (
+            cells.op_type, cells.name, cells.attributes, cells.host_start, cells.arch)
+        self.typed_at = [lay.col(k.csv) for k in TYPED]
+        self.once = [(lay.volatile_idx[o.slot], _CANONICAL[o.column.kind]) for o in prep.once]
+        self.once_at = {i for i, _ in self.once}
+
+    def prepare(self, t: pa.Table, done: int, final: bool) -> list[Batch]:
+        """The batches of ``t``, whose first row is row ``done + 1``: checked whole before any state changes."""
+        n = t.num_rows
+        a = [t.column(i).chunk(0) if t.column(i).num_chunks == 1 else t.column(i).combine_chunks()
+             for i in range(t.num_columns)]
+        if n:
+            sp = pc.equal(a[self.type_i], "signpost") if self.type_i is not None else pa.repeat(False, n)
+            ops = pc.invert(sp)
+            keys = self._keys(a, n)
+            texts = self._texts(a, n, ops)
+            typed = self._typed(a, ops)
+            is_sp = sp.to_pylist()
+            sp_idx = pc.indices_nonzero(sp)
+            signs = self._signposts(a, sp_idx) if len(sp_idx) else []
+            names = a[self.name_i].to_pylist()
+            self._arch(a, ops)
+        else:
+            keys = texts = typed = is_sp = signs = names = []
+        return self._batches(t, done, final, n, keys, texts, typed, is_sp, signs, names)
+
+    def _keys(self, a: list[pa.Array], n: int) -> list[str]:
+        """Each row's static cells joined: its key in the token table."""
+        static = [a[i] for i in self.static_idx]
+        if not static:
+            return [""] * n
+        joined = pc.binary_join_element_wise(*static, SEP) if len(static) > 1 else static[0]
+        if (pc.sum(pc.count_substring(joined, SEP)).as_py() or 0) != n * (len(static) - 1):
+            raise _Irregular  # a cell holds the separator
+        return joined.to_pylist()
+
+    def _texts(self, a: list[pa.Array], n: int, ops: pa.Array) -> list[str]:
+        """Each row's export cells as JSON, as :func:`warehouse.csvfile.encode_volatile` makes them (the op's
+        canonical cells of the stored-once columns JSON null)."""
+        cols, nulls = [], 0
+        for i in self.volatile_idx:
+            col = a[i]
+            for at, pattern in self.once:
+                if at == i:
+                    hit = pc.and_(ops, pc.match_substring_regex(col, pattern))
+                    nulls += pc.sum(hit).as_py() or 0
+                    col = pc.if_else(hit, _NULL, col)
+            cols.append(col)
+        if not cols:
+            return ["[]"] * n
+        joined = pc.binary_join_element_wise(*cols, SEP) if len(cols) > 1 else cols[0]
+        if ((pc.sum(pc.count_substring(joined, SEP)).as_py() or 0) != n * (len(cols) - 1)
+                or (pc.sum(pc.count_substring(joined, _NULL)).as_py() or 0) != nulls
+                or pc.any(pc.match_substring_regex(joined, _NEEDS_ESCAPE)).as_py()):
+            raise _Irregular  # a cell needs escaping in JSON, or holds a separator: encode_volatile's slow path
+        text = pc.replace_substring(pc.utf8_rtrim(joined, characters=SEP), SEP, '","')
+        text = pc.replace_substring(pc.binary_join_element_wise('["', text, '"]', ""), '[""]', "[]")
+        if nulls:
+            text = pc.replace_substring(text, f'"{_NULL}"', "null")
+        return text.to_pylist()
+
+    def _typed(self, a: list[pa.Array], ops: pa.Array) -> list[tuple]:
+        """The TYPED values of the op rows, as :meth:`warehouse.rowprep._Cells.typed` gives them."""
+        n_ops = pc.sum(ops).as_py() or 0
+        cols: list[list] = []
+        for j, (k, at) in enumerate(zip(TYPED, self.typed_at)):
+            if at is None:
+                cols.append([None] * n_ops)
+                continue
+            col = a[at].filter(ops)
+            vals = self._cast(k.kind, col)
+            cols.append(vals if vals is not None else self.prep.cells.column(j, col.to_pylist()))
+        return list(zip(*cols))
+
+    @staticmethod
+    def _cast(kind: str, col: pa.Array) -> list | None:
+        """``col`` typed by the compiled cast, or None when some cell is not in the form it reads as Python does."""
+        if kind == TEXT:
+            if pc.any(pc.match_substring_regex(col, _TEXT_EDGE)).as_py():
+                return None
+            return [v or None for v in col.to_pylist()]
+        empty = pc.equal(col, "")
+        if pc.all(pc.or_(empty, pc.match_substring_regex(col, _FLOAT if kind == FLOAT else _INT[kind]))).as_py() \
+                is False:
+            return None
+        vals = pc.cast(pc.if_else(empty, pa.scalar(None, pa.string()), col),
+                       pa.float64() if kind == FLOAT else pa.int64())
+        if kind == FLOAT and pc.all(pc.is_finite(vals)).as_py() is False:
+            return None  # an overflow to infinity: the line path counts it as not a number
+        return vals.to_pylist()
+
+    def _signposts(self, a: list[pa.Array], idx: pa.Array) -> list[tuple]:
+        """(message, host start) of each signpost row, as the line path reads them."""
+        n = len(idx)
+        msgs = a[self.attr_i].take(idx).to_pylist() if self.attr_i is not None else [""] * n
+        hosts = a[self.host_i].take(idx).to_pylist() if self.host_i is not None else [None] * n
+        return [(m.strip() or None, parse_int(h) if h is not None else None) for m, h in zip(msgs, hosts)]
+
+    def _arch(self, a: list[pa.Array], ops: pa.Array) -> None:
+        """The first op's DEVICE ARCH (the first that is not blank), once."""
+        if self.prep.arch is None and self.arch_i is not None:
+            for v in a[self.arch_i].filter(ops).to_pylist():
+                if v.strip():
+                    self.prep.arch = v.strip()
+                    return
+
+    def _batches(self, t: pa.Table, done: int, final: bool, n: int, keys: list[str], texts: list[str],
+                 typed: list[tuple], is_sp: list[bool], signs: list[tuple], names: list[str]) -> list[Batch]:
+        """Cut the window in batches as the line path does, giving tokens and new perf shapes in row order."""
+        prep = self.prep
+        tokens, shaped = prep.tokens, prep.shaped
+        n_static = len(self.static_idx)
+        starts = list(range(0, n, BATCH))
+        if final and n % BATCH == 0:
+            starts.append(n)  # (the line path ends with a batch of the rows after the last whole one: maybe none)
+        typed_it, sign_it = iter(typed), iter(signs)
+        out = []
+        for s in starts:
+            b = Batch(first_token=prep.next_token)
+            rows, new_keys, need = b.rows, b.keys, []
+            for w in range(s, min(s + BATCH, n)):
+                key = keys[w]
+                tok = tokens.get(key)  # type: ignore[call-overload]
+                if tok is None:
+                    tok = tokens[key] = prep.next_token  # type: ignore[index]
+                    prep.next_token += 1
+                    new_keys.append(tuple(key.split(SEP)) if n_static else ())
+                row_no = done + w + 1
+                if is_sp[w]:
+                    rows.append((row_no, names[w], tok, None, *next(sign_it)))
+                else:
+                    if tok not in shaped:
+                        shaped.add(tok)
+                        need.append((w, tok))
+                    rows.append((row_no, names[w], tok, next(typed_it)))
+                prep.pending.append((row_no, tok, texts[w]))
+            if need:
+                whole = t.take([w for w, _ in need])
+                cells = zip(*[whole.column(i).to_pylist() for i in range(whole.num_columns)])
+                for (w, tok), row in zip(need, cells):
+                    shape = prep.analyzer.shape(list(row), names[w])
+                    b.shapes.append((tok, shape.digest(), shape))
+            b.chunks = [Chunk([r for r, _, _ in part], [x for _, _, x in part], [tok for _, tok, _ in part])
+                        for part in cut_chunks(prep.pending, final and s == starts[-1])]
+            if len(tokens) > MAX_TOKENS:  # (as the line path bounds it, at the same batches)
+                tokens.clear()
+                shaped.clear()
+                b.forget = True
+            b.bytes_read = prep.reader.bytes_read
+            out.append(b)
+        return out
