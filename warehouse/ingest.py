@@ -35,7 +35,7 @@ from warehouse.perfstore import ShapeCache, column_rows, perf_arch
 from warehouse.cellstore import compresses, pack_cells, static_ids_json
 from warehouse.rowprep import REPLAY, ROW_TYPED, TYPED, Batch, Chunk, RowSource
 from warehouse.aside import Aside
-from warehouse.report import ReportFeed, pure_parts, store_parts
+from warehouse.report import ReportFeed, feed_parts, store_parts
 from warehouse.rollups import build_rollups
 from warehouse.rollupcalc import OpCapture
 from warehouse.signposts import Attribution, SectionSpan
@@ -561,10 +561,12 @@ def _ingest_once(engine: Engine, req: _Request, source: RowSource, scan: FileSca
             conn.execute(t.run_warning.insert(), [{"run_id": run_id, "row_no": r, "column_name": c,
                                                    "message": m} for r, c, m in job.warnings])
         history.summarize(conn, run_id)
-        scans = job.feed.scans(same)
-        job.feed = None  # type: ignore[assignment]
+        feed, job.feed = job.feed, None  # type: ignore[assignment]
+        aside = feed.scannable(same)
+        if aside:
+            feed.ready()
         # the report parts' database-free half on the other core, while the rollups are built here
-        with Aside(partial(pure_parts, scans)) if scans else contextlib.nullcontext() as parts:
+        with Aside(partial(feed_parts, feed, same)) if aside else contextlib.nullcontext() as parts:
             with dialect.small_sorts(conn):
                 try:  # (new rollup keys are interned as the file's other values are)
                     build_rollups(conn, run_id, meta.get("freq_mhz", freq), key_conn=job.intern.connection(),
@@ -572,7 +574,10 @@ def _ingest_once(engine: Engine, req: _Request, source: RowSource, scan: FileSca
                 finally:
                     job.intern.close()
                     job.capture = None
-            store_parts(conn, run_id, scans, parts.result() if parts else None)
+            got = parts.result() if parts else None  # (None: the child failed, or no fork here)
+            if got is None and aside:
+                got = feed_parts(feed, same)
+            store_parts(conn, run_id, *(got or (None, None)))
         seconds = time.perf_counter() - t0
         final = dict(row_count=job.rows_read, op_count=job.n_ops, signpost_count=job.n_signposts,
                      final_newline=scan.final_newline, export_exact=exact,

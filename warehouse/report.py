@@ -238,7 +238,8 @@ class ReportFeed:
         self.pair_ix: dict[tuple[str, str], int] = {}
         self.keys: dict[tuple[int, str, str], tuple] = {}  # (op code, block, layer) -> the group tables' keys
         self.texts: dict[str, str] = {}  # the keys' texts, shared
-        self.pending: list[tuple] = []
+        self.pending: list[tuple] = []  # the current batch's ops
+        self.held: list[tuple] = []  # the earlier batches', each as a tuple of columns (see flush)
 
     def op(self, section: str, pos: int, code: int, block: str, layer: str, typed: Sequence[Any],
            fidelity: str) -> None:
@@ -270,15 +271,7 @@ class ReportFeed:
         missing = sorted(k for k in wanted if k not in self.keys)
         if not missing:
             return
-        new_codes = sorted({c for c, _, _ in missing if c not in self.codes})
-        for i in range(0, len(new_codes), 500):
-            part = new_codes[i:i + 500]
-            marks = ", ".join(f":c{j}" for j in range(len(part)))
-            for code, name, cat, comp in self.conn.execute(text(
-                    f"SELECT id, name, category, is_compute FROM op_code WHERE id IN ({marks})"),
-                    {f"c{j}": c for j, c in enumerate(part)}):
-                self.codes[code] = (name, cat, bool(comp))
-                self.compute[code] = bool(comp)
+        self._learn_codes(sorted({c for c, _, _ in missing if c not in self.codes}))
         share = self.texts.setdefault  # (each key text once: a block's and an op code's recur thousands of times)
         if all(tb.expr in KEY_TEXTS for tb in REPORT_TABLES):
             mirror = [KEY_TEXTS[tb.expr] for tb in REPORT_TABLES]
@@ -301,22 +294,55 @@ class ReportFeed:
             for j, *key in self.conn.exec_driver_sql(sql, tuple(params)):
                 self.keys[keys[j]] = tuple(share(k, k) for k in key)
 
+    def _learn_codes(self, new_codes: list[int]) -> None:
+        """Name, category and compute flag of op codes not known yet, from the database."""
+        for i in range(0, len(new_codes), 500):
+            part = new_codes[i:i + 500]
+            marks = ", ".join(f":c{j}" for j in range(len(part)))
+            for code, name, cat, comp in self.conn.execute(text(
+                    f"SELECT id, name, category, is_compute FROM op_code WHERE id IN ({marks})"),
+                    {f"c{j}": c for j, c in enumerate(part)}):
+                self.codes[code] = (name, cat, bool(comp))
+                self.compute[code] = bool(comp)
+
     def flush(self) -> None:
-        """Add the ops fed since the last call to the scans (once per batch of rows)."""
+        """End a batch of rows: its ops are kept, a batch as columns, for :meth:`scans` to add at the end (where
+        ingest computes them on the other core, see :meth:`ready`: adding them here was a sixth of the time of
+        the process that writes the rows)."""
         self.fed += len(self.pending)
         if self.fed > self.MAX_OPS:  # a big run: its parts are read from the database at the end
             self.own, self.inherited = {}, None
             self._learning()
             return
-        self._learn_keys({(c, b, lay) for _, _, c, b, lay, *_ in self.pending}
-                         | {(c, *alt) for _, _, c, _, _, alt, *_ in self.pending if alt is not None})
-        by_section: dict[str, list] = {sec: [] for sec in SECTIONS}
-        for op in self.pending:
-            by_section[op[0]].append(op)
-        self.pending = []
-        for sec, ops in by_section.items():
-            if ops:
-                self._add(sec, ops)
+        if self.pending:
+            # (as columns: a tuple per column holds 8 bytes an op where a tuple per op held about 150)
+            self.held.append(tuple(zip(*self.pending)))
+            self.pending = []
+
+    def ready(self) -> None:
+        """Read what :meth:`scans` needs from the database (the op codes fed, and the group keys when a table has
+        no Python mirror), so that it needs none: a forked process may then compute the scans."""
+        self._learn_codes(sorted({c for batch in self.held for c in set(batch[2])} - self.codes.keys()))
+        if not all(tb.expr in KEY_TEXTS for tb in REPORT_TABLES):
+            self._drain()
+
+    def scannable(self, same: bool) -> bool:
+        """Whether :meth:`scans` will give scans (not None) for the file's rule."""
+        return self.fed <= self.MAX_OPS and (not same or self.inherited is not None)
+
+    def _drain(self) -> None:
+        """Add the ops held to the scans, a batch at a time and in file order."""
+        for batch in self.held:
+            ops = list(zip(*batch))
+            self._learn_keys({(c, b, lay) for _, _, c, b, lay, *_ in ops}
+                             | {(c, *alt) for _, _, c, _, _, alt, *_ in ops if alt is not None})
+            by_section: dict[str, list] = {sec: [] for sec in SECTIONS}
+            for op in ops:
+                by_section[op[0]].append(op)
+            for sec, sec_ops in by_section.items():
+                if sec_ops:
+                    self._add(sec, sec_ops)
+        self.held = []
 
     def _add(self, sec: str, ops: list[tuple]) -> None:
         """One section's ops of a batch, as columns, to its scan (and the trace's to the inherited scan too)."""
@@ -345,8 +371,9 @@ class ReportFeed:
 
     def scans(self, same: bool) -> dict[str, _SectionScan] | None:
         """The eager and trace scans for the file's rule (``same``: the sequences are equal), or None when the
-        database must be read."""
+        database must be read (see :meth:`ready` for a process without the database)."""
         self.flush()
+        self._drain()
         if self.fed > self.MAX_OPS:
             return None
         if not same:
@@ -430,6 +457,20 @@ def _pure(x: _SectionScan, raw: bool) -> _Pure:
     order = heapq.nsmallest(TOP, range(n), key=lambda i: -kern[i])
     gap_order = heapq.nsmallest(TOP, range(1, n), key=lambda i: -gaps[i])
     return order, gap_order, x.group_tables(sum(kern) or 1.0, raw), x.precision_split(raw)
+
+
+def feed_parts(feed: ReportFeed, same: bool) -> tuple[dict[str, _SectionScan], dict[str, _Pure]] | None:
+    """The scans of a ``feed`` (made :meth:`ReportFeed.ready`: no database is needed) and their
+    :func:`pure_parts`, the scans holding only what :func:`store_parts` reads of them besides (their group
+    tables and layers are in the pure parts, and stay out of the pipe); None when the database must be read.
+    Ingest computes this in a forked process while it builds the rollups."""
+    scans = feed.scans(same)
+    if scans is None:
+        return None
+    pure = pure_parts(scans)
+    for x in scans.values():
+        x.groups, x.layers = (), {}
+    return scans, pure
 
 
 def pure_parts(scans: dict[str, _SectionScan]) -> dict[str, _Pure]:
