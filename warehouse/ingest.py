@@ -354,7 +354,7 @@ class _FileIngest:
             self.intern.resolve_pending()
             ids = self.intern.ids
             self.conn.execute(t.cell_chunk.insert(), [
-                {"run_id": self.run_id, **pack_cells(c.row_nos, c.texts, self.compress),
+                {"run_id": self.run_id, **(c.packed or pack_cells(c.row_nos, c.texts, self.compress)),
                  "static_ids": static_ids_json([ids[k] for k in c.tokens])}
                 for c in self.chunks])
             self.chunks = []
@@ -465,7 +465,8 @@ def _ingest_file(engine: Engine, path: Path, label: str | None, tags: dict[str, 
     t0 = time.perf_counter()
     meta = dict(meta or {})
     warnings = meta.pop("warnings", None)  # taken out once: a retry must see the same meta
-    source = RowSource(path, worker=worker)  # the worker hashes, then parses ahead while we check
+    compress = compresses(engine)
+    source = RowSource(path, worker=worker, compress=compress)  # the worker hashes, then parses ahead while we check
     try:
         scan = source.scan
         sha = meta.get("sha256", scan.sha256)
@@ -493,7 +494,7 @@ def _ingest_file(engine: Engine, path: Path, label: str | None, tags: dict[str, 
                     raise WarehouseError(f"{shown(path)}: {dialect.explain(e)}") from None
                 time.sleep(0.2 + random.random() * (1 + attempt))
                 source.close()  # its rows were spent on the failed try: read them again
-                source = RowSource(path, scan, worker=worker)
+                source = RowSource(path, scan, worker=worker, compress=compress)
         raise AssertionError("unreachable")
     finally:
         source.close()

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from warehouse.aside import can_fork
-from warehouse.cellstore import cut_chunks
+from warehouse.cellstore import cut_chunks, pack_cells
 from warehouse.columns import AT, DIGITS, FLOAT, INT32, INT64, OP_COLUMNS, TEXT, stored_once
 from warehouse.csvfile import (CHANGED, NULL, CsvReader, FileScan, Layout, RowWarning, cells_getter, encode_volatile,
                                hash_file, scan_file)
@@ -179,6 +179,13 @@ class Chunk:
     row_nos: list[int]
     texts: list[str]
     tokens: list[int]
+    packed: dict[str, Any] | None = None  # cellstore.pack_cells of the rows, when the reader packed them
+
+    def pack(self, compress: bool) -> None:
+        """Pack (and compress) the rows here, in the process that reads, and drop their texts: the process that
+        writes had spent a tenth of its time compressing, and now the pipe carries a third of the bytes."""
+        self.packed = pack_cells(self.row_nos, self.texts, compress)
+        self.row_nos, self.texts = [], []
 
 
 @dataclass
@@ -347,10 +354,12 @@ class _Preparer:
                       {k.csv: bad[k.csv] for k in TYPED if k.csv in bad}, self.arch, r.parsed_sha256)
 
 
-def prepare(path: Path, scan: FileScan | None = None, hashed: bool = True) -> Iterator[Any]:
+def prepare(path: Path, scan: FileScan | None = None, hashed: bool = True,
+            compress: bool | None = None) -> Iterator[Any]:
     """The first half of a file's ingest: yields the scan, the layout, the batches and the finish. Without
     ``hashed``, the scan before the parse leaves the hash out (the consumer hashes meanwhile, and checks
-    :attr:`Finish.sha256`)."""
+    :attr:`Finish.sha256`). With ``compress`` (True or False: whether the back end wants chunks compressed by us)
+    the batches' chunks come packed (:meth:`Chunk.pack`)."""
     if scan is None:
         with open_regular(path) as f:
             scan = scan_file(f, path, hashed)
@@ -359,7 +368,11 @@ def prepare(path: Path, scan: FileScan | None = None, hashed: bool = True) -> It
         yield reader.layout
         prep = _Preparer(reader)
         try:
-            yield from prep.batches()
+            for b in prep.batches():
+                if compress is not None:
+                    for c in b.chunks:
+                        c.pack(compress)
+                yield b
             yield prep.finish()
         finally:
             prep.reader.close()  # (the line path's own reader, when it took over from the columnar one)
@@ -422,14 +435,14 @@ class _Sender:
         self.send.close()
 
 
-def _work(recv: Any, send: Any, path: Path, scan: FileScan | None, hashed: bool) -> None:
+def _work(recv: Any, send: Any, path: Path, scan: FileScan | None, hashed: bool, compress: bool | None) -> None:
     """The worker process: every item of :func:`prepare` through the pipe, or the exception that stopped it."""
     # The fork gave us the pipe's reading end too: close it, so that when the consumer goes (killed, or done
     # early) our next send fails and we exit, instead of waiting forever on a pipe we hold open ourselves.
     recv.close()
     out = _Sender(send)
     try:
-        for item in prepare(path, scan, hashed):
+        for item in prepare(path, scan, hashed, compress):
             out.put(item)
     except BaseException as e:  # noqa: BLE001 - everything reaches the consumer, which decides
         try:
@@ -444,9 +457,11 @@ def _work(recv: Any, send: Any, path: Path, scan: FileScan | None, hashed: bool)
 
 class RowSource:
     """The items of :func:`prepare` for one file, from a worker process (files of ``WORKER_MIN_BYTES`` or more,
-    unless ``worker`` says otherwise) or in-process. Use as a context manager: leaving stops the worker."""
+    unless ``worker`` says otherwise) or in-process, their chunks packed for a back end that ``compress``-es them
+    or not (None: left to the consumer). Use as a context manager: leaving stops the worker."""
 
-    def __init__(self, path: Path, scan: FileScan | None = None, worker: bool | None = None):
+    def __init__(self, path: Path, scan: FileScan | None = None, worker: bool | None = None,
+                 compress: bool | None = None):
         self.path = Path(path)
         if worker is None:
             try:
@@ -461,8 +476,8 @@ class RowSource:
             # database (inherited SQLite descriptors stay unused, and fcntl locks are not inherited).
             ctx = multiprocessing.get_context("fork")
             self._recv, send = ctx.Pipe(duplex=False)
-            self._proc = ctx.Process(target=_work, args=(self._recv, send, self.path, scan, not self._hashed_here),
-                                     daemon=True, name="warehouse-rowprep")
+            self._proc = ctx.Process(target=_work, daemon=True, name="warehouse-rowprep",
+                                     args=(self._recv, send, self.path, scan, not self._hashed_here, compress))
             # The objects we have now stay out of collections until the worker is done: a collection would
             # write to every one of them and so copy, page by page, what the fork shares (about 8 MB).
             gc.freeze()
@@ -470,7 +485,7 @@ class RowSource:
             send.close()
             self._items: Iterator[Any] = self._from_worker()
         else:
-            self._items = prepare(self.path, scan)
+            self._items = prepare(self.path, scan, compress=compress)
         try:
             if self._hashed_here:
                 # The hash is most of the scan's cost and the worker waits for its scan before it parses: it scans
