@@ -89,7 +89,7 @@ def test_lone_cr_files_take_the_text_reader(tmp_path):
     assert exact is False
 
 
-def _reference_line_ends(data: bytes) -> tuple[bool, bool, bool]:
+def _reference_line_ends(data: bytes) -> tuple[bool, bool, bool, bool]:
     """(bare CR, mixed line ends, blank line) of a whole file, by the definitions, on the bytes at once."""
     first = data.find(b"\n")
     crlf_file = first > 0 and data[first - 1:first] == b"\r"
@@ -97,17 +97,18 @@ def _reference_line_ends(data: bytes) -> tuple[bool, bool, bool]:
     bare = re.search(rb"\r(?!\n)", data) is not None
     mixed = crlfs != (lfs if crlf_file else 0)
     blank = b"\n\n" in data or b"\n\r\n" in data
-    return bare, mixed, blank
+    escapes = re.search(rb"[\x00-\x09\x0b\x0c\x0e-\x1f\\\\]", data) is not None
+    return bare, mixed, blank, escapes
 
 
 def test_scan_line_ends_equal_the_definitions_across_block_edges(tmp_path, monkeypatch):
     """The scan finds line ends a block at a time (numpy, warehouse/csvfile.py): with 1 to 7-byte blocks, so
     that every pattern falls across an edge somewhere, 4,000 random files give what the whole-file definitions
-    give (a CR alone, a line end unlike the first line's, an empty line)."""
+    give (a CR alone, a line end unlike the first line's, an empty line, a byte JSON escapes)."""
     import warehouse.csvfile as csvfile
 
     rng = random.Random(11)
-    alphabet = [b"a", b",", b"\n", b"\r\n", b"\r", b"\n\n", b"\r\n\r\n", b"\n\r\n"]
+    alphabet = [b"a", b",", b"\n", b"\r\n", b"\r", b"\n\n", b"\r\n\r\n", b"\n\r\n", b"\\", b"\t", b"\x1f"]
     f = tmp_path / "ops_perf_results_ends.csv"
     seen = set()
     for _ in range(4000):
@@ -116,7 +117,7 @@ def test_scan_line_ends_equal_the_definitions_across_block_edges(tmp_path, monke
         f.write_bytes(data)
         with open(f, "rb") as fh:
             s = scan_file(fh, f)
-        got = (s.bare_cr, s.mixed_ends, s.blank_line)
+        got = (s.bare_cr, s.mixed_ends, s.blank_line, s.escapes)
         assert got == _reference_line_ends(data), (repr(data), csvfile.SCAN_BLOCK)
         seen.add(got)
-    assert len(seen) == 8  # (every combination of the three was met)
+    assert len(seen) == 16  # (every combination of the four was met)

@@ -112,6 +112,9 @@ class _Window:
         self.typed_at = [lay.col(k.csv) for k in TYPED]
         self.once = [(lay.volatile_idx[o.slot], _CANONICAL[o.column.kind]) for o in prep.once]
         self.once_at = {i for i, _ in self.once}
+        # Whether the cells must be checked for the separators and for what JSON escapes: not when the scan saw
+        # no such byte in the file (it is hashed again as it is parsed, so these are the bytes parsed).
+        self.checked = prep.reader.scan.escapes
 
     def prepare(self, t: pa.Table, done: int, final: bool) -> list[Batch]:
         """The batches of ``t``, whose first row is row ``done + 1``: checked whole before any state changes."""
@@ -130,18 +133,19 @@ class _Window:
             names = a[self.name_i].to_pylist()
             self._arch(a, ops)
         else:
-            keys = texts = typed = is_sp = signs = names = []
+            keys, texts, typed, is_sp, signs, names = pa.array([], pa.string()), [], [], [], [], []
         return self._batches(t, done, final, n, keys, texts, typed, is_sp, signs, names)
 
-    def _keys(self, a: list[pa.Array], n: int) -> list[str]:
-        """Each row's static cells joined: its key in the token table."""
+    def _keys(self, a: list[pa.Array], n: int) -> pa.Array:
+        """Each row's static cells joined: its key in the token table (left to pyarrow: the rows' keys are
+        dictionary-encoded a batch at a time, so only a batch's distinct keys become Python strings)."""
         static = [a[i] for i in self.static_idx]
         if not static:
-            return [""] * n
+            return pa.repeat("", n)
         joined = pc.binary_join_element_wise(*static, SEP) if len(static) > 1 else static[0]
-        if (pc.sum(pc.count_substring(joined, SEP)).as_py() or 0) != n * (len(static) - 1):
+        if self.checked and (pc.sum(pc.count_substring(joined, SEP)).as_py() or 0) != n * (len(static) - 1):
             raise _Irregular  # a cell holds the separator
-        return joined.to_pylist()
+        return joined
 
     def _texts(self, a: list[pa.Array], n: int, ops: pa.Array) -> list[str]:
         """Each row's export cells as JSON, as :func:`warehouse.csvfile.encode_volatile` makes them (the op's
@@ -158,9 +162,9 @@ class _Window:
         if not cols:
             return ["[]"] * n
         joined = pc.binary_join_element_wise(*cols, SEP) if len(cols) > 1 else cols[0]
-        if ((pc.sum(pc.count_substring(joined, SEP)).as_py() or 0) != n * (len(cols) - 1)
-                or (pc.sum(pc.count_substring(joined, _NULL)).as_py() or 0) != nulls
-                or pc.any(pc.match_substring_regex(joined, _NEEDS_ESCAPE)).as_py()):
+        if self.checked and ((pc.sum(pc.count_substring(joined, SEP)).as_py() or 0) != n * (len(cols) - 1)
+                             or (pc.sum(pc.count_substring(joined, _NULL)).as_py() or 0) != nulls
+                             or pc.any(pc.match_substring_regex(joined, _NEEDS_ESCAPE)).as_py()):
             raise _Irregular  # a cell needs escaping in JSON, or holds a separator: encode_volatile's slow path
         text = pc.replace_substring(pc.utf8_rtrim(joined, characters=SEP), SEP, '","')
         text = pc.replace_substring(pc.binary_join_element_wise('["', text, '"]', ""), '[""]', "[]")
@@ -213,7 +217,7 @@ class _Window:
                     self.prep.arch = v.strip()
                     return
 
-    def _batches(self, t: pa.Table, done: int, final: bool, n: int, keys: list[str], texts: list[str],
+    def _batches(self, t: pa.Table, done: int, final: bool, n: int, keys: pa.Array, texts: list[str],
                  typed: list[tuple], is_sp: list[bool], signs: list[tuple], names: list[str]) -> list[Batch]:
         """Cut the window in batches as the line path does, giving tokens and new perf shapes in row order."""
         prep = self.prep
@@ -227,13 +231,20 @@ class _Window:
         for s in starts:
             b = Batch(first_token=prep.next_token)
             rows, new_keys, need = b.rows, b.keys, []
-            for w in range(s, min(s + BATCH, n)):
-                key = keys[w]
+            e = min(s + BATCH, n)
+            # The batch's distinct keys in the order they first appear (the dictionary's order): new ones take
+            # their tokens in that order, as the line path gives them row by row.
+            enc = pc.dictionary_encode(keys.slice(s, e - s))
+            own = []
+            for key in enc.dictionary.to_pylist():
                 tok = tokens.get(key)  # type: ignore[call-overload]
                 if tok is None:
                     tok = tokens[key] = prep.next_token  # type: ignore[index]
                     prep.next_token += 1
                     new_keys.append(tuple(key.split(SEP)) if n_static else ())
+                own.append(tok)
+            row_toks = [own[i] for i in enc.indices.to_pylist()]
+            for w, tok in zip(range(s, e), row_toks):
                 row_no = done + w + 1
                 if is_sp[w]:
                     rows.append((row_no, names[w], tok, None, *next(sign_it)))
@@ -242,7 +253,7 @@ class _Window:
                         shaped.add(tok)
                         need.append((w, tok))
                     rows.append((row_no, names[w], tok, next(typed_it)))
-                prep.pending.append((row_no, tok, texts[w]))
+            prep.pending += zip(range(done + s + 1, done + e + 1), row_toks, texts[s:e])
             if need:
                 whole = t.take([w for w, _ in need])
                 cells = zip(*[whole.column(i).to_pylist() for i in range(whole.num_columns)])
