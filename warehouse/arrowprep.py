@@ -237,9 +237,9 @@ class _Window:
             enc = pc.dictionary_encode(keys.slice(s, e - s))
             own = []
             for key in enc.dictionary.to_pylist():
-                tok = tokens.get(key)  # type: ignore[call-overload]
+                tok = tokens.get(key)
                 if tok is None:
-                    tok = tokens[key] = prep.next_token  # type: ignore[index]
+                    tok = tokens[key] = prep.next_token
                     prep.next_token += 1
                     new_keys.append(tuple(key.split(SEP)) if n_static else ())
                 own.append(tok)
