@@ -104,3 +104,32 @@ def test_whole_batches_and_empty_export_cells(tmp_path, monkeypatch):
     batches = [i for i in fast if isinstance(i, rowprep.Batch)]
     assert len(batches) == 5 and not batches[-1].rows
     assert "[]" in [t for b in batches for c in b.chunks for t in c.texts]
+
+
+def test_small_blocks_make_the_same_windows(tmp_path, monkeypatch):
+    """Windows put together from many blocks (each cut at its last line end) are the windows of one block."""
+    from warehouse import arrowprep
+    path, lines = _long(tmp_path, 9_000)
+    path.write_bytes(b"\r\n".join(lines))  # (the last line without its line end, in a block of its own)
+    monkeypatch.setattr(arrowprep, "BLOCK", 10_000)
+    assert _same(path, monkeypatch) is None
+
+
+@pytest.mark.parametrize("length,hands_over", [(70_000, False), (200_000, True)])
+def test_long_lines(tmp_path, monkeypatch, length, hands_over):
+    """A line longer than a block is parsed whole with the next block; one that outgrows that is the line
+    path's, from a whole batch before it."""
+    from warehouse import arrowprep
+    path, lines = _long(tmp_path, 9_000)
+    header = lines[0].split(b",")
+    col = header.index(b"ATTRIBUTES")
+    cells = lines[6_100].split(b",")
+    cells[col] = b"x" * length
+    lines[6_100] = b",".join(cells)
+    path.write_bytes(b"\r\n".join(lines) + b"\r\n")
+    monkeypatch.setattr(arrowprep, "BLOCK", 64 << 10)
+    stopped = _same(path, monkeypatch)
+    if hands_over:
+        assert stopped is not None and stopped % rowprep.BATCH == 0 and stopped <= 6_100
+    else:
+        assert stopped is None

@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -25,6 +26,19 @@ def large_csv(tmp_path_factory):
     f = tmp_path_factory.mktemp("large") / "ops_perf_results_2026_02_01_02_00_00.csv"
     scale_csv(cases()["dlv3_same"], f, 30_000)
     return f
+
+
+def _write_locked(db: Path) -> bool:
+    """Whether a write transaction is open on ``db`` (a second writer cannot start one)."""
+    probe = sqlite3.connect(db, timeout=0)
+    try:
+        probe.execute("BEGIN IMMEDIATE")
+        probe.rollback()
+        return False
+    except sqlite3.OperationalError as e:
+        return "locked" in str(e)
+    finally:
+        probe.close()
 
 
 def _read_bytes(pid: int) -> int:
@@ -56,7 +70,7 @@ def test_sigkill_during_ingest(tmp_path, large_csv):
     """Ten SIGKILLs, each proven to land mid-ingest: the file is read three times (hashed by the ingesting process
     while its reader process scans it for line ends and quotes, then parsed and inserted in chunks of 2,000 rows
     inside one transaction); each kill waits until the parse pass has read 55-85 % of the file (two chunks or
-    more written) and finds the file's write transaction still open. Nothing of it may remain."""
+    more written) and the file's write transaction open. Nothing of it may remain."""
     db = tmp_path / "w.db"
     small = cases()["ttperfreport__bh20_oft_integral_image_trace"]
     assert CliRunner().invoke(cli, ["--db", str(db), "ingest", str(small)]).exit_code == 0
@@ -80,19 +94,13 @@ def test_sigkill_during_ingest(tmp_path, large_csv):
                 read = _read_bytes(p.pid)
             except OSError:
                 break
-            if read >= target:
+            # (and the file's transaction open: the reader may run ahead of it, forked before the writer's imports)
+            if read >= target and _write_locked(db):
                 break
             time.sleep(0.005)
         alive = p.poll() is None
-        locked = False
-        if alive:  # the file's transaction is open: a second writer cannot start one
-            probe = sqlite3.connect(db, timeout=0)
-            try:
-                probe.execute("BEGIN IMMEDIATE")
-                probe.rollback()
-            except sqlite3.OperationalError as e:
-                locked = "locked" in str(e)
-            probe.close()
+        locked = alive and _write_locked(db)
+        if alive:
             with open(f"/proc/{p.pid}/task/{p.pid}/children") as f:
                 readers = [int(c) for c in f.read().split()]
             os.kill(p.pid, signal.SIGKILL)

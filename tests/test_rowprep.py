@@ -249,3 +249,41 @@ def test_a_sender_that_fails_ends_the_worker(tmp_path, monkeypatch):
         assert c.execute(text("SELECT COUNT(*) FROM run")).scalar() == 0
     assert not _children()
     eng.dispose()
+
+
+def test_read_ahead_is_claimed_by_the_ingest(tmp_path, monkeypatch):
+    """The API forks the first file's reader before it opens the warehouse; the ingest takes that reader over
+    (same run, byte-identical export) and none is left running, also when the ingest never happens."""
+    import io
+
+    from warehouse.api import Warehouse
+
+    monkeypatch.setattr(rowprep, "WORKER_MIN_BYTES", 0)
+    claimed: list[bool] = []
+    real = rowprep.claim
+
+    def spy(path, compress):
+        got = real(path, compress)
+        claimed.append(got is not None and got.worker)
+        return got
+    monkeypatch.setattr("warehouse.ingest.claim", spy)
+    wh = Warehouse(str(tmp_path / "w.db"))
+    (out,) = wh.ingest(FILES[0])
+    assert out.error is None and claimed == [True]
+    assert not rowprep._AHEAD
+    buf = io.BytesIO()
+    wh.export(out.run_id, buf)
+    assert buf.getvalue() == FILES[0].read_bytes()
+
+    # a reader for the wrong back end is stopped and replaced; one never claimed is stopped by drop_ahead
+    rowprep.read_ahead(FILES[0], compress=False)
+    src = rowprep._AHEAD[FILES[0]]
+    assert real(FILES[0], True) is None and src._proc is None
+    rowprep.read_ahead(FILES[1], compress=True)
+    src = rowprep._AHEAD[FILES[1]]
+    rowprep.drop_ahead()
+    assert not rowprep._AHEAD and src._proc is None
+
+    # a file that cannot be read is left to the ingest, which names its problem
+    rowprep.read_ahead(tmp_path / "missing.csv", compress=True)
+    assert not rowprep._AHEAD

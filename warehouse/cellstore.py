@@ -24,34 +24,14 @@ from sqlalchemy import Connection, Engine, select
 from warehouse import dialect
 from warehouse import schema as t
 from warehouse.errors import WarehouseError
-from warehouse.packing import sqlar_uncompress
-
-CHUNK_ROWS = 512  # rows per chunk: larger chunks compress little better and make a row's lookup dearer
-# zlib level, measured on the chunks of a realistic 100,000-op capture (19.5 MB of JSON): level 1 gives 4.34 MB in
-# 0.22 s, level 3 3.74 MB in 0.30 s, level 6 3.22 MB in 0.70 s (the reader worker packs them, beside the main
-# process: level 3's 0.08 s are free while the worker waits for the main process, level 6's are not)
-LEVEL = 3
+# (the chunks are cut and packed with no SQLAlchemy: the reader process imports only warehouse.packing)
+from warehouse.packing import CHUNK_ROWS, LEVEL, cut_chunks, pack_cells, sqlar_uncompress  # noqa: F401
 
 
 def register_sqlite_functions(dbapi_conn: Any) -> None:
     """The SQL functions the views need on every SQLite connection (what the sqlite3 shell has built in)."""
     dbapi_conn.create_function("sqlar_uncompress", 2, sqlar_uncompress, deterministic=True)
     dbapi_conn.create_function("key_digest", 2, dialect.key_digest, deterministic=True)  # (ingest's rollup keys)
-
-
-def pack_cells(row_nos: list[int], texts: list[str], compress: bool) -> dict[str, Any]:
-    """One chunk's column values but ``static_ids``, from its rows' numbers and volatile JSON, in file order
-    (what a file alone decides: ingest computes it away from the database, see :mod:`warehouse.rowprep`)."""
-    raw = ("[" + ",".join(texts) + "]").encode("utf-8", "surrogatepass")
-    data = raw
-    if compress:
-        packed = zlib.compress(raw, LEVEL)
-        if len(packed) < len(raw):  # (never equal in length: that would read as uncompressed)
-            data = packed
-    first, last = row_nos[0], row_nos[-1]
-    contiguous = last - first + 1 == len(row_nos)
-    return {"first_row": first, "last_row": last, "row_nos": None if contiguous else json.dumps(row_nos),
-            "raw_size": len(raw), "cells": data}
 
 
 def static_ids_json(ids: list[int]) -> str:
@@ -103,15 +83,6 @@ class ChunkWriter:
         if chunks:
             self.conn.execute(t.cell_chunk.insert(), [{"run_id": self.run_id, **pack(c, self.compress)}
                                                       for c in chunks])
-
-
-def cut_chunks(rows: list, final: bool) -> list[list]:
-    """The whole chunks of ``CHUNK_ROWS`` rows at the front of ``rows`` (and the rest too when ``final``),
-    taken out of it: the rows that remain wait for the next ones."""
-    n = len(rows) if final else len(rows) - len(rows) % CHUNK_ROWS
-    chunks = [rows[i:i + CHUNK_ROWS] for i in range(0, n, CHUNK_ROWS)]
-    del rows[:n]
-    return chunks
 
 
 def iter_chunk_rows(conn: Connection, run_id: int, batch: int = 16) -> Iterator[tuple[int, int, list[str]]]:

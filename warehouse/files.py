@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fnmatch
+import glob
 import io
 import os
 import stat
 import tempfile
 from pathlib import Path
 from typing import IO
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from warehouse.errors import InputError, UsageError
 
@@ -111,3 +113,46 @@ def output_stream(path: str | os.PathLike) -> Iterator[IO[bytes]]:
             raise
     except OSError as e:
         raise UsageError(f"cannot write {shown(p)}: {e.strerror or e}") from None
+
+
+def find_csvs(paths: Iterable[str], pattern: str = DEFAULT_GLOB) -> Iterator[Path | InputError]:
+    """The files to ingest, or an :class:`InputError` for each path that gives none (the caller reports it and
+    goes on). A path that exists is taken literally (``ops_perf_results_[1].csv`` is that file); a folder is
+    searched recursively for file names matching ``pattern`` (symbolic links to folders are not followed, so a
+    link loop cannot trap the search; unreadable sub-folders are reported); only a path that does not exist
+    is expanded as a glob."""
+    seen: set[str] = set()
+
+    def once(f: Path) -> Iterator[Path]:
+        key = os.path.realpath(f)
+        if key not in seen:
+            seen.add(key)
+            yield f
+
+    for p in paths:
+        if os.path.lexists(p):
+            matches = [Path(p)]
+        elif glob.has_magic(p):
+            matches = [Path(m) for m in sorted(glob.glob(p, recursive=True))]
+            if not matches:
+                yield InputError(shown(p), "matches no file")
+                continue
+        else:
+            matches = [Path(p)]
+        for m in matches:
+            if not m.is_dir():
+                yield from once(m)
+                continue
+            found = 0
+            problems: list[OSError] = []
+            for folder, dirs, names in os.walk(m, onerror=problems.append, followlinks=False):
+                dirs.sort()
+                for n in sorted(fnmatch.filter(names, pattern)):
+                    found += 1
+                    yield from once(Path(folder) / n)
+            for e in problems:
+                yield InputError(shown(e.filename or m), f"folder cannot be read ({e.strerror}); its files were "
+                                                         "not ingested")
+            if not found:
+                yield InputError(shown(m), f"folder holds no file named {pattern} (searched recursively); "
+                                           "--glob PATTERN widens the search")

@@ -2,10 +2,7 @@
 from __future__ import annotations
 
 import contextlib
-import fnmatch
-import glob
 import json
-import os
 import random
 import re
 import time
@@ -14,7 +11,7 @@ from array import array
 from dataclasses import dataclass, field
 from datetime import datetime, UTC
 from pathlib import Path
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 
 from sqlalchemy import Connection, Engine, select, text, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
@@ -26,14 +23,14 @@ from warehouse.codes import ATTRIBUTION, HIST_HOW, code
 from warehouse.csvfile import LONG_TEXT, FileScan, digest
 from warehouse.db import write_tx
 from warehouse.devicelog import resolve_freq
-from warehouse.errors import InputError, WarehouseError
-from warehouse.files import DEFAULT_GLOB, shown
+from warehouse.errors import WarehouseError
+from warehouse.files import shown
 from warehouse import history
 from warehouse.history import HistoryTracker, own
 from warehouse.places import place_digest
 from warehouse.perfstore import ShapeCache, column_rows, perf_arch
 from warehouse.cellstore import compresses, pack_cells, static_ids_json
-from warehouse.rowprep import REPLAY, ROW_TYPED, TYPED, Batch, Chunk, RowSource
+from warehouse.rowprep import REPLAY, ROW_TYPED, TYPED, Batch, Chunk, RowSource, claim
 from warehouse.aside import Aside
 from warehouse.report import ReportFeed, feed_parts, store_parts
 from warehouse.rollups import build_rollups
@@ -57,49 +54,6 @@ class IngestResult:
     seconds: float = 0.0
     existing: bool = False
     warnings: list[str] = field(default_factory=list)
-
-
-def find_csvs(paths: Iterable[str], pattern: str = DEFAULT_GLOB) -> Iterator[Path | InputError]:
-    """The files to ingest, or an :class:`InputError` for each path that gives none (the caller reports it and
-    goes on). A path that exists is taken literally (``ops_perf_results_[1].csv`` is that file); a folder is
-    searched recursively for file names matching ``pattern`` (symbolic links to folders are not followed, so a
-    link loop cannot trap the search; unreadable sub-folders are reported); only a path that does not exist
-    is expanded as a glob."""
-    seen: set[str] = set()
-
-    def once(f: Path) -> Iterator[Path]:
-        key = os.path.realpath(f)
-        if key not in seen:
-            seen.add(key)
-            yield f
-
-    for p in paths:
-        if os.path.lexists(p):
-            matches = [Path(p)]
-        elif glob.has_magic(p):
-            matches = [Path(m) for m in sorted(glob.glob(p, recursive=True))]
-            if not matches:
-                yield InputError(shown(p), "matches no file")
-                continue
-        else:
-            matches = [Path(p)]
-        for m in matches:
-            if not m.is_dir():
-                yield from once(m)
-                continue
-            found = 0
-            problems: list[OSError] = []
-            for folder, dirs, names in os.walk(m, onerror=problems.append, followlinks=False):
-                dirs.sort()
-                for n in sorted(fnmatch.filter(names, pattern)):
-                    found += 1
-                    yield from once(Path(folder) / n)
-            for e in problems:
-                yield InputError(shown(e.filename or m), f"folder cannot be read ({e.strerror}); its files were "
-                                                         "not ingested")
-            if not found:
-                yield InputError(shown(m), f"folder holds no file named {pattern} (searched recursively); "
-                                           "--glob PATTERN widens the search")
 
 
 def captured_at(file_name: str) -> datetime | None:
@@ -466,7 +420,8 @@ def _ingest_file(engine: Engine, path: Path, label: str | None, tags: dict[str, 
     meta = dict(meta or {})
     warnings = meta.pop("warnings", None)  # taken out once: a retry must see the same meta
     compress = compresses(engine)
-    source = RowSource(path, worker=worker, compress=compress)  # the worker hashes, then parses ahead while we check
+    # (the worker scans, then parses ahead while we check; maybe started already, see rowprep.read_ahead)
+    source = (claim(path, compress) if worker is None else None) or RowSource(path, worker=worker, compress=compress)
     try:
         scan = source.scan
         sha = meta.get("sha256", scan.sha256)

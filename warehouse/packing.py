@@ -3,7 +3,15 @@ raw size, so that SQL reads them with ``sqlar_uncompress(data, raw_size)`` (the 
 in). No SQLAlchemy here: the light read path (:mod:`warehouse.lite`) reads the report parts with it."""
 from __future__ import annotations
 
+import json
 import zlib
+from typing import Any
+
+CHUNK_ROWS = 512  # rows per chunk: larger chunks compress little better and make a row's lookup dearer
+# zlib level, measured on the chunks of a realistic 100,000-op capture (19.5 MB of JSON): level 1 gives 4.34 MB in
+# 0.22 s, level 3 3.74 MB in 0.30 s, level 6 3.22 MB in 0.70 s (the reader worker packs them, beside the main
+# process: level 3's 0.08 s are free while the worker waits for the main process, level 6's are not)
+LEVEL = 3
 
 
 def sqlar_uncompress(data: bytes | None, size: int | None) -> bytes | None:
@@ -30,3 +38,27 @@ def pack_text(value: str, compress: bool) -> tuple[bytes, int]:
 def unpack_text(data: bytes, size: int) -> str:
     """The text that :func:`pack_text` stored."""
     return (sqlar_uncompress(data, size) or b"").decode("utf-8", "surrogatepass")
+
+
+def pack_cells(row_nos: list[int], texts: list[str], compress: bool) -> dict[str, Any]:
+    """One chunk's column values but ``static_ids``, from its rows' numbers and volatile JSON, in file order
+    (what a file alone decides: ingest computes it away from the database, see :mod:`warehouse.rowprep`)."""
+    raw = ("[" + ",".join(texts) + "]").encode("utf-8", "surrogatepass")
+    data = raw
+    if compress:
+        packed = zlib.compress(raw, LEVEL)
+        if len(packed) < len(raw):  # (never equal in length: that would read as uncompressed)
+            data = packed
+    first, last = row_nos[0], row_nos[-1]
+    contiguous = last - first + 1 == len(row_nos)
+    return {"first_row": first, "last_row": last, "row_nos": None if contiguous else json.dumps(row_nos),
+            "raw_size": len(raw), "cells": data}
+
+
+def cut_chunks(rows: list, final: bool) -> list[list]:
+    """The whole chunks of ``CHUNK_ROWS`` rows at the front of ``rows`` (and the rest too when ``final``),
+    taken out of it: the rows that remain wait for the next ones."""
+    n = len(rows) if final else len(rows) - len(rows) % CHUNK_ROWS
+    chunks = [rows[i:i + CHUNK_ROWS] for i in range(0, n, CHUNK_ROWS)]
+    del rows[:n]
+    return chunks

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from warehouse.aside import can_fork
-from warehouse.cellstore import cut_chunks, pack_cells
+from warehouse.packing import cut_chunks, pack_cells
 from warehouse.columns import AT, DIGITS, FLOAT, INT32, INT64, OP_COLUMNS, TEXT, stored_once
 from warehouse.csvfile import (CHANGED, NULL, CsvReader, FileScan, Layout, RowWarning, cells_getter, encode_volatile,
                                hash_file, scan_file)
@@ -50,10 +50,11 @@ BATCH = 2000  # rows per batch: the consumer writes a batch at a time
 _ALL_CANONICAL = {kind: re.compile(rf"(?:(?:0|-?[1-9][0-9]{{0,{digits - 1}}})\n)*")
                   for kind, digits in DIGITS.items()}
 WORKER_MIN_BYTES = 4 << 20
-# Files of this many bytes or more are read by the columnar path (warehouse.arrowprep); None: never. Off until
-# it is measured to beat the line path in a whole ingest (in-process it is about even so far: 3.8 s against 3.9 s
-# on a realistic 100k-op capture); tests hold the two paths to the same batches on every corpus file.
-COLUMNAR_MIN_BYTES: int | None = None  # smaller files are prepared in-process: a worker process costs ~20 ms to start
+# Files of this many bytes or more are read by the columnar path (warehouse.arrowprep); None: never. A whole
+# ingest of a realistic 100k-op capture: 3.5 s against 4.0 s by lines (the writer waits less for its batches);
+# smaller files gain less than pyarrow's import costs (~65 ms). Tests hold the two paths to the same batches on
+# every corpus file.
+COLUMNAR_MIN_BYTES: int | None = 4 << 20
 AHEAD = 8  # items the worker may have made and not yet sent (each batch pickled is under 1 MB)
 MAX_TOKENS = 20_000  # static tuples remembered; past it the table restarts (tokens keep growing, never reused)
 _INT64 = 2 ** 63
@@ -468,6 +469,7 @@ class RowSource:
                 worker = os.stat(self.path).st_size >= WORKER_MIN_BYTES and can_fork()
             except OSError:
                 worker = False  # prepare() names the problem
+        self.compress = compress
         self._proc: Any = None
         self._recv: Any = None
         self._hashed_here = worker and scan is None  # then this process hashes while the worker starts reading
@@ -558,3 +560,36 @@ class RowSource:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_AHEAD: dict[Path, RowSource] = {}  # the sources read_ahead started, until an ingest of their file claims them
+
+
+def read_ahead(path: Path, compress: bool) -> None:
+    """Start reading ``path`` in its worker process now, for a :func:`claim` soon after: the command that is
+    about to ingest it forks the worker before it imports the database layers and opens the warehouse (~0.4 s
+    that the worker spends on the file's scan and first batches instead of the writer waiting for them). A file
+    too small for a worker, or one that cannot be read, is left alone: the ingest itself reads it, and names
+    its problem."""
+    path = Path(path)
+    try:
+        if os.stat(path).st_size < WORKER_MIN_BYTES or not can_fork() or path in _AHEAD:
+            return
+        _AHEAD[path] = RowSource(path, compress=compress)
+    except Exception:  # noqa: BLE001 - the ingest reads the file again and reports what is wrong with it
+        return
+
+
+def claim(path: Path, compress: bool | None) -> RowSource | None:
+    """The source :func:`read_ahead` started for ``path``, if it packs chunks as ``compress`` says."""
+    source = _AHEAD.pop(Path(path), None)
+    if source is not None and source.compress != compress:
+        source.close()
+        return None
+    return source
+
+
+def drop_ahead() -> None:
+    """Stop the sources that were read ahead and never claimed (the command failed before their ingest)."""
+    while _AHEAD:
+        _AHEAD.popitem()[1].close()
