@@ -96,6 +96,55 @@ def test_ingest_stores_the_sql_rows(corpus_db):
         assert rollups.check_rollups(c) == []
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_rows_made_aside_with_the_keys_ingest_interned(backend, tmp_path, monkeypatch):
+    """Ingest interns a run's rollup keys as it writes its ops, and its rollup rows are made in a forked process
+    (aside.streamed) ready to insert with their keys' ids; keys it did not know (history's late corrections
+    bring some; here the layers' are forgotten too) are found at the end. The stored rows are the SQL's on every
+    corpus capture, on both back ends."""
+    monkeypatch.setattr(rollupcalc, "ASIDE_ROWS", 0)  # (every run's rows made aside, however small)
+    import warehouse.aside as aside
+    real_streamed, real_add, real_key_ids, real_build = (aside.streamed, rollups.KnownKeys.add, rollups._key_ids,
+                                                         rollups.build_rollups)
+    streams: list[int] = []
+    late: list[int] = []  # keys found at the end, by the run's rollups
+    building = []
+
+    def add(self, conn, combos, ops):
+        real_add(self, conn, combos, ops)
+        for k in [k for k in self.ids if k[0] == "layer"]:
+            del self.ids[k]
+
+    def key_ids(conn, keys, ids):
+        if building and keys:
+            late.append(len(keys))
+        return real_key_ids(conn, keys, ids)
+
+    def build(*a, **k):
+        building.append(1)
+        try:
+            return real_build(*a, **k)
+        finally:
+            building.clear()
+    monkeypatch.setattr(aside, "streamed", lambda make: (streams.append(1), real_streamed(make))[1])
+    monkeypatch.setattr(rollups.KnownKeys, "add", add)
+    monkeypatch.setattr(rollups, "_key_ids", key_ids)
+    import warehouse.ingest as ingest
+    monkeypatch.setattr(ingest, "build_rollups", build)
+    urls = _new_url(backend, tmp_path)
+    url = next(urls)
+    files = [*cases().values(), _device_variant(tmp_path)]
+    r = make_invoke(url)("ingest", *files)
+    assert r.exit_code == 0, r.output
+    eng = open_db(url, create=False)
+    with eng.connect() as c:
+        assert rollups.check_rollups(c) == []
+        runs = c.execute(text("SELECT COUNT(*) FROM run WHERE op_count > 0")).scalar()
+    eng.dispose()
+    urls.close()
+    assert len(streams) == runs and len(late) >= runs  # (every run's rows made aside; its layer keys found late)
+
+
 def test_unmirrored_metric_falls_back_to_the_sql(corpus_db, monkeypatch):
     """A stored metric whose definition numpy does not know (here: kernel time redefined) is computed by the SQL:
     its rows are the SQL's, never numpy's old definition."""

@@ -206,29 +206,46 @@ def test_a_reader_failure_that_does_not_pickle_is_one_line(tmp_path, monkeypatch
 
 
 def test_worker_parse_is_checked_against_the_consumers_hash(tmp_path, monkeypatch):
-    """With a worker, the consumer hashes the file while the worker starts reading (its own scan leaves the hash
-    out). The bytes the worker parsed must be the bytes the consumer hashed: a file that differs between the two
-    passes (here: the consumer's hash is not that of the bytes parsed, as when the file was rewritten in place
-    at the same size and time) is refused, and nothing is stored."""
-    real = rowprep.hash_file
-    hashed = []
+    """With a worker, a file is hashed as it is parsed (the worker's scan leaves the hash out), and that is the
+    run's hash. The consumer hashes the file first only when a stored run has its size: then its content may be
+    stored already, found without reading a row. The bytes the worker parsed must then be the bytes the consumer
+    hashed: a file that differs between the two passes (here: the consumer's hash is not that of the bytes
+    parsed, as when the file was rewritten in place at the same size and time) is refused, and nothing is
+    stored."""
+    import hashlib
 
-    def wrong(f, path):
+    real = rowprep.hash_file
+    hashed: list[str] = []
+
+    def counted(f, path):
         hashed.append(real(f, path))
-        return "0" * 64
-    monkeypatch.setattr(rowprep, "hash_file", wrong)
+        return hashed[-1]
+    monkeypatch.setattr(rowprep, "hash_file", counted)
+    data = FILES[0].read_bytes()
+    at = data.rindex(b"1")  # (a digit of the last rows: a file of the same size, another content)
+    assert at > data.index(b"\n")
+    twin = tmp_path / "ops_perf_results_twin.csv"
+    twin.write_bytes(data[:at] + b"2" + data[at + 1:])
     eng = open_db(str(tmp_path / "w.db"))
+    first = ingest_file(eng, twin, worker=True)
+    assert hashed == []  # (no stored run of its size: hashed as parsed, in the worker)
+    with eng.connect() as c:
+        assert c.execute(text("SELECT sha256 FROM run WHERE id = :r"), {"r": first.run_id}).scalar() == \
+            hashlib.sha256(twin.read_bytes()).hexdigest()
+
+    monkeypatch.setattr(rowprep, "hash_file", lambda f, path: "0" * 64)
     with pytest.raises(InputError, match="changed while it was being read"):
         ingest_file(eng, FILES[0], worker=True)
-    assert len(hashed) == 1 and hashed[0] != "0" * 64  # (the worker scanned without the hash, in its process)
     with eng.connect() as c:
-        assert c.execute(text("SELECT COUNT(*) FROM run")).scalar() == 0
-    monkeypatch.setattr(rowprep, "hash_file", real)
+        assert c.execute(text("SELECT COUNT(*) FROM run")).scalar() == 1
+    monkeypatch.setattr(rowprep, "hash_file", counted)
     r = ingest_file(eng, FILES[0], worker=True)
-    assert not r.existing and r.ops > 0
+    assert not r.existing and r.ops > 0 and len(hashed) == 1  # (its size is stored: hashed first, here)
     with eng.connect() as c:  # the run's hash is the file's
-        import hashlib
-        assert c.execute(text("SELECT sha256 FROM run")).scalar() == hashlib.sha256(FILES[0].read_bytes()).hexdigest()
+        assert c.execute(text("SELECT sha256 FROM run WHERE id = :r"), {"r": r.run_id}).scalar() == \
+            hashlib.sha256(data).hexdigest()
+    again = ingest_file(eng, FILES[0], worker=True)
+    assert again.existing and again.run_id == r.run_id and len(hashed) == 2
     eng.dispose()
 
 

@@ -14,8 +14,10 @@ import gc
 import os
 import pickle
 import signal
+import struct
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from itertools import islice
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -92,3 +94,62 @@ class Aside(Generic[T]):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_FRAME = struct.Struct("<q")  # each item's pickled length before it; -1 ends a stream that completed
+
+
+def streamed(make: Callable[[], Iterator[T]]) -> Iterator[T]:
+    """The items of ``make()``, computed in a forked child and handed over one at a time as each is made, so
+    that this process works on one item while the child makes the next. ``make`` must give the same items each
+    time it is called: when nothing may be forked, or the child fails or dies after some items, this process
+    calls it again and gives the rest itself (never an item twice, never one missing). Leaving the loop early
+    stops the child."""
+    if not can_fork():
+        yield from make()
+        return
+    r, w = os.pipe()
+    gc.freeze()  # (see Aside: collections would copy, page by page, what the fork shares)
+    pid = os.fork()
+    if pid == 0:  # the child: make, send, and leave without the parent's clean-up
+        code = 0
+        try:
+            os.close(r)
+            with os.fdopen(w, "wb", buffering=1 << 20) as f:
+                try:
+                    for made in make():
+                        data = pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL)
+                        f.write(_FRAME.pack(len(data)))
+                        f.write(data)
+                        f.flush()  # (the parent works on it while the next is made)
+                    f.write(_FRAME.pack(-1))
+                except BaseException:  # noqa: BLE001 - the parent makes the rest itself
+                    code = 1
+        finally:
+            os._exit(code)
+    os.close(w)
+    given = 0
+    complete = False
+    try:
+        with os.fdopen(r, "rb") as f:
+            while len(head := f.read(_FRAME.size)) == _FRAME.size:
+                (n,) = _FRAME.unpack(head)
+                if n < 0:
+                    complete = True
+                    break
+                data = f.read(n)
+                if len(data) != n:
+                    break  # (the child died in the middle of an item)
+                item: T = pickle.loads(data)
+                yield item
+                given += 1
+    finally:
+        if not complete:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        os.waitpid(pid, 0)
+        gc.unfreeze()
+    if not complete:
+        yield from islice(make(), given, None)

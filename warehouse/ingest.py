@@ -2,16 +2,18 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import random
 import re
 import time
+import uuid
 from functools import partial
 from array import array
 from dataclasses import dataclass, field
 from datetime import datetime, UTC
 from pathlib import Path
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from sqlalchemy import Connection, Engine, select, text, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
@@ -33,7 +35,7 @@ from warehouse.cellstore import compresses, pack_cells, static_ids_json
 from warehouse.rowprep import REPLAY, ROW_TYPED, TYPED, Batch, Chunk, RowSource, claim
 from warehouse.aside import Aside
 from warehouse.report import ReportFeed, feed_parts, store_parts
-from warehouse.rollups import build_rollups
+from warehouse.rollups import KnownKeys, build_rollups
 from warehouse.rollupcalc import OpCapture
 from warehouse.signposts import Attribution, SectionSpan
 from warehouse.contract import EAGER, TRACE
@@ -222,6 +224,7 @@ class _FileIngest:
         self.section_ids: dict[str, list[int]] = {EAGER: [], TRACE: []}
         self.n_ops = self.n_signposts = self.n_sections = 0
         self.rows_read = 0
+        self.sha256 = ""  # of the bytes parsed, once they all are
         self.arch: str | None = None
         self.exact = True
         self.warnings: list[tuple[int | None, str | None, str]] = []
@@ -230,6 +233,8 @@ class _FileIngest:
         self.shape_of: dict[int, tuple[int, str]] = {}  # static tuple token -> perf_shape id, its fidelity
         self.feed = ReportFeed(conn)
         self.capture: OpCapture | None = OpCapture(OP_COLUMNS)  # (the rollups' input, dropped once they are built)
+        self.keys = KnownKeys()  # (the rollups' keys, interned as the ops are written)
+        self.combos: set[tuple[str | None, str | None, str]] = set()  # (the batch's history (block, layer, op code))
 
     def _store_section(self, span: SectionSpan) -> int:
         self.n_sections += 1
@@ -285,6 +290,7 @@ class _FileIngest:
             if sec is not None and sec.name == EAGER:
                 self.history.eager_op(code_id, block, layer)
             hist = own(block, layer, p)
+        self.combos.add((hist.block, hist.layer, name))
         # (the places are (block, layer) pairs here; _flush gives them their ids, all of a batch's at once)
         self.ops.append((self.run_id, row_no, sec_id, p, (block, layer),
                          _BY_SIGNPOSTS if (block or layer) else None, occ, a.marker_row, code_id, *typed,
@@ -303,6 +309,8 @@ class _FileIngest:
             self.conn.exec_driver_sql(self._op_sql, rows)
             if self.capture is not None:
                 self.capture.add(rows)
+            self.keys.add(self.intern.connection(), self.combos, len(ops))
+            self.combos = set()
             self.ops = []
         if self.chunks:
             self.intern.resolve_pending()
@@ -344,14 +352,15 @@ class _FileIngest:
         self.shape_of = {}
 
     def run(self, progress: Callable[[int], None] | None) -> bool:
-        """Stream every row into the database; returns whether the trace inherits the eager attribution."""
+        """Stream every row into the database; returns whether the trace inherits the eager attribution (the
+        oracle's rule: both op-code sequences are equal), which :meth:`attribute` then writes."""
         for b in self.source.batches():
             self._batch(b)
             if progress:
                 progress(b.bytes_read)
         fin = self.source.finish
         assert fin is not None  # (set once the batches are exhausted)
-        self.rows_read, self.arch, self.exact = fin.rows_read, fin.arch, fin.exact
+        self.rows_read, self.arch, self.exact, self.sha256 = fin.rows_read, fin.arch, fin.exact, fin.sha256
         spans, warnings = self.attr.finish()
         for span in spans:
             self._store_section(span)
@@ -368,14 +377,13 @@ class _FileIngest:
         self.warnings = sorted([(w.row, w.column, w.message) for w in fin.warnings] + self.warnings,
                                key=lambda w: (w[0] is None, w[0] or 0))
         self.warnings += [(w.row, w.column, w.message) for w in fin.late_warnings]  # found at the end
-        return self._inherit_trace()
+        return self.codes[EAGER] == self.codes[TRACE]
 
-    def _inherit_trace(self) -> bool:
-        """The oracle's rule: the replay inherits block and layer of the eager op at the same position, only
-        when both op-code sequences are identical."""
-        eager, trace = self.codes[EAGER], self.codes[TRACE]
-        same = eager == trace
-        if same and len(trace):
+    def attribute(self, same: bool) -> None:
+        """The attributions only known at the file's end: the oracle's rule (``same``: the replay inherits block
+        and layer of the eager op at the same position, only when both op-code sequences are identical), and
+        history's corrections."""
+        if same and len(self.codes[TRACE]):
             # Same op codes at every position: the eager op's occurrence is the replayed op's too.
             e = t.op.alias("e")
             with dialect.fresh_rows_join(self.conn):
@@ -388,7 +396,6 @@ class _FileIngest:
         if self.capture is not None:
             for row, place_id, iteration, iter_pos in written:
                 self.capture.fix(row, place_id, iteration, iter_pos)
-        return same
 
 
 def ingest_file(engine: Engine, path: Path, *, label: str | None = None, tags: dict[str, str] | None = None,
@@ -396,21 +403,43 @@ def ingest_file(engine: Engine, path: Path, *, label: str | None = None, tags: d
                 meta: dict | None = None, worker: bool | None = None) -> IngestResult:
     """Store one CSV as a run, whole or not at all. Content already stored gives ``existing=True``.
 
-    The file is hashed, then parsed while hashed again: what is stored is exactly what was hashed, and a file
-    that changes meanwhile is refused. Reading runs in a worker process for files that are worth it (see
+    The file's bytes are hashed as they are parsed: what is stored is exactly what was hashed, and a file that
+    changes meanwhile is refused. The file is hashed first, before its rows are read, only when it may be stored
+    already (a stored run has its size; a race with another ingest of the same content ends with the same
+    answer, through the hash's unique key). Reading runs in a worker process for files that are worth it (see
     :class:`warehouse.rowprep.RowSource`; ``worker`` forces either way). ``meta`` overrides run columns
     (``warehouse copy`` keeps a run's hash, paths, times and frequency) and may carry ``warnings``, a list of
     ``(row, column, message)`` that replaces those found."""
     from warehouse.runs import check_names
     check_names(label, tags)
     try:
-        return _ingest_file(engine, Path(path), label, tags, freq_mhz, progress, meta, worker)
+        with _collector_paused():
+            return _ingest_file(engine, Path(path), label, tags, freq_mhz, progress, meta, worker)
     except WarehouseError:
         raise
     except Exception as e:  # anything else is this file's failure, never the command's (its transaction rolled back)
         msg = " ".join(str(e).split()) or type(e).__name__
         raise WarehouseError(f"{shown(path)}: could not be ingested ({type(e).__name__}: {msg[:300]}); nothing of "
                              "it was stored. Please report this with the file") from e
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cycle collector off while one file is ingested: the stream makes and drops millions of tuples and
+    lists, none in a cycle, and the collector's passes over them cost a twentieth of a 100k-op ingest's CPU. (The
+    memory of the few cycles the database layers may leave is freed by the next collection after it.)"""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _size_stored(conn: Connection, size: int) -> bool:
+    """Whether a stored run's file has ``size`` bytes (only then can a file's content be stored already)."""
+    return conn.execute(select(t.run.c.id).where(t.run.c.size_bytes == size).limit(1)).scalar() is not None
 
 
 def _ingest_file(engine: Engine, path: Path, label: str | None, tags: dict[str, str] | None,
@@ -423,12 +452,14 @@ def _ingest_file(engine: Engine, path: Path, label: str | None, tags: dict[str, 
     # (the worker scans, then parses ahead while we check; maybe started already, see rowprep.read_ahead)
     source = (claim(path, compress) if worker is None else None) or RowSource(path, worker=worker, compress=compress)
     try:
-        scan = source.scan
-        sha = meta.get("sha256", scan.sha256)
+        sha = meta.get("sha256") or source.scan.sha256
         with engine.connect() as conn:
-            found = conn.execute(select(t.run.c.id).where(t.run.c.sha256 == sha)).scalar()
+            if not sha and _size_stored(conn, source.scan.size):  # (else its content cannot be stored: no hash yet)
+                sha = source.hash_now()
+            found = conn.execute(select(t.run.c.id).where(t.run.c.sha256 == sha)).scalar() if sha else None
         if found is not None:
             return IngestResult(shown(path), found, existing=True)
+        scan = source.scan
         freq, freq_source, log_arch = resolve_freq(path, freq_mhz)
         # SQLite's busy timeout covers ordinary waits; a lock that outlasts it, a deadlock or a serialization
         # failure is retried whole (the failed try wrote nothing).
@@ -439,8 +470,9 @@ def _ingest_file(engine: Engine, path: Path, label: str | None, tags: dict[str, 
                                                      warnings, progress, t0), source, scan)
             except IntegrityError:
                 # Two processes raced on the same content: the other one committed first.
+                parsed = source.finish.sha256 if source.finish is not None else None
                 with engine.connect() as conn:
-                    found = conn.execute(select(t.run.c.id).where(t.run.c.sha256 == sha)).scalar()
+                    found = conn.execute(select(t.run.c.id).where(t.run.c.sha256 == (sha or parsed))).scalar()
                 if found is None:
                     raise
                 return IngestResult(shown(path), found, existing=True)
@@ -477,12 +509,14 @@ def _ingest_once(engine: Engine, req: _Request, source: RowSource, scan: FileSca
     label, tags, freq, freq_source, log_arch, progress = (req.label, req.tags, req.freq, req.freq_source,
                                                           req.log_arch, req.progress)
     with write_tx(engine, inserts_only=True) as conn:
-        found = conn.execute(select(t.run.c.id).where(t.run.c.sha256 == sha)).scalar()
+        found = conn.execute(select(t.run.c.id).where(t.run.c.sha256 == sha)).scalar() if sha else None
         if found is not None:  # another process stored it while we waited for the write lock
             return IngestResult(shown(path), found, existing=True)
         lay = source.layout
         values = dict(
-            sha256=sha, source_path=shown(path.absolute()), file_name=shown(path.name), size_bytes=scan.size,
+            # (a hash not known yet is the parse's, written at the end; until then a key of this transaction's)
+            sha256=sha or f"pending-{uuid.uuid4().hex}", source_path=shown(path.absolute()),
+            file_name=shown(path.name), size_bytes=scan.size,
             row_count=0, op_count=0, signpost_count=0, columns=json.dumps(lay.header, ensure_ascii=False),
             static_columns=json.dumps(lay.static_idx), name_column=lay.name_column, newline=lay.newline,
             final_newline=True, bom=lay.bom, export_exact=True, captured_at=captured_at(shown(path.name)),
@@ -496,37 +530,27 @@ def _ingest_once(engine: Engine, req: _Request, source: RowSource, scan: FileSca
         job = _FileIngest(conn, source, run_id)
         try:
             same = job.run(progress)
-        finally:
+        except BaseException:
             job.intern.close()
-        job.release()
-        exact = job.exact
-        if not exact:
-            job.warnings.append((None, None, "export will give the same cells but not the same bytes (quoting, "
-                                             "line ends that differ from the first line's, a CR alone, or rows "
-                                             "padded or skipped)"))
-        job.warnings += implausible(conn, run_id)
-        if (bad_time := captured_at_problem(shown(path.name))) and "captured_at" not in meta:
-            job.warnings.append((None, None, bad_time))
-        if warnings is not None:
-            job.warnings = list(warnings)
-        if len(job.warnings) > MAX_WARNINGS:  # a damaged file can warn on every row: keep the first ones
-            extra = len(job.warnings) - MAX_WARNINGS
-            job.warnings = job.warnings[:MAX_WARNINGS] + [
-                (None, None, f"{extra} more warning(s) not stored; the first {MAX_WARNINGS} are")]
-        if job.warnings:
-            conn.execute(t.run_warning.insert(), [{"run_id": run_id, "row_no": r, "column_name": c,
-                                                   "message": m} for r, c, m in job.warnings])
-        history.summarize(conn, run_id)
+            raise
         feed, job.feed = job.feed, None  # type: ignore[assignment]
         aside = feed.scannable(same)
         if aside:
             feed.ready()
-        # the report parts' database-free half on the other core, while the rollups are built here
+        # the report parts' database-free half on the other core from here on, while the rest of the run's
+        # attribution, its checks and its rollups are written here
         with Aside(partial(feed_parts, feed, same)) if aside else contextlib.nullcontext() as parts:
+            try:
+                job.attribute(same)
+            finally:
+                job.intern.close()
+            job.release()
+            _finish_warnings(conn, job, run_id, path, meta, warnings)
+            history.summarize(conn, run_id)
             with dialect.small_sorts(conn):
                 try:  # (new rollup keys are interned as the file's other values are)
                     build_rollups(conn, run_id, meta.get("freq_mhz", freq), key_conn=job.intern.connection(),
-                                  captured=job.capture)
+                                  captured=job.capture, known=job.keys)
                 finally:
                     job.intern.close()
                     job.capture = None
@@ -536,13 +560,35 @@ def _ingest_once(engine: Engine, req: _Request, source: RowSource, scan: FileSca
             store_parts(conn, run_id, *(got or (None, None)))
         seconds = time.perf_counter() - t0
         final = dict(row_count=job.rows_read, op_count=job.n_ops, signpost_count=job.n_signposts,
-                     final_newline=scan.final_newline, export_exact=exact,
+                     final_newline=scan.final_newline, export_exact=job.exact,
                      trace_matches_eager=same, arch=log_arch or job.arch, seconds=seconds,
-                     perf_arch=perf_arch(lay.header, job.arch))
+                     perf_arch=perf_arch(lay.header, job.arch), sha256=sha or job.sha256)
         final.update({k: v for k, v in meta.items() if k in final})
         conn.execute(update(t.run).where(t.run.c.id == run_id).values(**final))
     return IngestResult(shown(path), run_id, ops=job.n_ops, signposts=job.n_signposts, sections=job.n_sections,
                         seconds=seconds, warnings=[m for _, _, m in job.warnings])
+
+
+def _finish_warnings(conn: Connection, job: _FileIngest, run_id: int, path: Path, meta: dict,
+                     warnings: list | None) -> None:
+    """Store the run's warnings: the reader's and the attribution's, implausible measurements, a file name whose
+    time is no time (or ``warnings``, which replace them: a copied run keeps its own), at most MAX_WARNINGS."""
+    if not job.exact:
+        job.warnings.append((None, None, "export will give the same cells but not the same bytes (quoting, "
+                                         "line ends that differ from the first line's, a CR alone, or rows "
+                                         "padded or skipped)"))
+    job.warnings += implausible(conn, run_id)
+    if (bad_time := captured_at_problem(shown(path.name))) and "captured_at" not in meta:
+        job.warnings.append((None, None, bad_time))
+    if warnings is not None:
+        job.warnings = list(warnings)
+    if len(job.warnings) > MAX_WARNINGS:  # a damaged file can warn on every row: keep the first ones
+        extra = len(job.warnings) - MAX_WARNINGS
+        job.warnings = job.warnings[:MAX_WARNINGS] + [
+            (None, None, f"{extra} more warning(s) not stored; the first {MAX_WARNINGS} are")]
+    if job.warnings:
+        conn.execute(t.run_warning.insert(), [{"run_id": run_id, "row_no": r, "column_name": c,
+                                               "message": m} for r, c, m in job.warnings])
 
 
 # Measurements that cannot be right, or that a sum would hide: (SQL condition, column, what it means).

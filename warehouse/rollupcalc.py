@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from sqlalchemy import Connection, text
@@ -32,6 +32,9 @@ MAX_OPS = 400_000
 CAPTURE_MAX_OPS = 200_000  # (OpCapture keeps 96 bytes an op; beyond, the by-id SQL reads the ops back)
 _NO_DEVICE = -(2 ** 62)  # (SQL's NULL device)
 _BATCH = 20_000  # rows handed to the caller at a time: a million-op run's rollups are never all in memory
+# By-id rows from which a run's rollup rows are made in a forked process while the caller writes them (a fork
+# costs a few milliseconds: small runs are made here)
+ASIDE_ROWS = 10_000
 # The op columns OpCapture keeps (ingest's names), in the order OpCapture.by_id reads them.
 _CAPTURED = ("row_no", "section_id", "device_id", "hist_place_id", "op_code_id", "kernel_ns", "fw_ns", "op2op_ns",
              "iteration", "iter_pos", "fw_start_cycle", "fw_end_cycle")
@@ -52,6 +55,15 @@ _METRICS: dict[tuple[str, str], str] = {
     ("fw", "SUM(fw_ns)"): "fw_ns",
     ("span", "(MAX(last_cycle) - MIN(first_cycle)) / MAX(freq_mhz)"): "span",
 }
+
+
+def stored_keys() -> list[tuple[str, Callable[[str, str, str, str], str]]] | None:
+    """Each stored grouping's key and its text from (block, layer, op code, category), as the rows computed here
+    name them; None when a stored grouping is not mirrored here."""
+    gs = [g for g in GROUPINGS if g.stored]
+    if not all((g.key, g.expr) in _KEYS for g in gs):
+        return None
+    return [(g.key, _KEYS[(g.key, g.expr)][1]) for g in gs]
 
 
 def mirrored(groupings: list[Grouping] | None = None, metrics: list[Metric] | None = None) -> bool:
@@ -243,9 +255,10 @@ def _key_codes(fine: _Fine, on: str, key_of: Callable[[str, str, str, str], str]
 
 
 def _grouping_rows(run_id: int, fine: _Fine, g: Grouping, key: np.ndarray, texts: list[str], rows: np.ndarray,
-                   whole: bool, per_device: bool) -> Iterator[list[tuple[Any, ...]]]:
+                   whole: bool, per_device: bool, kids: np.ndarray | None = None) -> Iterator[Any]:
     """The rows of one grouping over the by-id ``rows`` (``whole``: as the whole run's section ''), all devices
-    together or per device, as rollups' ``_per_grouping`` gives them, in batches."""
+    together or per device, as rollups' ``_per_grouping`` gives them, in batches; with ``kids`` (each text's
+    rollup_key id, :data:`_UNKNOWN` or :data:`_SHARED`), as :class:`Keyed` batches."""
     if per_device:
         if fine.n_devices <= 1:
             return
@@ -283,6 +296,9 @@ def _grouping_rows(run_id: int, fine: _Fine, g: Grouping, key: np.ndarray, texts
         spread = np.fmax.reduceat(v, o_starts) - np.fmin.reduceat(v, o_starts)
         columns.append(np.where(n > 1, spread, np.nan))
     iters = fine.iters[o_sec]
+    if kids is not None:
+        yield from _keyed(run_id, fine, g, texts, kids, o_sec, o_key, o_dev, iters, columns)
+        return
     for a in range(0, len(o_starts), _BATCH):
         b = slice(a, a + _BATCH)
         yield [(run_id, fine.names[s], g.key, texts[k], d, i, *vals) for s, k, d, i, *vals in zip(
@@ -290,17 +306,52 @@ def _grouping_rows(run_id: int, fine: _Fine, g: Grouping, key: np.ndarray, texts
             *(_nulls(c[b]) for c in columns))]
 
 
+_UNKNOWN, _SHARED = -1, -2  # a key text's id not known yet; a key whose digest is another key's (it gets no rows)
+
+
+class Keyed(NamedTuple):
+    """A batch of rollup rows: ``rows`` as stored (their key's id in place of grouping and key, in the primary
+    key's order), and ``pending`` rows as :func:`run_rows` gives them without ids, whose key was not known."""
+
+    rows: list[tuple[Any, ...]]
+    pending: list[tuple[Any, ...]]
+
+
+def _keyed(run_id: int, fine: _Fine, g: Grouping, texts: list[str], kids: np.ndarray, o_sec: np.ndarray,
+           o_key: np.ndarray, o_dev: np.ndarray, iters: np.ndarray, columns: list[np.ndarray]) -> Iterator[Keyed]:
+    """:func:`_grouping_rows`' rows with their keys' ids, sorted as the table's primary key (section text, key
+    id, device) so that they are appended, not sought (by numpy: a Python sort of the tuples cost the writing
+    process a fifth of its rollups' time)."""
+    kid = kids[o_key]
+    sec_rank = np.argsort(np.argsort(np.array(fine.names, dtype=object)))  # (each section name's place by text)
+    ready = np.flatnonzero(kid >= 0)
+    order = ready[np.lexsort((o_dev[ready], kid[ready], sec_rank[o_sec[ready]]))]
+    unknown = np.flatnonzero(kid == _UNKNOWN)
+    for a in range(0, max(len(order), len(unknown)), _BATCH):
+        b, u = order[a:a + _BATCH], unknown[a:a + _BATCH]
+        rows = [(run_id, fine.names[s], k, d, i, *vals) for s, k, d, i, *vals in zip(
+            o_sec[b].tolist(), kid[b].tolist(), o_dev[b].tolist(), iters[b].tolist(),
+            *(_nulls(c[b]) for c in columns))]
+        pending = [(run_id, fine.names[s], g.key, texts[k], d, i, *vals) for s, k, d, i, *vals in zip(
+            o_sec[u].tolist(), o_key[u].tolist(), o_dev[u].tolist(), iters[u].tolist(),
+            *(_nulls(c[u]) for c in columns))]
+        yield Keyed(rows, pending)
+
+
 def _nulls(a: np.ndarray) -> list[float | None]:
     """The values as Python floats, NaN as None (SQL's NULL)."""
     return [None if v != v else v for v in a.tolist()]
 
 
-def run_rows(conn: Connection, run_id: int, freq_mhz: float, by_id_sql: str, captured: OpCapture | None = None
-             ) -> Iterator[list[tuple[Any, ...]]] | None:
+def run_rows(conn: Connection, run_id: int, freq_mhz: float, by_id_sql: str, captured: OpCapture | None = None,
+             aside: bool = False, ids: dict[tuple[str, str], int | None] | None = None) -> Iterator[Any] | None:
     """The stored rollup rows of one run as :func:`warehouse.rollups.build_sql` gives them (run, section,
     grouping, key, device, iterations, ops, stored metric columns...), in batches, from ``by_id_sql`` (the SQL's
     by-id rows, parameter ``run``); None when a stored grouping or metric is not mirrored here, or the run is
-    one this does not mirror. ``captured``: the run's ops as ingest kept them (else the by-id SQL reads them)."""
+    one this does not mirror. ``captured``: the run's ops as ingest kept them (else the by-id SQL reads them).
+    ``aside``: a run of :data:`ASIDE_ROWS` by-id rows or more has its batches made in a forked process
+    (:func:`warehouse.aside.streamed`) while the caller writes each one (the database is read here first).
+    ``ids``: the ``rollup_key`` ids known of (grouping, key text): the batches are then :class:`Keyed`."""
     groupings = [g for g in GROUPINGS if g.stored]
     if not mirrored(groupings, METRICS):
         return None
@@ -322,11 +373,16 @@ def run_rows(conn: Connection, run_id: int, freq_mhz: float, by_id_sql: str, cap
             f"SELECT id, block, layer FROM place WHERE id IN ({part})"))})
     codes = {cid: (name, cat) for cid, name, cat in conn.execute(text("SELECT id, name, category FROM op_code"))}
 
-    def batches() -> Iterator[list[tuple[Any, ...]]]:
+    def batches() -> Iterator[list[tuple[Any, ...]]]:  # (no database: it may run in a forked process)
         for g in groupings:
             on, key_of = _KEYS[(g.key, g.expr)]
             key, texts = _key_codes(fine, on, key_of, places, codes)
+            kids = None if ids is None else np.array(
+                [_SHARED if (kid := ids.get((g.key, t), _UNKNOWN)) is None else kid for t in texts], dtype=np.int64)
             for rows, whole in ((fine.kept, False), (fine.whole, True)):
                 for per_device in (False, True):
-                    yield from _grouping_rows(run_id, fine, g, key, texts, rows, whole, per_device)
+                    yield from _grouping_rows(run_id, fine, g, key, texts, rows, whole, per_device, kids)
+    if aside and len(fine.sec) >= ASIDE_ROWS:
+        from warehouse.aside import streamed
+        return streamed(batches)
     return batches()

@@ -272,14 +272,54 @@ def _build_in_sql(conn: Connection, run_id: int, freq_mhz: float, key_conn: Conn
 _ROW_COLUMNS = ["run_id", "section", "key_id", "device", "iterations", "ops", *_stored_columns()]
 
 
+class KnownKeys:
+    """The rollup keys of a run's ops, interned while ingest writes them (its process has time to spare while the
+    reader parses), so that the rollups at the run's end find their keys' ids ready: per (grouping, key text)
+    its ``rollup_key`` id (None: the digest is another key's, see :func:`_key_ids`). Keys that history's late
+    corrections bring are found at the end as before; past :data:`MAX_OPS` ops nothing more is kept (a run
+    that big has its rollups written by the SQL, which finds its keys itself)."""
+
+    MAX_OPS = rollupcalc.CAPTURE_MAX_OPS
+
+    def __init__(self) -> None:
+        self.ids: dict[tuple[str, str], int | None] = {}
+        self._met: set[tuple[str | None, str | None, str]] = set()
+        self._keys = rollupcalc.stored_keys()  # (None: a grouping numpy does not mirror: the SQL writes them)
+        self.ops = 0
+
+    def add(self, key_conn: Connection, combos: set[tuple[str | None, str | None, str]], ops: int) -> None:
+        """The (block, layer, op code) of ``ops`` more ops (history's attribution)."""
+        from warehouse.categories import category
+
+        self.ops += ops
+        if self._keys is None or self.ops > self.MAX_OPS:
+            self.ids, self._met = {}, set()
+            return
+        new = combos - self._met
+        if not new:
+            return
+        self._met |= new
+        cats = {name: category(name) for name in {name for _, _, name in new}}  # (a regex list each)
+        texts = {(g, key_of(block or "", layer or "", name, cats[name]))
+                 for block, layer, name in new for g, key_of in self._keys}
+        missing = {k for k in texts if k not in self.ids}
+        if missing:
+            _key_ids(key_conn, missing, self.ids)
+
+
 def build_rollups(conn: Connection, run_id: int, freq_mhz: float, key_conn: Connection | None = None,
-                  captured: rollupcalc.OpCapture | None = None) -> None:
+                  captured: rollupcalc.OpCapture | None = None, known: KnownKeys | None = None) -> None:
     """Write the rollups of one run (its ops and history attribution must be complete). Keys met for the first
     time are added to ``rollup_key`` on ``key_conn`` (ingest's interning connection: on PostgreSQL one that
     commits at once, so that concurrent ingests never wait on each other's keys), else on ``conn``.
-    ``captured``: the run's ops as ingest kept them, so that they need not be read back."""
+    ``captured``: the run's ops as ingest kept them, so that they need not be read back; ``known``: the keys
+    ingest interned already."""
     conn.execute(text("DELETE FROM rollup_row WHERE run_id = :run"), {"run": run_id})
-    batches = rollupcalc.run_rows(conn, run_id, float(freq_mhz), _BY_ID_SQL, captured)
+    # (big runs' batches are made on the other core while this process writes them, with the ids of the keys
+    # ingest interned already: rows ready to insert)
+    ids: dict[tuple[str, str], int | None] = known.ids if known is not None else {}
+    batches = rollupcalc.run_rows(conn, run_id, float(freq_mhz), _BY_ID_SQL, captured, aside=True,
+                                  ids=ids if known is not None else None)
     if batches is None:  # (not mirrored in numpy, or a big run)
         _build_in_sql(conn, run_id, freq_mhz, key_conn)
         return
@@ -287,11 +327,15 @@ def build_rollups(conn: Connection, run_id: int, freq_mhz: float, key_conn: Conn
     # 0.5 s of a 100,000-op run)
     mark = dialect.paramstyle_mark(conn)
     insert = f"INSERT INTO rollup_row ({', '.join(_ROW_COLUMNS)}) VALUES ({', '.join([mark] * len(_ROW_COLUMNS))})"
-    ids: dict[tuple[str, str], int | None] = {}
     grouping = None
     for batch in batches:
-        if batch[0][2] != grouping:  # (a grouping's keys are never another's: only one grouping's are kept)
-            grouping = batch[0][2]
+        ready, batch = batch if known is not None else ([], batch)
+        if ready:
+            conn.exec_driver_sql(insert, ready)
+        if not batch:
+            continue
+        if batch[0][2] != grouping and known is None:  # (a grouping's keys are never another's: only one
+            grouping = batch[0][2]                     # grouping's are kept)
             ids.clear()
         _key_ids(key_conn or conn, {(g, k) for _, _, g, k, *_ in batch if (g, k) not in ids}, ids)
         # (a key whose digest is another key's gets no rows: `check` sees them missing, never shared silently)

@@ -13,9 +13,9 @@ The first half yields, in order: the :class:`~warehouse.csvfile.FileScan`, the
 it in a forked process that sends them through a pipe, at most :data:`AHEAD` items ahead (see :class:`_Sender`),
 or in-process for small files, where a process costs more than it saves. Either way the items, and so the
 stored run, are the same; a failure is raised by the consumer where the reader met it, naming the file and
-row. With a worker, the consumer computes the file's hash itself while the worker scans the file without it
-and starts parsing (the hash is most of a scan's cost, and parsing waits for the scan); the worker's parse is
-then checked against that hash.
+row. With a worker, the file is hashed once, as it is parsed (the scan before the parse leaves the hash out: it
+is most of a scan's cost, and parsing waits for the scan); the consumer hashes it beforehand only when it asks
+(:meth:`RowSource.hash_now`: a stored run has the file's size), and the parse is then checked against that.
 """
 from __future__ import annotations
 
@@ -472,14 +472,17 @@ class RowSource:
         self.compress = compress
         self._proc: Any = None
         self._recv: Any = None
-        self._hashed_here = worker and scan is None  # then this process hashes while the worker starts reading
+        # the parse is checked against a hash taken here (see hash_now), else the parse's own hash is the file's
+        self._check_hash = bool(worker and scan is not None and scan.sha256)
         if worker:
             # fork: the worker starts at once with the modules already imported; it never touches the
-            # database (inherited SQLite descriptors stay unused, and fcntl locks are not inherited).
+            # database (inherited SQLite descriptors stay unused, and fcntl locks are not inherited). It scans
+            # without hashing (the hash is most of a scan's cost, and the parse waits for the scan): the bytes it
+            # parses are hashed as they are parsed (Finish.sha256).
             ctx = multiprocessing.get_context("fork")
             self._recv, send = ctx.Pipe(duplex=False)
             self._proc = ctx.Process(target=_work, daemon=True, name="warehouse-rowprep",
-                                     args=(self._recv, send, self.path, scan, not self._hashed_here, compress))
+                                     args=(self._recv, send, self.path, scan, False, compress))
             # The objects we have now stay out of collections until the worker is done: a collection would
             # write to every one of them and so copy, page by page, what the fork shares (about 8 MB).
             gc.freeze()
@@ -488,21 +491,33 @@ class RowSource:
             self._items: Iterator[Any] = self._from_worker()
         else:
             self._items = prepare(self.path, scan, compress=compress)
-        try:
-            if self._hashed_here:
-                # The hash is most of the scan's cost and the worker waits for its scan before it parses: it scans
-                # without hashing, and we hash at the same time, on the other core.
-                with open_regular(self.path) as f:
-                    sha = hash_file(f, self.path)
-                # the worker's scan, with our hash (the worker's parse is checked against it, see batches)
-                self.scan: FileScan = dataclasses.replace(self._next(), sha256=sha)
-            else:
-                self.scan = self._next()
-        except BaseException:
-            self.close()
-            raise
+        self._scan: FileScan | None = None
         self._layout: Layout | None = None
         self.finish: Finish | None = None
+
+    @property
+    def scan(self) -> FileScan:
+        """The file's scan (the worker's is waited for when first asked for). With a worker its ``sha256`` is
+        empty unless :meth:`hash_now` was called: the file's hash is then :attr:`Finish.sha256`, of the bytes
+        parsed."""
+        if self._scan is None:
+            try:
+                self._scan = self._next()
+            except BaseException:
+                self.close()
+                raise
+        return self._scan
+
+    def hash_now(self) -> str:
+        """The file's hash before its rows are read, taken here while the worker parses (ingest asks for it when
+        a stored run has the file's size, to find stored content without reading every row); the parse is then
+        checked against it."""
+        scan = self.scan
+        if not scan.sha256:
+            with open_regular(self.path) as f:
+                self._scan = scan = dataclasses.replace(scan, sha256=hash_file(f, self.path))
+            self._check_hash = True
+        return scan.sha256
 
     @property
     def worker(self) -> bool:
@@ -536,7 +551,7 @@ class RowSource:
         _ = self.layout
         for item in self._items:
             if isinstance(item, Finish):
-                if self._hashed_here and item.sha256 != self.scan.sha256:
+                if self._check_hash and item.sha256 != self.scan.sha256:
                     raise InputError(str(self.path), CHANGED)
                 self.finish = item
                 return
