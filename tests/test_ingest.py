@@ -228,3 +228,35 @@ def test_implausible_measurements_are_warned(wh, tmp_path):
     assert "run 1: row 2: 2 op(s) with negative op-to-op latencies" in out
     assert "run 1: row 3: 1 op(s) with kernel durations over a second" in out
     assert "run 1: row 2: 1 op(s) with kernel durations longer than the FW duration" in out
+
+
+def test_implausible_measurements_from_the_kept_columns_are_the_sqls(tmp_path, corpus_copy):
+    """Ingest finds implausible measurements in the op columns it kept for the rollups (no pass over the run's
+    ops): the same counts and first rows as the SQL's conditions, on every corpus capture and the odd file
+    above, run before history's corrections or after."""
+    from warehouse import ingest as ing
+    from warehouse.db import open_db
+
+    head = "OP CODE,OP TYPE,DEVICE ID,DEVICE KERNEL DURATION [ns],DEVICE FW DURATION [ns],OP TO OP LATENCY [ns]," \
+           "DEVICE FW START CYCLE,DEVICE FW END CYCLE"
+    odd = tmp_path / "ops_perf_results_odd.csv"
+    odd.write_text("\n".join([head, "A,tt_dnn_device,0,100,200,5,10,20", "B,tt_dnn_device,-1,300,200,-40,30,25",
+                               "C,tt_dnn_device,1,2000000000,3000000000,-1,,", "D,tt_dnn_device,,,,,,",
+                               "E,tt_dnn_device,0,50,50,0,60,60"]) + "\n")
+    eng = open_db(str(tmp_path / "w.db"))
+    seen: list[tuple[list, list]] = []
+    real = ing.implausible
+
+    def both(conn, run_id, captured=None):
+        got = real(conn, run_id, captured)
+        seen.append((got, real(conn, run_id, None)))
+        assert captured is not None and captured.columns() is not None
+        return got
+    ing.implausible = both
+    try:
+        stored = [not ing.ingest_file(eng, f).existing for f in [odd, *(corpus_copy(name) for name in cases())]]
+    finally:
+        ing.implausible = real
+    assert all(kept == sql for kept, sql in seen) and len(seen) == sum(stored) > 10
+    assert sum(len(kept) for kept, _ in seen) >= 5  # (the odd file's five kinds at least)
+    eng.dispose()

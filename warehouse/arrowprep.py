@@ -42,7 +42,9 @@ _FLOAT = r"^-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$"
 _INT = {INT32: r"^-?[0-9]{1,9}$", INT64: r"^-?[0-9]{1,18}$"}
 _TEXT_EDGE = r"^[^!-~]|[^!-~]$"  # a cell that may start or end with a blank: Python's strip() decides
 _CANONICAL = {kind: rf"^(?:0|-?[1-9][0-9]{{0,{digits - 1}}})$" for kind, digits in DIGITS.items()}
-_NEEDS_ESCAPE = r'[\\"\x00-\x1c\x1e]'  # (\x1f separates, \x1d marks the stored-once cells: counted instead)
+# (a quote needs escaping too, but the columnar path reads no file that has one; \x1d marks the stored-once cells:
+# counted instead)
+_NEEDS_ESCAPE = r'[\\\x00-\x1c\x1e\x1f]'
 
 
 class _Irregular(Exception):
@@ -186,13 +188,18 @@ class _Window:
             cols.append(col)
         if not cols:
             return ["[]"] * n
-        joined = pc.binary_join_element_wise(*cols, SEP) if len(cols) > 1 else cols[0]
-        if self.checked and ((pc.sum(pc.count_substring(joined, SEP)).as_py() or 0) != n * (len(cols) - 1)
-                             or (pc.sum(pc.count_substring(joined, _NULL)).as_py() or 0) != nulls
+        # The JSON's separators are the join's: a cell holds no quote and no comma (the columnar path reads files
+        # without quotes), so the trailing empty cells are the trailing run of quotes and commas.
+        first = pc.binary_join_element_wise('["', cols[0], "")
+        joined = pc.binary_join_element_wise(first, *cols[1:], '","') if len(cols) > 1 else first
+        if self.checked and ((pc.sum(pc.count_substring(joined, _NULL)).as_py() or 0) != nulls
                              or pc.any(pc.match_substring_regex(joined, _NEEDS_ESCAPE)).as_py()):
-            raise _Irregular  # a cell needs escaping in JSON, or holds a separator: encode_volatile's slow path
-        text = pc.replace_substring(pc.utf8_rtrim(joined, characters=SEP), SEP, '","')
-        text = pc.replace_substring(pc.binary_join_element_wise('["', text, '"]', ""), '[""]', "[]")
+            raise _Irregular  # a cell needs escaping in JSON, or holds the NULL mark: encode_volatile's slow path
+        trimmed = pc.utf8_rtrim(joined, characters='",')
+        text = pc.binary_join_element_wise(trimmed, '"]', "")
+        empty = pc.equal(trimmed, "[")  # (a row whose cells are all empty)
+        if pc.any(empty).as_py():
+            text = pc.if_else(empty, "[]", text)
         if nulls:
             text = pc.replace_substring(text, f'"{_NULL}"', "null")
         return text.to_pylist()

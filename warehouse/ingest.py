@@ -11,6 +11,7 @@ import uuid
 from functools import partial
 from array import array
 from dataclasses import dataclass, field
+from typing import Any
 from datetime import datetime, UTC
 from pathlib import Path
 from collections.abc import Callable, Iterator
@@ -28,7 +29,7 @@ from warehouse.devicelog import resolve_freq
 from warehouse.errors import WarehouseError
 from warehouse.files import shown
 from warehouse import history
-from warehouse.history import HistoryTracker, own
+from warehouse.history import HistoryTracker
 from warehouse.places import place_digest
 from warehouse.perfstore import ShapeCache, column_rows, perf_arch
 from warehouse.cellstore import compresses, pack_cells, static_ids_json
@@ -84,6 +85,7 @@ OP_COLUMNS = (["run_id", "row_no", "section_id", "pos", "place_id", "attribution
                "marker_row", "op_code_id"] + [c.name for c in TYPED]
               + ["hist_place_id", "hist_how", "iteration", "iter_pos", "perf_shape_id"])
 _BY_SIGNPOSTS = ATTRIBUTION["signpost"]  # (the report attributed an op by its own signposts)
+_HOW_SIGNPOST = HIST_HOW[history.SIGNPOST]  # (history too)
 SIGNPOST_COLUMNS = ["run_id", "row_no", "name", "message", "host_ts", "kind"]
 _PLACE, _HIST_PLACE = OP_COLUMNS.index("place_id"), OP_COLUMNS.index("hist_place_id")  # (in an op row's tuple)
 
@@ -213,7 +215,9 @@ class _FileIngest:
         self.compress = compresses(conn)
         self.intern = _Interner(conn)
         self.attr = Attribution()
-        self.ops: list[tuple] = []
+        self.ops: list[list] = []  # the batch's op rows (lists: _flush fills in the places interned last)
+        self.unplaced: list[tuple[int, int, tuple[str, str]]] = []  # (op, column, (block, layer)) to fill in
+        self._seg: tuple | None = None  # what the ops up to the next signpost share (see _segment)
         self.signposts: list[tuple] = []
         self.chunks: list[Chunk] = []
         self._op_sql = _insert_sql(conn, "op", OP_COLUMNS)
@@ -262,40 +266,65 @@ class _FileIngest:
                               .values(kind="section_start"))
         self.signposts.append((self.run_id, row_no, name, msg, host, ev.kind))
         self.n_signposts += 1
+        self._seg = None  # (the ops after it may be attributed otherwise)
+
+    def _segment(self) -> tuple:
+        """What every op up to the next signpost shares: its section (name, id), block and layer (as the file
+        says them, and as stored), its place id (-1: not interned yet), the report's attribution code, its
+        marker, and history's how for an op attributed by its own signposts."""
+        a = self.attr
+        sec = a.section
+        block, layer = a.block or None, a.layer or None
+        pair = (a.block, a.layer)
+        place = self.intern.places_cache.get(pair, -1) if (block or layer) else None
+        own_how = _HOW_SIGNPOST if (block or layer) else None
+        return (sec.name if sec is not None else None, sec.key if sec is not None else None, a.block, a.layer,
+                block, layer, place, pair, _BY_SIGNPOSTS if (block or layer) else None, a.marker_row, own_how)
 
     def _op(self, row: tuple) -> None:
+        """One op row: its attributions, occurrence and place, kept for :meth:`_flush` (the hot loop of the
+        writing process, one call per op: what ops between two signposts share is worked out once, see
+        :meth:`_segment`)."""
         row_no, name, tok, typed = row
         shape_id, fid = self.shape_of[tok]
-        a = self.attr
-        code_id = self.intern.op_code(name)
-        sec = a.section
+        code_id = self.intern.codes.get(name)
+        if code_id is None:
+            code_id = self.intern.op_code(name)
+        seg = self._seg
+        if seg is None:
+            seg = self._seg = self._segment()
+        sec_name, sec_id, raw_block, raw_layer, block, layer, place, pair, attribution, marker, own_how = seg
         p: int | None
-        sec_id: object
-        if sec is not None:
-            p = self.pos.get(sec.name, 0)
-            self.pos[sec.name] = p + 1
-            self.codes[sec.name].append(code_id)
-            sec_id = sec.key
+        if sec_name is not None:
+            p = self.pos.get(sec_name, 0)
+            self.pos[sec_name] = p + 1
+            self.codes[sec_name].append(code_id)
         else:
-            p = sec_id = None
-        block, layer = a.block or None, a.layer or None
-        key = (sec.name if sec is not None else None, block, layer, code_id)
+            p = None
+        key = (sec_name, block, layer, code_id)
         occ = self.seen.get(key, 0)
         self.seen[key] = occ + 1
-        if sec is not None:
-            self.feed.op(sec.name, p or 0, code_id, a.block, a.layer, typed, fid)
-        if sec is not None and sec.name == TRACE:
-            hist = self.history.trace_op(row_no, code_id, typed[REPLAY], block, layer, p or 0)
+        at = len(self.ops)
+        if place == -1:  # (a pair met for the first time in this batch: _flush gives it its id)
+            self.unplaced.append((at, _PLACE, pair))
+        if sec_name is None:
+            hist_pair, hist_place, how, iteration, iter_pos = pair, place, own_how, None, None
         else:
-            if sec is not None and sec.name == EAGER:
-                self.history.eager_op(code_id, block, layer)
-            hist = own(block, layer, p)
-        self.combos.add((hist.block, hist.layer, name))
-        # (the places are (block, layer) pairs here; _flush gives them their ids, all of a batch's at once)
-        self.ops.append((self.run_id, row_no, sec_id, p, (block, layer),
-                         _BY_SIGNPOSTS if (block or layer) else None, occ, a.marker_row, code_id, *typed,
-                         (hist.block, hist.layer), code(HIST_HOW, hist.how), hist.iteration, hist.iter_pos,
-                         shape_id))
+            self.feed.op(sec_name, p or 0, code_id, raw_block, raw_layer, typed, fid)
+            if sec_name == TRACE:
+                hist = self.history.trace_op(row_no, code_id, typed[REPLAY], block, layer, p or 0)
+                hist_pair = (hist.block or "", hist.layer or "")
+                hist_place = self.intern.places_cache.get(hist_pair, -1) if (hist.block or hist.layer) else None
+                how, iteration, iter_pos = code(HIST_HOW, hist.how), hist.iteration, hist.iter_pos
+            else:
+                if sec_name == EAGER:
+                    self.history.eager_op(code_id, block, layer)
+                hist_pair, hist_place, how, iteration, iter_pos = pair, place, own_how, 0, p
+        if hist_place == -1:
+            self.unplaced.append((at, _HIST_PLACE, hist_pair))
+        self.combos.add((*hist_pair, name))
+        self.ops.append([self.run_id, row_no, sec_id, p, place, attribution, occ, marker, code_id, *typed,
+                         hist_place, how, iteration, iter_pos, shape_id])
         self.n_ops += 1
 
     def _flush(self) -> None:
@@ -303,9 +332,14 @@ class _FileIngest:
             self.conn.exec_driver_sql(self._sp_sql, self.signposts)
             self.signposts = []
         if self.ops:
-            ops, a, b = self.ops, _PLACE, _HIST_PLACE
-            place = self.intern.places({o[a] for o in ops} | {o[b] for o in ops})
-            rows = [(*o[:a], place[o[a]], *o[a + 1:b], place[o[b]], *o[b + 1:]) for o in ops]
+            ops = self.ops
+            if self.unplaced:  # (the batch's new (block, layer) pairs, interned at once)
+                place = self.intern.places({pair for _, _, pair in self.unplaced})
+                for at, col, pair in self.unplaced:
+                    ops[at][col] = place[pair]
+                self.unplaced = []
+                self._seg = None  # (its place may have been one of them)
+            rows = list(map(tuple, ops))  # (SQLAlchemy's executemany takes tuples)
             self.conn.exec_driver_sql(self._op_sql, rows)
             if self.capture is not None:
                 self.capture.add(rows)
@@ -577,7 +611,7 @@ def _finish_warnings(conn: Connection, job: _FileIngest, run_id: int, path: Path
         job.warnings.append((None, None, "export will give the same cells but not the same bytes (quoting, "
                                          "line ends that differ from the first line's, a CR alone, or rows "
                                          "padded or skipped)"))
-    job.warnings += implausible(conn, run_id)
+    job.warnings += implausible(conn, run_id, job.capture)
     if (bad_time := captured_at_problem(shown(path.name))) and "captured_at" not in meta:
         job.warnings.append((None, None, bad_time))
     if warnings is not None:
@@ -591,26 +625,41 @@ def _finish_warnings(conn: Connection, job: _FileIngest, run_id: int, path: Path
                                                "message": m} for r, c, m in job.warnings])
 
 
-# Measurements that cannot be right, or that a sum would hide: (SQL condition, column, what it means).
-_IMPLAUSIBLE = [
-    ("op2op_ns < 0", "OP TO OP LATENCY [ns]", "negative op-to-op latencies (cycles from different sessions?)"),
-    ("kernel_ns > 1e9", "DEVICE KERNEL DURATION [ns]", "kernel durations over a second"),
-    ("kernel_ns > fw_ns AND fw_ns > 0", "DEVICE KERNEL DURATION [ns]", "kernel durations longer than the FW duration"),
-    ("fw_end_cycle < fw_start_cycle AND fw_end_cycle > 0", "DEVICE FW END CYCLE", "FW end cycles before the start"),
-    ("device_id < 0", "DEVICE ID", "a negative device id (counted in the all-devices figures, not as a device)"),
+# Measurements that cannot be right, or that a sum would hide: (SQL condition, column, what it means), and the
+# same condition over the columns ingest kept (NaN for NULL: every comparison with it is false, as in SQL).
+_IMPLAUSIBLE: list[tuple[str, str, str, Callable[[dict], Any]]] = [
+    ("op2op_ns < 0", "OP TO OP LATENCY [ns]", "negative op-to-op latencies (cycles from different sessions?)",
+     lambda c: c["op2op_ns"] < 0),
+    ("kernel_ns > 1e9", "DEVICE KERNEL DURATION [ns]", "kernel durations over a second",
+     lambda c: c["kernel_ns"] > 1e9),
+    ("kernel_ns > fw_ns AND fw_ns > 0", "DEVICE KERNEL DURATION [ns]", "kernel durations longer than the FW duration",
+     lambda c: (c["kernel_ns"] > c["fw_ns"]) & (c["fw_ns"] > 0)),
+    ("fw_end_cycle < fw_start_cycle AND fw_end_cycle > 0", "DEVICE FW END CYCLE", "FW end cycles before the start",
+     lambda c: (c["fw_end_cycle"] < c["fw_start_cycle"]) & (c["fw_end_cycle"] > 0)),
+    ("device_id < 0", "DEVICE ID", "a negative device id (counted in the all-devices figures, not as a device)",
+     lambda c: c["device_id"] < 0),
 ]
 
 
-def implausible(conn: Connection, run_id: int) -> list[tuple[int | None, str | None, str]]:
+def implausible(conn: Connection, run_id: int, captured: OpCapture | None = None
+                ) -> list[tuple[int | None, str | None, str]]:
     """Run warnings for implausible measurements (counted, with the first row): they are stored and summed as
-    the file says, but never silently."""
-    # one pass over the run's ops for all the conditions
-    cols = ", ".join(f"SUM(CASE WHEN {cond} THEN 1 ELSE 0 END), MIN(CASE WHEN {cond} THEN row_no END)"
-                     for cond, _, _ in _IMPLAUSIBLE)
-    found = conn.execute(text(f"SELECT {cols} FROM op WHERE run_id = :r"), {"r": run_id}).one()
+    the file says, but never silently. From the columns ingest kept (``captured``), else one pass of SQL."""
+    cols = captured.columns() if captured is not None else None
+    found: list[tuple[int, int | None]] = []
+    if cols is not None:
+        import numpy as np
+
+        for _, _, _, hit in _IMPLAUSIBLE:
+            rows = cols["row_no"][hit(cols)]
+            found.append((len(rows), int(np.min(rows)) if len(rows) else None))
+    else:  # one pass over the run's ops for all the conditions
+        sums = ", ".join(f"SUM(CASE WHEN {cond} THEN 1 ELSE 0 END), MIN(CASE WHEN {cond} THEN row_no END)"
+                         for cond, _, _, _ in _IMPLAUSIBLE)
+        got = conn.execute(text(f"SELECT {sums} FROM op WHERE run_id = :r"), {"r": run_id}).one()
+        found = [(got[2 * k] or 0, got[2 * k + 1]) for k in range(len(_IMPLAUSIBLE))]
     out: list[tuple[int | None, str | None, str]] = []
-    for k, (_, column, what) in enumerate(_IMPLAUSIBLE):
-        n, first = found[2 * k], found[2 * k + 1]
+    for (n, first), (_, column, what, _) in zip(found, _IMPLAUSIBLE):
         if n:
             out.append((first, column, f"{n} op(s) with {what}; stored and summed as the file says "
                                        f"(first at row {first})"))

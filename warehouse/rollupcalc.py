@@ -178,9 +178,19 @@ class OpCapture:
         """History's correction of one op's attribution (``history.apply`` writes the same)."""
         self._fixes[row_no] = (place_id, iteration, iter_pos)
 
+    def columns(self) -> dict[str, np.ndarray] | None:
+        """The kept columns by name (NaN for NULL), before history's corrections; None when nothing was kept
+        (past CAPTURE_MAX_OPS)."""
+        if self.full:
+            return None
+        if len(self._parts) != 1:
+            self._parts = [np.concatenate(self._parts) if self._parts else np.zeros((0, len(_CAPTURED)))]
+        return dict(zip(_CAPTURED, self._parts[0].T))
+
     def by_id(self, conn: Connection, run_id: int) -> tuple[list[np.ndarray], list[str]]:
         """The by-id rows' columns (as :class:`_Fine` keeps them) and the section names they index."""
-        kept = np.concatenate(self._parts) if self._parts else np.zeros((0, len(_CAPTURED)))
+        cols = self.columns()
+        kept = self._parts[0] if cols is not None else np.zeros((0, len(_CAPTURED)))
         self._parts = []
         row, sec_id, device, place, code, kern, fw, gap, it, ipos, first, last = kept.T
         if self._fixes:
