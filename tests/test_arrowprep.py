@@ -78,6 +78,32 @@ def test_escaped_cell_hands_over_to_line_path(tmp_path, monkeypatch):
     assert _same(path, monkeypatch) == 8_000
 
 
+# Cells that the compiled casts read otherwise than Python's float() and int(), or refuse where Python reads them
+_ODD_NUMBERS = {
+    "GLOBAL CALL COUNT": ["0x10", "0X1f", "+5", "1_000", "\u0665", "5.0", "9223372036854775808", " 7", "-0", "1e3"],
+    "CORE COUNT": ["2147483648", "-2147483649", "2147483647", "+64", "0x40"],
+    "DEVICE KERNEL DURATION [ns]": ["nan", "inf", "1e400", "+1.5", "1_0.5", " 3", "1.5e-400", "-0.0", "Infinity", ".5",
+                                    "5.", "0x10"],
+}
+
+
+@pytest.mark.parametrize("column,odd", [(c, v) for c, vs in sorted(_ODD_NUMBERS.items()) for v in vs])
+def test_odd_numbers_are_read_as_python_reads_them(tmp_path, monkeypatch, column, odd):
+    """A number in a form that the compiled cast reads otherwise than Python (hexadecimal, not finite, beyond 32
+    or 64 bits) or refuses (a sign, blanks, underscores, non-ASCII digits) is typed as the line path types it,
+    and counted alike when it is not a number; the columnar path reads the file whole all the same. (One odd
+    cell a file: its column's other cells are all plain, so the cast alone decides.)"""
+    path, lines = _long(tmp_path, rowprep.BATCH + 77)
+    header = lines[0].decode().split(",")
+    col, kind = header.index(column), header.index("OP TYPE")
+    at = next(k for k in range(1_000, len(lines)) if lines[k].decode().split(",")[kind] != "signpost")
+    cells = lines[at].decode().split(",")
+    cells[col] = odd
+    lines[at] = ",".join(cells).encode()
+    path.write_bytes(b"\r\n".join(lines) + b"\r\n")
+    assert _same(path, monkeypatch) is None
+
+
 @pytest.mark.parametrize("body,mixed,blank", [
     (b"h\r\na\r\nb\r\n", False, False), (b"h\na\nb", False, False), (b"h\r\na\nb\r\n", True, False),
     (b"h\na\r\nb\n", True, False), (b"h\r\na\r\n\r\nb\r\n", False, True), (b"h\na\n\nb\n", False, True),

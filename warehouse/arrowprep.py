@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from warehouse.packing import cut_chunks
-from warehouse.columns import DIGITS, FLOAT, INT32, INT64, TEXT
+from warehouse.columns import DIGITS, FLOAT, INT32, TEXT
 from warehouse.csvfile import NULL
 from warehouse.rowprep import BATCH, MAX_TOKENS, TYPED, Batch, Chunk, parse_int
 
@@ -38,8 +38,7 @@ BLOCK = 2 << 20  # bytes read and parsed at a time (a line longer than about two
 SEP = "\x1f"  # joins a row's static cells into its key and its export cells before the JSON (never in tt-metal's)
 _NULL = str(NULL)
 # A cell these patterns accept is read by the cast exactly as the line path reads it (float(), int(), strip()).
-_FLOAT = r"^-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$"
-_INT = {INT32: r"^-?[0-9]{1,9}$", INT64: r"^-?[0-9]{1,18}$"}
+_INT32 = 2 ** 31
 _TEXT_EDGE = r"^[^!-~]|[^!-~]$"  # a cell that may start or end with a blank: Python's strip() decides
 _CANONICAL = {kind: rf"^(?:0|-?[1-9][0-9]{{0,{digits - 1}}})$" for kind, digits in DIGITS.items()}
 # (a quote needs escaping too, but the columnar path reads no file that has one; \x1d marks the stored-once cells:
@@ -219,19 +218,29 @@ class _Window:
 
     @staticmethod
     def _cast(kind: str, col: pa.Array) -> list | None:
-        """``col`` typed by the compiled cast, or None when some cell is not in the form it reads as Python does."""
+        """``col`` typed by the compiled cast, or None when some cell is not in the form it reads as Python does.
+        The cast refuses what Python's float() and int() would read otherwise (blanks, ``_``, non-ASCII digits,
+        an int64 overflow): only what it accepts and Python does not is looked for (hexadecimal integers, numbers
+        that are not finite, 32-bit overflows), a search a column rather than a regular expression a cell."""
         if kind == TEXT:
             if pc.any(pc.match_substring_regex(col, _TEXT_EDGE)).as_py():
                 return None
             return [v or None for v in col.to_pylist()]
+        if kind != FLOAT and (pc.any(pc.match_substring(col, "x")).as_py() or pc.any(pc.match_substring(col, "X"))
+                              .as_py()):
+            return None  # (the cast reads 0x10 as 16; Python's int() refuses it)
         empty = pc.equal(col, "")
-        if pc.all(pc.or_(empty, pc.match_substring_regex(col, _FLOAT if kind == FLOAT else _INT[kind]))).as_py() \
-                is False:
+        try:
+            vals = pc.cast(pc.if_else(empty, pa.scalar(None, pa.string()), col),
+                           pa.float64() if kind == FLOAT else pa.int64())
+        except pa.ArrowInvalid:
             return None
-        vals = pc.cast(pc.if_else(empty, pa.scalar(None, pa.string()), col),
-                       pa.float64() if kind == FLOAT else pa.int64())
         if kind == FLOAT and pc.all(pc.is_finite(vals)).as_py() is False:
-            return None  # an overflow to infinity: the line path counts it as not a number
+            return None  # NaN, or an infinity (an overflow too): the line path counts it as not a number
+        if kind == INT32 and len(vals) - vals.null_count:
+            low, high = pc.min_max(vals).values()
+            if low.as_py() < -_INT32 or high.as_py() >= _INT32:
+                return None  # (beyond 32 bits: the line path counts it as not a number)
         return vals.to_pylist()
 
     def _signposts(self, a: list[pa.Array], idx: pa.Array) -> list[tuple]:
