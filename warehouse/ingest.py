@@ -388,6 +388,7 @@ class _FileIngest:
     def run(self, progress: Callable[[int], None] | None) -> bool:
         """Stream every row into the database; returns whether the trace inherits the eager attribution (the
         oracle's rule: both op-code sequences are equal), which :meth:`attribute` then writes."""
+        self.source.idle = self.feed.drain_one  # (the report's scans grow while the reader is ahead of us)
         for b in self.source.batches():
             self._batch(b)
             if progress:
@@ -579,12 +580,14 @@ def _ingest_once(engine: Engine, req: _Request, source: RowSource, scan: FileSca
             finally:
                 job.intern.close()
             job.release()
-            _finish_warnings(conn, job, run_id, path, meta, warnings)
-            history.summarize(conn, run_id)
+
+            def meanwhile() -> None:  # (while the rollup rows are made on the other core)
+                _finish_warnings(conn, job, run_id, path, meta, warnings)
+                history.summarize(conn, run_id)
             with dialect.small_sorts(conn):
                 try:  # (new rollup keys are interned as the file's other values are)
                     build_rollups(conn, run_id, meta.get("freq_mhz", freq), key_conn=job.intern.connection(),
-                                  captured=job.capture, known=job.keys)
+                                  captured=job.capture, known=job.keys, meanwhile=meanwhile)
                 finally:
                     job.intern.close()
                     job.capture = None

@@ -240,6 +240,7 @@ class ReportFeed:
         self.texts: dict[str, str] = {}  # the keys' texts, shared
         self.pending: list[tuple] = []  # the current batch's ops
         self.held: list[tuple] = []  # the earlier batches', each as a tuple of columns (see flush)
+        self.drained = 0  # (how many of them are in the scans already: see drain_one)
 
     def op(self, section: str, pos: int, code: int, block: str, layer: str, typed: Sequence[Any],
            fidelity: str) -> None:
@@ -322,7 +323,7 @@ class ReportFeed:
     def ready(self) -> None:
         """Read what :meth:`scans` needs from the database (the op codes fed, and the group keys when a table has
         no Python mirror), so that it needs none: a forked process may then compute the scans."""
-        self._learn_codes(sorted({c for batch in self.held for c in set(batch[2])} - self.codes.keys()))
+        self._learn_codes(sorted({c for batch in self.held if batch for c in set(batch[2])} - self.codes.keys()))
         if not all(tb.expr in KEY_TEXTS for tb in REPORT_TABLES):
             self._drain()
 
@@ -330,25 +331,42 @@ class ReportFeed:
         """Whether :meth:`scans` will give scans (not None) for the file's rule."""
         return self.fed <= self.MAX_OPS and (not same or self.inherited is not None)
 
+    def drain_one(self) -> bool:
+        """Add the oldest batch held to the scans now (ingest calls it while it waits for the reader's next rows:
+        time that would otherwise be lost, and that the end of the ingest then saves); False when none is held
+        (or the scans need what the end of the file decides)."""
+        if self.drained >= len(self.held) or self.fed > self.MAX_OPS or not all(
+                tb.expr in KEY_TEXTS for tb in REPORT_TABLES):
+            return False
+        self._drain_batch(self.held[self.drained])
+        self.held[self.drained] = ()  # (its ops are in the scans: its memory goes)
+        self.drained += 1
+        return True
+
     def _drain(self) -> None:
         """Add the ops held to the scans, a batch at a time and in file order."""
-        for batch in self.held:
-            ops = list(zip(*batch))
-            self._learn_keys({(c, b, lay) for _, _, c, b, lay, *_ in ops}
-                             | {(c, *alt) for _, _, c, _, _, alt, *_ in ops if alt is not None})
-            by_section: dict[str, list] = {sec: [] for sec in SECTIONS}
-            for op in ops:
-                by_section[op[0]].append(op)
-            for sec, sec_ops in by_section.items():
-                if sec_ops:
-                    self._add(sec, sec_ops)
-        self.held = []
+        for batch in self.held[self.drained:]:
+            self._drain_batch(batch)
+        self.held, self.drained = [], 0
 
-    def _add(self, sec: str, ops: list[tuple]) -> None:
+    def _drain_batch(self, batch: tuple) -> None:
+        """Add one batch held (a tuple of columns) to the scans."""
+        secs, _, code, block, layer, alt = batch[:6]
+        self._learn_keys(set(zip(code, block, layer)) | {(c, *a) for c, a in zip(code, alt) if a is not None})
+        if secs.count(secs[0]) == len(secs):  # (a batch of one section: its columns as they are)
+            self._add(secs[0], batch)
+            return
+        ops = list(zip(*batch))  # (a batch across a section's end)
+        for sec in SECTIONS:
+            part = [op for op in ops if op[0] == sec]
+            if part:
+                self._add(sec, tuple(zip(*part)))
+
+    def _add(self, sec: str, cols: tuple) -> None:
         """One section's ops of a batch, as columns, to its scan (and the trace's to the inherited scan too)."""
         import numpy as np
 
-        _, pos, code, block, layer, alt, k, f, g, st, en, cores, fid = zip(*ops)
+        _, pos, code, block, layer, alt, k, f, g, st, en, cores, fid = cols
         # the values op_detail gives: microseconds, an op-to-op gap of 0 at a section's first op
         kern = np.array(k, dtype=np.float64) / 1000.0
         fw = np.array(f, dtype=np.float64) / 1000.0

@@ -191,8 +191,8 @@ class OpCapture:
         """The by-id rows' columns (as :class:`_Fine` keeps them) and the section names they index."""
         cols = self.columns()
         kept = self._parts[0] if cols is not None else np.zeros((0, len(_CAPTURED)))
-        self._parts = []
         row, sec_id, device, place, code, kern, fw, gap, it, ipos, first, last = kept.T
+        place, it, ipos = place.copy(), it.copy(), ipos.copy()  # (the kept columns stay as written: see columns)
         if self._fixes:
             at = {r: k for k, r in enumerate(row.astype(np.int64).tolist())}
             for r, (p, i, ip) in self._fixes.items():
