@@ -230,15 +230,14 @@ def _sectioned_odd(path):
     return path
 
 
-@pytest.mark.parametrize("order", ["eager_first", "trace_first", "differ", "capped", "sql_keys", "while_waiting"])
+@pytest.mark.parametrize("order", ["eager_first", "trace_first", "differ", "capped", "sql_keys", "small_batches"])
 def test_report_parts_fed_at_ingest_equal_parts_read_back(db_url, tmp_path, corpus_copy, monkeypatch, order):
     """Ingest computes the report parts from the ops as it writes them (report.ReportFeed), reading none back:
     they equal the parts computed from the database, on both back ends, for the corpus and odd values (the
     feed is used, not the database, except where the trace comes first and the database must be read). The
     feed's group keys come from measures.KEY_TEXTS, the Python mirrors of the registry's SQL (held equal here to
-    the database's keys), or, for an expression without one ("sql_keys"), from the database. "while_waiting":
-    the files read by a worker process that is slower than the writer, which adds its batches to the scans while
-    it waits (ReportFeed.drain_one), not at the end."""
+    the database's keys), or, for an expression without one ("sql_keys"), from the database; "small_batches":
+    read in batches of 16 rows, by a worker process (batches across a section's end)."""
     import json
     from warehouse import report
     from warehouse.db import open_db
@@ -253,27 +252,12 @@ def test_report_parts_fed_at_ingest_equal_parts_read_back(db_url, tmp_path, corp
         lines[-2] = lines[-2].replace("Matmul", "Softmax")
     f.write_text("\n".join(lines) + "\n")
     files = [f] + ([corpus_copy(c) for c in ("dlv3_same", "oft_mismatch", "clip_replays3")]
-                   if order in ("eager_first", "sql_keys", "while_waiting") else [])
+                   if order in ("eager_first", "sql_keys", "small_batches") else [])
     if order == "sql_keys":
         monkeypatch.setattr(report, "KEY_TEXTS", {})
-    drained = []
-    if order == "while_waiting":
-        import time
+    if order == "small_batches":
         from warehouse import rowprep
-        real_prepare, real_drain = rowprep.prepare, report.ReportFeed.drain_one
-
-        def slow(*a, **k):  # (in the worker: a reader that falls behind the writer)
-            for item in real_prepare(*a, **k):
-                time.sleep(0.002)
-                yield item
-
-        def drain_one(self):
-            done = real_drain(self)
-            drained.append(done)
-            return done
         monkeypatch.setattr(rowprep, "BATCH", 16)
-        monkeypatch.setattr(rowprep, "prepare", slow)
-        monkeypatch.setattr(report.ReportFeed, "drain_one", drain_one)
     read_back = []
     real_scan = report._scan
 
@@ -294,8 +278,7 @@ def test_report_parts_fed_at_ingest_equal_parts_read_back(db_url, tmp_path, corp
             return got
     monkeypatch.setattr(ingest, "Aside", Recorded)
     eng = open_db(db_url)
-    ids = [ingest_file(eng, x, worker=True if order == "while_waiting" else None).run_id for x in files]
-    assert any(drained) == (order == "while_waiting")
+    ids = [ingest_file(eng, x, worker=True if order == "small_batches" else None).run_id for x in files]
     assert read_back == (["eager", "trace"] if order in ("trace_first", "capped") else [])
     assert forked == ([] if read_back else [True] * len(files))
     with eng.connect() as c:

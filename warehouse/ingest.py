@@ -34,6 +34,7 @@ from warehouse.places import place_digest
 from warehouse.perfstore import ShapeCache, column_rows, perf_arch
 from warehouse.cellstore import compresses, pack_cells, static_ids_json
 from warehouse.rowprep import REPLAY, ROW_TYPED, TYPED, Batch, Chunk, RowSource, claim
+from warehouse.columns import AT
 from warehouse.aside import Aside
 from warehouse.report import ReportFeed, feed_parts, store_parts
 from warehouse.rollups import KnownKeys, build_rollups
@@ -86,6 +87,7 @@ OP_COLUMNS = (["run_id", "row_no", "section_id", "pos", "place_id", "attribution
               + ["hist_place_id", "hist_how", "iteration", "iter_pos", "perf_shape_id"])
 _BY_SIGNPOSTS = ATTRIBUTION["signpost"]  # (the report attributed an op by its own signposts)
 _HOW_SIGNPOST = HIST_HOW[history.SIGNPOST]  # (history too)
+_TRACE_ID = AT.trace_id
 SIGNPOST_COLUMNS = ["run_id", "row_no", "name", "message", "host_ts", "kind"]
 _PLACE, _HIST_PLACE = OP_COLUMNS.index("place_id"), OP_COLUMNS.index("hist_place_id")  # (in an op row's tuple)
 
@@ -239,6 +241,7 @@ class _FileIngest:
         self.capture: OpCapture | None = OpCapture(OP_COLUMNS)  # (the rollups' input, dropped once they are built)
         self.keys = KnownKeys()  # (the rollups' keys, interned as the ops are written)
         self.combos: set[tuple[str | None, str | None, str]] = set()  # (the batch's history (block, layer, op code))
+        self.trace_ids: set[tuple[str, str]] = set()  # the trace section's (trace id, replay session) pairs
 
     def _store_section(self, span: SectionSpan) -> int:
         self.n_sections += 1
@@ -312,6 +315,7 @@ class _FileIngest:
         else:
             self.feed.op(sec_name, p or 0, code_id, raw_block, raw_layer, typed, fid)
             if sec_name == TRACE:
+                self.trace_ids.add((typed[_TRACE_ID] or "", typed[REPLAY] or ""))
                 hist = self.history.trace_op(row_no, code_id, typed[REPLAY], block, layer, p or 0)
                 hist_pair = (hist.block or "", hist.layer or "")
                 hist_place = self.intern.places_cache.get(hist_pair, -1) if (hist.block or hist.layer) else None
@@ -388,7 +392,6 @@ class _FileIngest:
     def run(self, progress: Callable[[int], None] | None) -> bool:
         """Stream every row into the database; returns whether the trace inherits the eager attribution (the
         oracle's rule: both op-code sequences are equal), which :meth:`attribute` then writes."""
-        self.source.idle = self.feed.drain_one  # (the report's scans grow while the reader is ahead of us)
         for b in self.source.batches():
             self._batch(b)
             if progress:
@@ -594,7 +597,8 @@ def _ingest_once(engine: Engine, req: _Request, source: RowSource, scan: FileSca
             got = parts.result() if parts else None  # (None: the child failed, or no fork here)
             if got is None and aside:
                 got = feed_parts(feed, same)
-            store_parts(conn, run_id, *(got or (None, None)))
+            scans, pure = got or (None, None)
+            store_parts(conn, run_id, scans, pure, trace_ids=job.trace_ids)
         seconds = time.perf_counter() - t0
         final = dict(row_count=job.rows_read, op_count=job.n_ops, signpost_count=job.n_signposts,
                      final_newline=scan.final_newline, export_exact=job.exact,

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import zlib
+from collections.abc import Callable
 from typing import Any
 
+_deflate: Callable[[bytes, int], bytes | bytearray] | None
 try:  # libdeflate: the same zlib streams, smaller and sooner (any zlib reads them: sqlar_uncompress, the shell's)
     from deflate import zlib_compress as _deflate
 except ImportError:  # pragma: no cover - a core dependency; zlib makes the same format, a little larger
@@ -21,7 +23,7 @@ LEVEL = 4
 
 def deflate_bytes(raw: bytes, level: int) -> bytes:
     """A zlib stream of ``raw`` (libdeflate's when it is installed, else zlib's)."""
-    return _deflate(raw, level) if _deflate is not None else zlib.compress(raw, level)
+    return bytes(_deflate(raw, level)) if _deflate is not None else zlib.compress(raw, level)
 
 
 def sqlar_uncompress(data: bytes | None, size: int | None) -> bytes | None:

@@ -240,7 +240,6 @@ class ReportFeed:
         self.texts: dict[str, str] = {}  # the keys' texts, shared
         self.pending: list[tuple] = []  # the current batch's ops
         self.held: list[tuple] = []  # the earlier batches', each as a tuple of columns (see flush)
-        self.drained = 0  # (how many of them are in the scans already: see drain_one)
 
     def op(self, section: str, pos: int, code: int, block: str, layer: str, typed: Sequence[Any],
            fidelity: str) -> None:
@@ -323,7 +322,7 @@ class ReportFeed:
     def ready(self) -> None:
         """Read what :meth:`scans` needs from the database (the op codes fed, and the group keys when a table has
         no Python mirror), so that it needs none: a forked process may then compute the scans."""
-        self._learn_codes(sorted({c for batch in self.held if batch for c in set(batch[2])} - self.codes.keys()))
+        self._learn_codes(sorted({c for batch in self.held for c in set(batch[2])} - self.codes.keys()))
         if not all(tb.expr in KEY_TEXTS for tb in REPORT_TABLES):
             self._drain()
 
@@ -331,23 +330,11 @@ class ReportFeed:
         """Whether :meth:`scans` will give scans (not None) for the file's rule."""
         return self.fed <= self.MAX_OPS and (not same or self.inherited is not None)
 
-    def drain_one(self) -> bool:
-        """Add the oldest batch held to the scans now (ingest calls it while it waits for the reader's next rows:
-        time that would otherwise be lost, and that the end of the ingest then saves); False when none is held
-        (or the scans need what the end of the file decides)."""
-        if self.drained >= len(self.held) or self.fed > self.MAX_OPS or not all(
-                tb.expr in KEY_TEXTS for tb in REPORT_TABLES):
-            return False
-        self._drain_batch(self.held[self.drained])
-        self.held[self.drained] = ()  # (its ops are in the scans: its memory goes)
-        self.drained += 1
-        return True
-
     def _drain(self) -> None:
         """Add the ops held to the scans, a batch at a time and in file order."""
-        for batch in self.held[self.drained:]:
+        for batch in self.held:
             self._drain_batch(batch)
-        self.held, self.drained = [], 0
+        self.held = []
 
     def _drain_batch(self, batch: tuple) -> None:
         """Add one batch held (a tuple of columns) to the scans."""
@@ -466,7 +453,19 @@ def _tally_median(tally: dict[float, int]) -> float:
 
 # The half of a section's part that needs no database (see :func:`pure_parts`): its top op and gap positions,
 # group tables and layer cost split.
-_Pure = tuple[list[int], list[int], dict[str, Any], dict[str, Any]]
+# (and the section's sums, the number of its positive gaps after the first op and, when few enough to be sorted
+# here, their median: see _gap_median)
+_Pure = tuple[list[int], list[int], dict[str, Any], dict[str, Any], tuple[float, float, float, int, float | None]]
+
+
+def _sums(x: _SectionScan) -> tuple[float, float, float, int, float | None]:
+    """The section's kernel, FW and op-to-op sums (Python's ``sum`` over them, the oracle's), the number of its
+    positive gaps after the first op, and their median when they are few enough to be sorted here (else None)."""
+    n_nz = sum(1 for g in islice(x.gaps, 1, None) if g > 0)
+    median = None
+    if 0 < n_nz <= SORT_IN_MEMORY:  # (a million-op section's are sorted by the database, not held here)
+        median = statistics.median(sorted(g for g in islice(x.gaps, 1, None) if g > 0))
+    return sum(x.kern), sum(x.fw), sum(x.gaps), n_nz, median
 
 
 def _pure(x: _SectionScan, raw: bool) -> _Pure:
@@ -474,7 +473,8 @@ def _pure(x: _SectionScan, raw: bool) -> _Pure:
     # heapq.nsmallest is sorted(...)[:TOP], ties included, without sorting every op
     order = heapq.nsmallest(TOP, range(n), key=lambda i: -kern[i])
     gap_order = heapq.nsmallest(TOP, range(1, n), key=lambda i: -gaps[i])
-    return order, gap_order, x.group_tables(sum(kern) or 1.0, raw), x.precision_split(raw)
+    sums = _sums(x)
+    return order, gap_order, x.group_tables(sums[0] or 1.0, raw), x.precision_split(raw), sums
 
 
 def feed_parts(feed: ReportFeed, same: bool) -> tuple[dict[str, _SectionScan], dict[str, _Pure]] | None:
@@ -503,7 +503,7 @@ def _section(conn: Connection, run_id: int, section: str, codes: dict[int, tuple
     x = scan or _scan(conn, run_id, section, {i: c[2] for i, c in codes.items()})
     kern, gaps, n = x.kern, x.gaps, len(x.kern)
     span = (x.end - x.start) / freq if x.start is not None and x.end is not None else None
-    order, gap_order, tables, split = pure or _pure(x, raw)
+    order, gap_order, tables, split, (kern_sum, fw_sum, gap_sum, n_nz, median) = pure or _pure(x, raw)
     at = _ops_at(conn, run_id, section, set(order) | set(gap_order) | {i - 1 for i in gap_order})
     top_ops = [{"index": i, "op": codes[at[i][1]][0], "block": at[i][2], "layer": at[i][3],
                 "kernel_us": round(kern[i], 1), "fw_us": round(at[i][4], 1), "cores": int(at[i][5]),
@@ -511,10 +511,10 @@ def _section(conn: Connection, run_id: int, section: str, codes: dict[int, tuple
                for i in order]
     top_gaps = [{"index": i, "op": codes[at[i][1]][0], "after": codes[at[i - 1][1]][0],
                  "gap_us": round(gaps[i], 1), "block": at[i][2], "layer": at[i][3]} for i in gap_order]
-    n_nz = sum(1 for g in islice(gaps, 1, None) if g > 0)
-    out: dict[str, Any] = {"ops": n, "kernel_sum_us": round(sum(kern), 1), "fw_sum_us": round(sum(x.fw), 1),
-           "op2op_sum_us": round(sum(gaps), 1),
-           "op2op_median_us": round(_gap_median(conn, run_id, section, gaps, n_nz), 2) if n_nz else None,
+    if n_nz and median is None:
+        median = _gap_median(conn, run_id, section, gaps, n_nz)
+    out: dict[str, Any] = {"ops": n, "kernel_sum_us": round(kern_sum, 1), "fw_sum_us": round(fw_sum, 1),
+           "op2op_sum_us": round(gap_sum, 1), "op2op_median_us": round(median, 2) if median is not None else None,
            "span_us": round(span, 1) if span else None, "freq_mhz": freq,
            "cores_median": _tally_median(x.cores) if n else None,
            "ops_below_120_cores": sum(k for c, k in x.cores.items() if 0 < c < FEW_CORES), "fidelity": dict(x.fid)}
@@ -532,17 +532,19 @@ def compute_parts(conn: Connection, run_id: int, freq: float,
 
 
 def parts_json(conn: Connection, run_id: int, freq: float, scans: dict[str, _SectionScan] | None = None,
-               pure: dict[str, _Pure] | None = None) -> str:
+               pure: dict[str, _Pure] | None = None, trace_ids: set[tuple[str, str]] | None = None) -> str:
     """``json.dumps(compute_parts(...), ensure_ascii=False)``, each section dumped as soon as it is computed and
     its big tables a row at a time (the memory of a million-op ingest's end); ``pure``: :func:`pure_parts` of
     the ``scans``, computed already."""
-    return _dumps(_parts(conn, run_id, freq, scans, raw=True, pure=pure))
+    return _dumps(_parts(conn, run_id, freq, scans, raw=True, pure=pure, trace_ids=trace_ids))
 
 
 def _parts(conn: Connection, run_id: int, freq: float, scans: dict[str, _SectionScan] | None, raw: bool,
-           pure: dict[str, _Pure] | None = None) -> Iterator[tuple[str, Any]]:
-    ids = conn.execute(text("SELECT DISTINCT trace_id, replay_session FROM op_detail WHERE run_id = :r "
-                            "AND section = 'trace'"), {"r": run_id}).all()
+           pure: dict[str, _Pure] | None = None, trace_ids: set[tuple[str, str]] | None = None
+           ) -> Iterator[tuple[str, Any]]:
+    ids = trace_ids if trace_ids is not None else conn.execute(text(
+        "SELECT DISTINCT trace_id, replay_session FROM op_detail WHERE run_id = :r AND section = 'trace'"),
+        {"r": run_id}).all()
     codes = {i: (n, c, bool(x)) for i, n, c, x in conn.execute(
         text("SELECT id, name, category, is_compute FROM op_code"))}
     yield "trace_ids", sorted({r[0] for r in ids})
@@ -552,15 +554,16 @@ def _parts(conn: Connection, run_id: int, freq: float, scans: dict[str, _Section
 
 
 def store_parts(conn: Connection, run_id: int, scans: dict[str, _SectionScan] | None = None,
-                pure: dict[str, _Pure] | None = None) -> None:
+                pure: dict[str, _Pure] | None = None, trace_ids: set[tuple[str, str]] | None = None) -> None:
     """Compute and store a run's report parts (at ingest, in the file's transaction, from the ``scans`` it fed,
     and ``pure``, :func:`pure_parts` of them when it was computed aside; and by migration 0007): `report` then
     reads a few kilobytes instead of every op. JSON keeps floats to the last bit and keys in order, so the
-    stored document is the computed one."""
+    stored document is the computed one. ``trace_ids``: the trace section's (trace id, replay session) pairs as
+    ingest met them (else read)."""
     freq = float(conn.execute(select(t.run.c.freq_mhz).where(t.run.c.id == run_id)).scalar_one())
     conn.execute(t.run_report.delete().where(t.run_report.c.run_id == run_id))
     with dialect.small_sorts(conn):  # (a small page cache: a million-op ingest stays within its memory budget)
-        doc = parts_json(conn, run_id, freq, scans, pure)
+        doc = parts_json(conn, run_id, freq, scans, pure, trace_ids)
     packed, size = pack_text(doc, compresses(conn))  # (a 100,000-op run's parts: 4.3 MB of JSON, 0.4 MB packed)
     conn.execute(t.run_report.insert().values(run_id=run_id, raw_size=size, doc=packed))
 

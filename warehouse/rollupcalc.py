@@ -57,13 +57,14 @@ _METRICS: dict[tuple[str, str], str] = {
 }
 
 
-def stored_keys() -> list[tuple[str, Callable[[str, str, str, str], str]]] | None:
-    """Each stored grouping's key and its text from (block, layer, op code, category), as the rows computed here
-    name them; None when a stored grouping is not mirrored here."""
+def stored_keys() -> list[tuple[str, str, Callable[[str, str, str, str], str]]] | None:
+    """Each stored grouping's key, what its key text reads (none, the place, the op code or both) and the text
+    from (block, layer, op code, category), as the rows computed here name them; None when a stored grouping is
+    not mirrored here."""
     gs = [g for g in GROUPINGS if g.stored]
     if not all((g.key, g.expr) in _KEYS for g in gs):
         return None
-    return [(g.key, _KEYS[(g.key, g.expr)][1]) for g in gs]
+    return [(g.key, *_KEYS[(g.key, g.expr)]) for g in gs]
 
 
 def mirrored(groupings: list[Grouping] | None = None, metrics: list[Metric] | None = None) -> bool:

@@ -300,8 +300,17 @@ class KnownKeys:
             return
         self._met |= new
         cats = {name: category(name) for name in {name for _, _, name in new}}  # (a regex list each)
-        texts = {(g, key_of(block or "", layer or "", name, cats[name]))
-                 for block, layer, name in new for g, key_of in self._keys}
+        pairs = {(block or "", layer or "") for block, layer, _ in new}
+        texts: set[tuple[str, str]] = set()
+        for g, reads, key_of in self._keys:  # (each text from what it reads: a grouping of places, once a place)
+            if reads == "none":
+                texts.add((g, key_of("", "", "", "")))
+            elif reads == "place":
+                texts |= {(g, key_of(block, layer, "", "")) for block, layer in pairs}
+            elif reads == "code":
+                texts |= {(g, key_of("", "", name, cat)) for name, cat in cats.items()}
+            else:
+                texts |= {(g, key_of(block or "", layer or "", name, cats[name])) for block, layer, name in new}
         missing = {k for k in texts if k not in self.ids}
         if missing:
             _key_ids(key_conn, missing, self.ids)

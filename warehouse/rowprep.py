@@ -494,9 +494,6 @@ class RowSource:
         self._scan: FileScan | None = None
         self._layout: Layout | None = None
         self.finish: Finish | None = None
-        # called while the worker has no item ready (until it says it has nothing more to do): the consumer's
-        # deferrable work, done in time it would spend waiting
-        self.idle: Callable[[], bool] | None = None
 
     @property
     def scan(self) -> FileScan:
@@ -529,9 +526,6 @@ class RowSource:
 
     def _from_worker(self) -> Iterator[Any]:
         while True:
-            # (the consumer's own work while the worker has nothing ready: time it would spend waiting)
-            while self.idle is not None and not self._recv.poll() and self.idle():
-                pass
             try:
                 item = self._recv.recv()
             except (EOFError, OSError):  # (OSError: it died in the middle of a message)
