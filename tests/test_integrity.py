@@ -659,3 +659,45 @@ def test_negative_zero_durations(db_url, tmp_path):
     assert json.dumps(relu["kernel_us"]) == "0.0"
     top = [r for r in doc["trace"]["top_ops"] if r["op"] == "Relu"][0]
     assert json.dumps(top["kernel_us"]) == ("0.0" if db_url.endswith(".db") else "-0.0")
+
+
+def test_interned_values_get_the_ids_they_are_stored_with(db_url):
+    """dialect.resolve_ids gives every key the id of its stored row: existing rows found, missing ones inserted
+    (on SQLite with the next ids, given without reading them back) on both back ends; and on SQLite a row stored
+    meanwhile by another writer under one of those keys (the insert then adds fewer rows than it was given) is
+    read back, not given an id of ours."""
+    from sqlalchemy import text
+
+    from warehouse import dialect
+    from warehouse import schema as t
+    from warehouse.db import open_db, write_tx
+
+    eng = open_db(db_url)
+
+    def rows(keys: list[str]) -> dict[bytes, dict]:
+        return {k.encode(): {"grouping": "layer", "key": k, "digest": k.encode()} for k in keys}
+
+    def stored(c) -> dict[bytes, tuple]:
+        return {bytes(d): (i, g, k)
+                for i, g, k, d in c.execute(text("SELECT id, grouping, key, digest FROM rollup_key"))}
+    with write_tx(eng) as c:
+        first = dialect.resolve_ids(c, t.rollup_key, "digest", rows([f"a{i:04d}" for i in range(1200)]),
+                                    also=("grouping", "key"))
+        again = dialect.resolve_ids(c, t.rollup_key, "digest", rows([f"a{i:04d}" for i in range(0, 1500, 3)]),
+                                    also=("grouping", "key"))
+        assert first == {d: v for d, v in stored(c).items() if d in first}
+        assert again == {d: v for d, v in stored(c).items() if d in again} and len(stored(c)) == 1300
+    if dialect.name(eng.connect()) == "sqlite":
+        with write_tx(eng) as c:
+            real = c.exec_driver_sql
+
+            def meanwhile(sql, params=None, *a, **k):  # (a row of key b0001 stored just before the insert)
+                if sql.startswith("INSERT INTO rollup_key (id,"):
+                    real("INSERT INTO rollup_key (grouping, key, digest) VALUES ('layer', 'b0001', ?)", (b"b0001",))
+                return real(sql, params, *a, **k)
+            c.exec_driver_sql = meanwhile
+            got = dialect.resolve_ids(c, t.rollup_key, "digest", rows(["b0000", "b0001", "b0002"]),
+                                      also=("grouping", "key"))
+            del c.exec_driver_sql
+            assert got == {d: v for d, v in stored(c).items() if d in got} and len(got) == 3
+    eng.dispose()
