@@ -260,3 +260,24 @@ def test_implausible_measurements_from_the_kept_columns_are_the_sqls(tmp_path, c
     assert all(kept == sql for kept, sql in seen) and len(seen) == sum(stored) > 10
     assert sum(len(kept) for kept, _ in seen) >= 5  # (the odd file's five kinds at least)
     eng.dispose()
+
+
+def test_occurrences_are_the_running_counts_of_their_keys(tmp_path, corpus_copy):
+    """An op's occurrence (ingest counts it a batch at a time, warehouse.occurrence) is the number of ops before
+    it in its run with its section name, place and op code: SQL's row number over the same keys, on every corpus
+    capture (a trace that inherits the eager attribution takes the eager op's at its position instead)."""
+    from warehouse.codes import ATTRIBUTION
+    from warehouse.ingest import ingest_file
+
+    eng = open_db(str(tmp_path / "w.db"))
+    for name in cases():
+        ingest_file(eng, corpus_copy(name))
+    with eng.connect() as c:
+        rows = c.execute(text(
+            "SELECT o.run_id, o.row_no, o.occurrence, ROW_NUMBER() OVER (PARTITION BY o.run_id, s.name, o.place_id, "
+            "o.op_code_id ORDER BY o.row_no) - 1 FROM op o LEFT JOIN section s ON s.id = o.section_id "
+            "WHERE o.attribution IS NULL OR o.attribution <> :inherited"), {"inherited": ATTRIBUTION["eager_position"]}
+        ).all()
+    eng.dispose()
+    assert len(rows) > 10_000 and any(r[2] > 0 for r in rows)
+    assert [r for r in rows if r[2] != r[3]] == []

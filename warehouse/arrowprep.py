@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from warehouse.memory import trim_heap
 from warehouse.packing import cut_chunks
 from warehouse.columns import DIGITS, FLOAT, INT32, TEXT
 from warehouse.csvfile import NULL
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 # Measured on a realistic 100k-op capture: windows of 1 batch make the whole ingest ~15 % slower, of 8 slower too
 # (the writer waits longer for the first); 2-4 batches are the fastest, and 2 hold ~70 MiB less than 4
+BIG_ROWS = 300_000  # a file that foretells more rows than this gives freed memory back after each window
 WINDOW = 2 * BATCH  # rows prepared at a time (a multiple of BATCH: batches are cut as the line path cuts them)
 BLOCK = 2 << 20  # bytes read and parsed at a time (a line longer than about two sends the file to the line path)
 SEP = "\x1f"  # joins a row's static cells into its key and its export cells before the JSON (never in tt-metal's)
@@ -93,6 +95,8 @@ def columnar_batches(prep: _Preparer) -> Generator[Batch, None, int | None]:
         pending, have = table.slice(take).to_batches(), have - take
         del table, batches
         pool.release_unused()  # (the allocator keeps freed pages otherwise: ~2x the memory of a 100k-op ingest)
+        if reader.scan.size * done > BIG_ROWS * reader.bytes_read:
+            trim_heap()  # (and so does the C heap, with what the windows' Python objects left: a big file's)
 
 
 def _blocks(f: io.BufferedIOBase, *options) -> Iterator[pa.RecordBatch]:

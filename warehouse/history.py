@@ -131,13 +131,14 @@ class HistoryTracker:
     trace that drifts from eager (as real ones do) is then written once, not written and then rewritten op by
     op."""
 
-    # One entry per op of a file, so compact: machine integers in arrays (8 bytes an op, no int objects), and
-    # (block, layer) pairs shared through _pairs (a pointer an op; a file has few distinct pairs).
-    e_codes: array = field(default_factory=lambda: array("q"))
+    # One entry per op of a file, so compact: machine integers in arrays (4 bytes an op, no int objects: op code
+    # ids, row numbers and iterations are under 2**31), and (block, layer) pairs shared through _pairs (a pointer
+    # an op; a file has few distinct pairs). The op codes are ingest's too (the oracle's rule compares them).
+    e_codes: array = field(default_factory=lambda: array("i"))
     e_attr: list[tuple[str | None, str | None]] = field(default_factory=list)
-    t_rows: array = field(default_factory=lambda: array("q"))
-    t_codes: array = field(default_factory=lambda: array("q"))
-    t_iter: array = field(default_factory=lambda: array("q"))
+    t_rows: array = field(default_factory=lambda: array("i"))
+    t_codes: array = field(default_factory=lambda: array("i"))
+    t_iter: array = field(default_factory=lambda: array("i"))
     _pairs: dict[tuple[str | None, str | None], tuple[str | None, str | None]] = field(default_factory=dict)
     sessions: dict[str, int] = field(default_factory=dict)
     counts: dict[int, int] = field(default_factory=dict)
@@ -222,7 +223,7 @@ class HistoryTracker:
             return []
         if not self.by_session and (len(self.t_codes) % n or self.bad_iterations):
             # not k copies of eager: one iteration, aligned whole; only the answers that differ are corrected
-            self.t_iter = array("q", bytes(8 * len(self.t_rows)))  # all zero: one iteration
+            self.t_iter = array("i", bytes(4 * len(self.t_rows)))  # all zero: one iteration
             fixes = self._align(list(range(len(self.t_rows))), 0, self.answered)
             self._streams.clear()
             return fixes

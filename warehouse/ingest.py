@@ -33,7 +33,9 @@ from warehouse.history import HistoryTracker
 from warehouse.places import place_digest
 from warehouse.perfstore import ShapeCache, column_rows, perf_arch
 from warehouse.cellstore import compresses, pack_cells, static_ids_json
-from warehouse.rowprep import REPLAY, ROW_TYPED, TYPED, Batch, Chunk, RowSource, claim
+from warehouse.rowprep import BATCH, REPLAY, ROW_TYPED, TYPED, Batch, Chunk, RowSource, claim
+from warehouse.memory import trim_heap
+from warehouse.occurrence import Occurrences
 from warehouse.columns import AT
 from warehouse.aside import Aside
 from warehouse.report import ReportFeed, feed_parts, store_parts
@@ -43,6 +45,7 @@ from warehouse.signposts import Attribution, SectionSpan
 from warehouse.contract import EAGER, TRACE
 
 MAX_WARNINGS = 1000  # stored per run
+BIG_OPS = 300_000  # a run foreseen past this many ops keeps no per-op state for its end (see _FileIngest._foresee)
 _CAPTURED = re.compile(r"_(\d{4})_(\d{2})_(\d{2})_(\d{2})_(\d{2})_(\d{2})")
 
 
@@ -90,6 +93,8 @@ _HOW_SIGNPOST = HIST_HOW[history.SIGNPOST]  # (history too)
 _TRACE_ID = AT.trace_id
 SIGNPOST_COLUMNS = ["run_id", "row_no", "name", "message", "host_ts", "kind"]
 _PLACE, _HIST_PLACE = OP_COLUMNS.index("place_id"), OP_COLUMNS.index("hist_place_id")  # (in an op row's tuple)
+_CODE, _OCCURRENCE = OP_COLUMNS.index("op_code_id"), OP_COLUMNS.index("occurrence")
+_SECTION_INDEX = {EAGER: 1, TRACE: 2}  # (an op's section name in its occurrence key; 0: none)
 
 
 def tuple_json(cells: list[str | int]) -> str:
@@ -225,8 +230,8 @@ class _FileIngest:
         self._op_sql = _insert_sql(conn, "op", OP_COLUMNS)
         self._sp_sql = _insert_sql(conn, "signpost", SIGNPOST_COLUMNS)
         self.pos: dict[str, int] = {}
-        self.seen: dict[tuple, int] = {}  # (section, block, layer, op code) -> ops so far: the occurrence
-        self.codes: dict[str, array] = {EAGER: array("q"), TRACE: array("q")}
+        self.occurrences = Occurrences()  # (section, place, op code) -> ops so far
+        self.sections = array("b")  # the batch's ops' sections (see _SECTION_INDEX), for their occurrences
         self.section_ids: dict[str, list[int]] = {EAGER: [], TRACE: []}
         self.n_ops = self.n_signposts = self.n_sections = 0
         self.rows_read = 0
@@ -242,6 +247,9 @@ class _FileIngest:
         self.keys = KnownKeys()  # (the rollups' keys, interned as the ops are written)
         self.combos: set[tuple[str | None, str | None, str]] = set()  # (the batch's history (block, layer, op code))
         self.trace_ids: set[tuple[str, str]] = set()  # the trace section's (trace id, replay session) pairs
+        self.size = source.scan.size
+        self.rows_seen = 0
+        self.big: bool | None = None  # (a run foreseen past BIG_OPS ops: see _foresee)
 
     def _store_section(self, span: SectionSpan) -> int:
         self.n_sections += 1
@@ -301,12 +309,8 @@ class _FileIngest:
         if sec_name is not None:
             p = self.pos.get(sec_name, 0)
             self.pos[sec_name] = p + 1
-            self.codes[sec_name].append(code_id)
         else:
             p = None
-        key = (sec_name, block, layer, code_id)
-        occ = self.seen.get(key, 0)
-        self.seen[key] = occ + 1
         at = len(self.ops)
         if place == -1:  # (a pair met for the first time in this batch: _flush gives it its id)
             self.unplaced.append((at, _PLACE, pair))
@@ -327,8 +331,9 @@ class _FileIngest:
         if hist_place == -1:
             self.unplaced.append((at, _HIST_PLACE, hist_pair))
         self.combos.add((*hist_pair, name))
-        self.ops.append([self.run_id, row_no, sec_id, p, place, attribution, occ, marker, code_id, *typed,
+        self.ops.append([self.run_id, row_no, sec_id, p, place, attribution, 0, marker, code_id, *typed,
                          hist_place, how, iteration, iter_pos, shape_id])
+        self.sections.append(_SECTION_INDEX.get(sec_name, 0))
         self.n_ops += 1
 
     def _flush(self) -> None:
@@ -343,6 +348,11 @@ class _FileIngest:
                     ops[at][col] = place[pair]
                 self.unplaced = []
                 self._seg = None  # (its place may have been one of them)
+            occ = self.occurrences.take(Occurrences.key(self.sections, [o[_PLACE] for o in ops],
+                                                        [o[_CODE] for o in ops]))
+            for o, k in zip(ops, occ):
+                o[_OCCURRENCE] = k
+            self.sections = array("b")
             rows = list(map(tuple, ops))  # (SQLAlchemy's executemany takes tuples)
             self.conn.exec_driver_sql(self._op_sql, rows)
             if self.capture is not None:
@@ -378,13 +388,32 @@ class _FileIngest:
         self.feed.flush()
         if b.forget:
             self.shape_of.clear()
+        self.rows_seen += len(b.rows)
+        if self.big is None:
+            self._foresee(b)
+        elif self.big and self.rows_seen % (64 * BATCH) < len(b.rows):
+            trim_heap()  # (a big run's batches leave freed pages behind: give them back now and then)
+
+    def _foresee(self, b: Batch) -> None:
+        """Once a window of rows is in, tell a big run by its file: one whose size foretells more than
+        :data:`BIG_OPS` ops (at the bytes a row took so far) keeps no per-op state for its end from here on (its
+        report parts, rollup keys and by-id rows are read back there, as those of any run past their budgets
+        are), and its memory stays flat. A wrong guess costs time, never a different run."""
+        if self.rows_seen < 2 * BATCH or not b.bytes_read:
+            return
+        ops = self.size * self.rows_seen / b.bytes_read * (self.n_ops / self.rows_seen)
+        self.big = ops > BIG_OPS
+        if self.big:
+            self.feed.give_up()
+            self.keys.give_up()
+            if self.capture is not None:
+                self.capture.give_up()
 
     def release(self) -> None:
         """Drop the per-op state of the streaming pass (some 30 MB for a million ops) before the rollups and the
         report parts are computed, so that their memory does not add to it."""
-        self.codes = {}
         self.history = HistoryTracker()
-        self.seen = {}
+        self.occurrences = Occurrences()
         self.pos = {}
         self.shapes = ShapeCache()
         self.shape_of = {}
@@ -415,13 +444,13 @@ class _FileIngest:
         self.warnings = sorted([(w.row, w.column, w.message) for w in fin.warnings] + self.warnings,
                                key=lambda w: (w[0] is None, w[0] or 0))
         self.warnings += [(w.row, w.column, w.message) for w in fin.late_warnings]  # found at the end
-        return self.codes[EAGER] == self.codes[TRACE]
+        return self.history.e_codes == self.history.t_codes  # (every eager and trace op's code, in order)
 
     def attribute(self, same: bool) -> None:
         """The attributions only known at the file's end: the oracle's rule (``same``: the replay inherits block
         and layer of the eager op at the same position, only when both op-code sequences are identical), and
         history's corrections."""
-        if same and len(self.codes[TRACE]):
+        if same and len(self.history.t_codes):
             # Same op codes at every position: the eager op's occurrence is the replayed op's too.
             e = t.op.alias("e")
             with dialect.fresh_rows_join(self.conn):

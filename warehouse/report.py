@@ -311,13 +311,18 @@ class ReportFeed:
         the process that writes the rows)."""
         self.fed += len(self.pending)
         if self.fed > self.MAX_OPS:  # a big run: its parts are read from the database at the end
-            self.own, self.inherited = {}, None
-            self._learning()
+            self.give_up()
             return
         if self.pending:
             # (as columns: a tuple per column holds 8 bytes an op where a tuple per op held about 150)
             self.held.append(tuple(zip(*self.pending)))
             self.pending = []
+
+    def give_up(self) -> None:
+        """Keep nothing more: the run is too big for the feed (ingest foresees it), its parts are read back."""
+        self.fed = self.MAX_OPS + 1
+        self.own, self.inherited = {}, None
+        self._learning()
 
     def ready(self) -> None:
         """Read what :meth:`scans` needs from the database (the op codes fed, and the group keys when a table has

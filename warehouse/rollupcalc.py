@@ -163,13 +163,17 @@ class OpCapture:
         self.full = False  # (past CAPTURE_MAX_OPS: nothing kept)
         self._fixes: dict[int, tuple[int | None, int | None, int | None]] = {}
 
+    def give_up(self) -> None:
+        """Keep nothing more (ingest foresees a run too big for it: its by-id rows are read back)."""
+        self.full, self._parts = True, []
+
     def add(self, rows: list[tuple]) -> None:
         """Op rows as inserted (``columns`` of the constructor)."""
         self.n += len(rows)
         if self.full or not rows:
             return
         if self.n > CAPTURE_MAX_OPS:
-            self.full, self._parts = True, []
+            self.give_up()
             return
         # (one conversion of the batch's picked cells; float64 takes None as NaN, and ids and counts exactly: each
         # column's missing values are made what the SQL's COALESCE makes when the rows are grouped)

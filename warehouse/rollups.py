@@ -287,13 +287,18 @@ class KnownKeys:
         self._keys = rollupcalc.stored_keys()  # (None: a grouping numpy does not mirror: the SQL writes them)
         self.ops = 0
 
+    def give_up(self) -> None:
+        """Keep nothing more (ingest foresees a run too big: the SQL writes its rollups)."""
+        self.ops = self.MAX_OPS + 1
+        self.ids, self._met = {}, set()
+
     def add(self, key_conn: Connection, combos: set[tuple[str | None, str | None, str]], ops: int) -> None:
         """The (block, layer, op code) of ``ops`` more ops (history's attribution)."""
         from warehouse.categories import category
 
         self.ops += ops
         if self._keys is None or self.ops > self.MAX_OPS:
-            self.ids, self._met = {}, set()
+            self.give_up()
             return
         new = combos - self._met
         if not new:
