@@ -117,3 +117,16 @@ def test_static_tuples_leave_out_their_trailing_empty_cells(wh, db_url, tmp_path
     n = w.query("SELECT COUNT(*) AS n FROM csv_cell WHERE run_id = 1 AND row_no = "
                 "(SELECT MIN(row_no) FROM signpost WHERE run_id = 1)")[0]["n"]
     assert n == width
+
+
+def test_text_packed_in_pieces_is_the_text():
+    """A long text compressed as its pieces come (report documents of big runs) reads back whole with
+    sqlar_uncompress; a short one that does not shrink is stored as it is."""
+    from warehouse.packing import pack_pieces, unpack_text
+
+    pieces = [f'{{"layer": "stage{i}.block{i % 7}", "kernel_us": {i * 1.5}}}, ' for i in range(60_000)]
+    packed, size = pack_pieces(iter(pieces))
+    assert size == len("".join(pieces).encode()) and len(packed) < size / 5
+    assert unpack_text(packed, size) == "".join(pieces)
+    packed, size = pack_pieces(iter(["{", "}"]))
+    assert packed == b"{}" and size == 2 and unpack_text(packed, size) == "{}"

@@ -88,6 +88,7 @@ class FileScan:
     # bytes a JSON string must escape (a backslash, or a control byte other than CR and LF) or that the columnar
     # reader uses as markers (\x1d, \x1f): none in a capture as tt-metal writes it, so its cells need no check
     escapes: bool = True
+    lines: int = 0  # LF bytes: the file's lines (a last one without its line end not counted)
 
 
 _MAGIC = {b"\x1f\x8b": ("gzip", "gunzip"), b"PK\x03\x04": ("zip", "unzip"), b"BZh": ("bzip2", "bunzip2"),
@@ -178,7 +179,7 @@ def scan_file(f: io.BufferedReader, path: Path, hashed: bool = True) -> FileScan
     compressed = next((kind for magic, kind in _MAGIC.items() if first.startswith(magic)), None)
     return FileScan(h.hexdigest() if h is not None else "", size, st.st_mtime_ns, first[:3] == b"\xef\xbb\xbf",
                     newline, last == b"\n", quotes, nuls, compressed[0] if compressed else None, bare_cr, mixed,
-                    ends.blank, ends.escapes)
+                    ends.blank, ends.escapes, ends.lfs)
 
 
 def hash_file(f: io.BufferedReader, path: Path) -> str:

@@ -612,6 +612,8 @@ def _ingest_once(engine: Engine, req: _Request, source: RowSource, scan: FileSca
             finally:
                 job.intern.close()
             job.release()
+            if job.big:
+                trim_heap()  # (what the stream's state held goes back before the rollups and report are made)
 
             def meanwhile() -> None:  # (while the rollup rows are made on the other core)
                 _finish_warnings(conn, job, run_id, path, meta, warnings)

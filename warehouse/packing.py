@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 _deflate: Callable[[bytes, int], bytes | bytearray] | None
@@ -45,6 +45,29 @@ def pack_text(value: str, compress: bool) -> tuple[bytes, int]:
         if len(packed) < len(raw):
             return packed, len(raw)
     return raw, len(raw)
+
+
+def pack_pieces(pieces: Iterable[str]) -> tuple[bytes, int]:
+    """:func:`pack_text` of the text ``pieces`` make, compressed as they come (zlib's level 6, a stream): a long
+    text is never held whole, raw or encoded."""
+    comp = zlib.compressobj(6)
+    out: list[bytes] = []
+    raw: list[bytes] | None = []  # (kept while short: a short text may not shrink, and is stored as it is)
+    size = 0
+    for piece in pieces:
+        data = piece.encode("utf-8", "surrogatepass")
+        size += len(data)
+        out.append(comp.compress(data))
+        if raw is not None:
+            raw.append(data)
+            if size > 1 << 20:
+                raw = None
+    out.append(comp.flush())
+    packed = b"".join(out)
+    if len(packed) < size:
+        return packed, size
+    assert raw is not None, "a text of over a MiB that does not shrink"  # (JSON always does)
+    return b"".join(raw), size
 
 
 def unpack_text(data: bytes, size: int) -> str:

@@ -30,7 +30,7 @@ from warehouse import schema as t
 from warehouse.measures import KEY_TEXTS, REPORT_TABLES
 
 from warehouse.cellstore import compresses
-from warehouse.packing import pack_text, unpack_text
+from warehouse.packing import pack_pieces, pack_text, unpack_text
 from warehouse.columns import AT
 
 # One op as the report reads it from op_detail (names, categories and shapes are looked up, not read per op).
@@ -199,11 +199,22 @@ def _dumps(items: Any) -> str:
     """``json.dumps(dict(items), ensure_ascii=False)`` of (key, value) pairs (a dict's items, or a generator:
     each value is dumped before the next is made) whose values, at any depth of dicts, may be :class:`_Raw`
     texts: the text of the document with those values parsed back."""
-    def value(v: Any) -> str:
+    return "".join(_pieces(items))
+
+
+def _pieces(items: Any) -> Iterator[str]:
+    """:func:`_dumps`' text in pieces, each value's as soon as it is made (a million-op run's document, 42 MB,
+    need never be held whole: see :func:`store_parts`)."""
+    yield "{"
+    for n, (k, v) in enumerate(items):
+        yield f"{', ' if n else ''}{json.dumps(k, ensure_ascii=False)}: "
         if isinstance(v, _Raw):
-            return v
-        return _dumps(v.items()) if isinstance(v, dict) else json.dumps(v, ensure_ascii=False)
-    return "{" + ", ".join(f"{json.dumps(k, ensure_ascii=False)}: {value(v)}" for k, v in items) + "}"
+            yield v
+        elif isinstance(v, dict):
+            yield from _pieces(v.items())
+        else:
+            yield json.dumps(v, ensure_ascii=False)
+    yield "}"
 
 
 class ReportFeed:
@@ -568,8 +579,11 @@ def store_parts(conn: Connection, run_id: int, scans: dict[str, _SectionScan] | 
     freq = float(conn.execute(select(t.run.c.freq_mhz).where(t.run.c.id == run_id)).scalar_one())
     conn.execute(t.run_report.delete().where(t.run_report.c.run_id == run_id))
     with dialect.small_sorts(conn):  # (a small page cache: a million-op ingest stays within its memory budget)
-        doc = parts_json(conn, run_id, freq, scans, pure, trace_ids)
-    packed, size = pack_text(doc, compresses(conn))  # (a 100,000-op run's parts: 4.3 MB of JSON, 0.4 MB packed)
+        pieces = _pieces(_parts(conn, run_id, freq, scans, raw=True, pure=pure, trace_ids=trace_ids))
+        if scans is None and compresses(conn):  # (read back, as a big run's: compressed as it is made)
+            packed, size = pack_pieces(pieces)
+        else:  # (a 100,000-op run's parts: 4.3 MB of JSON, 0.4 MB packed)
+            packed, size = pack_text("".join(pieces), compresses(conn))
     conn.execute(t.run_report.insert().values(run_id=run_id, raw_size=size, doc=packed))
 
 

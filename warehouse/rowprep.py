@@ -55,6 +55,10 @@ WORKER_MIN_BYTES = 4 << 20
 # smaller files gain less than pyarrow's import costs (~65 ms). Tests hold the two paths to the same batches on
 # every corpus file.
 COLUMNAR_MIN_BYTES: int | None = 4 << 20
+# Longer files are read by lines: there the process that writes is the slower half whichever way they are read
+# (a 1,000,000-op capture's stream: 15 s either way), and the line path's reader holds 50 MiB where pyarrow's
+# held 110-130 MiB (its libraries and buffers).
+COLUMNAR_MAX_ROWS = 300_000
 AHEAD = 8  # items the worker may have made and not yet sent (each batch pickled is under 1 MB)
 MAX_TOKENS = 20_000  # static tuples remembered; past it the table restarts (tokens keep growing, never reused)
 _INT64 = 2 ** 63
@@ -381,10 +385,10 @@ def prepare(path: Path, scan: FileScan | None = None, hashed: bool = True,
 
 def columnar(reader: CsvReader) -> bool:
     """Whether the file is read by the columnar path (:mod:`warehouse.arrowprep`): a file of
-    ``COLUMNAR_MIN_BYTES`` or more as tt-metal writes it (no quote, NUL, blank line,
-    CR alone or line end unlike the first), with pyarrow."""
+    ``COLUMNAR_MIN_BYTES`` or more and at most :data:`COLUMNAR_MAX_ROWS` rows as tt-metal writes it (no quote, NUL,
+    blank line, CR alone or line end unlike the first), with pyarrow."""
     s = reader.scan
-    if COLUMNAR_MIN_BYTES is None or s.size < COLUMNAR_MIN_BYTES:
+    if COLUMNAR_MIN_BYTES is None or s.size < COLUMNAR_MIN_BYTES or s.lines > COLUMNAR_MAX_ROWS:
         return False
     if s.quotes or s.nuls or s.bare_cr or s.mixed_ends or s.blank_line:
         return False
