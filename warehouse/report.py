@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from typing import Any
 
-from sqlalchemy import Connection, Engine, select, text
+from sqlalchemy import Connection, Engine, func, select, text
 
 from warehouse.contract import EAGER, FEW_CORES, SECTIONS, TOP, TRACE, is_post
 from warehouse import dialect
@@ -580,7 +580,9 @@ def store_parts(conn: Connection, run_id: int, scans: dict[str, _SectionScan] | 
     conn.execute(t.run_report.delete().where(t.run_report.c.run_id == run_id))
     with dialect.small_sorts(conn):  # (a small page cache: a million-op ingest stays within its memory budget)
         pieces = _pieces(_parts(conn, run_id, freq, scans, raw=True, pure=pure, trace_ids=trace_ids))
-        if scans is None and compresses(conn):  # (read back, as a big run's: compressed as it is made)
+        big = scans is None and conn.execute(select(func.count()).select_from(t.op).where(
+            t.op.c.run_id == run_id)).scalar_one() > ReportFeed.MAX_OPS
+        if big and compresses(conn):  # (a big run's document, compressed as it is made: the same bytes again)
             packed, size = pack_pieces(pieces)
         else:  # (a 100,000-op run's parts: 4.3 MB of JSON, 0.4 MB packed)
             packed, size = pack_text("".join(pieces), compresses(conn))
