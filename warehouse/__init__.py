@@ -9,7 +9,9 @@ Architecture at a glance: two adapters over one application layer over the libra
 - ``contract``    the oracle's vocabulary; ``columns`` the typed op columns; ``measures`` groupings and metrics
 - ``csvfile``, ``rowprep``   streaming, validated reading of one CSV, typed and encoded (in a worker process)
 - ``signposts``   sections, blocks, layers and markers: the attribution state machine; ``history`` across replays
-- ``ingest``      CSV -> one transaction of run, section, signpost and op rows; ``parallel`` folders on all cores
+- ``ingest``      CSV -> one transaction of run, section, signpost and op rows; ``parallel`` folders on all cores;
+                  ``occurrence`` each op's occurrence; ``aside`` work forked to the other core; ``memory`` freed
+                  pages given back during a big ingest
 - ``schema``      the tables (SQLAlchemy Core); ``views`` the summary views (plain SQL); ``view_types`` their types
 - ``db``          engines, Alembic upgrade / check; ``dialect`` every other SQLite / PostgreSQL difference
 - ``lite``        the light read path: a SQLite warehouse through the stdlib's sqlite3 (``runs`` in 0.1 s);
