@@ -281,3 +281,32 @@ def test_occurrences_are_the_running_counts_of_their_keys(tmp_path, corpus_copy)
     eng.dispose()
     assert len(rows) > 10_000 and any(r[2] > 0 for r in rows)
     assert [r for r in rows if r[2] != r[3]] == []
+
+
+def test_a_run_foreseen_big_keeps_no_per_op_state_and_stores_the_same(tmp_path, corpus_copy, monkeypatch):
+    """A file that foretells more ops than ingest.BIG_OPS (here made small) keeps no per-op state for its end:
+    its report parts, rollup keys and by-id rows are read back there. What it stores is what `check` computes
+    from its ops, and the connection's page cache is as it was."""
+    from warehouse import ingest as ing
+    from warehouse.maintenance import check_warehouse
+
+    monkeypatch.setattr(ing, "BIG_OPS", 100)
+    monkeypatch.setattr(ing, "BATCH", 64)  # (foreseen after two of these)
+    seen = []
+    real = ing._FileIngest._foresee
+
+    def foresee(self, b):
+        real(self, b)
+        seen.append(self.big)
+    monkeypatch.setattr(ing._FileIngest, "_foresee", foresee)
+    from warehouse import report
+    read_back = []
+    real_scan = report._scan
+    monkeypatch.setattr(report, "_scan", lambda *a, **k: (read_back.append(a[2]), real_scan(*a, **k))[1])
+    eng = open_db(str(tmp_path / "w.db"))
+    r = ing.ingest_file(eng, corpus_copy("dlv3_same"), worker=True)
+    assert r.ops > 100 and seen == [True] and read_back == ["eager", "trace"]
+    with eng.connect() as c:
+        assert c.exec_driver_sql("PRAGMA cache_size").scalar() == -8192
+    assert check_warehouse(eng) == []
+    eng.dispose()

@@ -250,6 +250,7 @@ class _FileIngest:
         self.size = source.scan.size
         self.rows_seen = 0
         self.big: bool | None = None  # (a run foreseen past BIG_OPS ops: see _foresee)
+        self.guards = contextlib.ExitStack()  # (settings of the stream, undone by release)
 
     def _store_section(self, span: SectionSpan) -> int:
         self.n_sections += 1
@@ -404,6 +405,8 @@ class _FileIngest:
         ops = self.size * self.rows_seen / b.bytes_read * (self.n_ops / self.rows_seen)
         self.big = ops > BIG_OPS
         if self.big:
+            # (its indexes are appended to in file order: a small page cache serves them, in 6 MiB less)
+            self.guards.enter_context(dialect.small_sorts(self.conn, 2))
             self.feed.give_up()
             self.keys.give_up()
             if self.capture is not None:
@@ -412,6 +415,7 @@ class _FileIngest:
     def release(self) -> None:
         """Drop the per-op state of the streaming pass (some 30 MB for a million ops) before the rollups and the
         report parts are computed, so that their memory does not add to it."""
+        self.guards.close()
         self.history = HistoryTracker()
         self.occurrences = Occurrences()
         self.pos = {}
@@ -599,6 +603,7 @@ def _ingest_once(engine: Engine, req: _Request, source: RowSource, scan: FileSca
             same = job.run(progress)
         except BaseException:
             job.intern.close()
+            job.guards.close()
             raise
         feed, job.feed = job.feed, None  # type: ignore[assignment]
         aside = feed.scannable(same)
@@ -611,6 +616,7 @@ def _ingest_once(engine: Engine, req: _Request, source: RowSource, scan: FileSca
                 job.attribute(same)
             finally:
                 job.intern.close()
+                job.guards.close()
             job.release()
             if job.big:
                 trim_heap()  # (what the stream's state held goes back before the rollups and report are made)

@@ -81,6 +81,22 @@ class _Sums:
         count, kern, gap = self.count.tolist(), self.kern.tolist(), self.gap.tolist()
         return ((key, (count[i], kern[i], gap[i])) for key, i in self.index.items())
 
+    def rows(self, total: float) -> Iterator[dict[str, Any]]:
+        """The table's rows, by kernel time, largest first (ties in the order the keys first appeared, as the
+        oracle's stable sort leaves them), one at a time: a million-op section's 80,000 layers are never all
+        Python objects at once."""
+        import numpy as np
+
+        n = len(self.index)
+        keys = list(self.index)  # (in index order: the order of first appearance)
+        order = np.argsort(-self.kern[:n], kind="stable").tolist()
+        for at in range(0, n, 1000):
+            part = order[at:at + 1000]
+            count, kern, gap = self.count[part].tolist(), self.kern[part].tolist(), self.gap[part].tolist()
+            for i, c, s, gs in zip(part, count, kern, gap):
+                yield {"key": keys[i], "ops": c, "kernel_us": round(s, 1), "share": round(s / total, 4),
+                       "gap_us": round(gs, 1)}
+
 
 class _SectionScan:
     """One pass over a section's ops in file order, keeping only what the report needs: the sums' terms as
@@ -96,7 +112,10 @@ class _SectionScan:
         self.end: float | None = None
         self.fid: Counter[str] = Counter()
         self.groups: tuple[_Sums, ...] = tuple(_Sums() for _ in GROUPS)
-        self.layers: dict[str, tuple[array, bytearray]] = {}
+        # per op of a layer (|post glue left out): the layer's index (layers in the order they first appear),
+        # the kernel time and whether it computes: 13 bytes an op, not an array pair per layer (80,000 of them)
+        self.layers: dict[str, int] = {}
+        self.lay_id, self.lay_kern, self.lay_comp = array("i"), array("d"), bytearray()
 
     def add(self, batch: Sequence[Any], compute: dict[int, bool], groups_only: bool = False) -> None:
         """Add ops read from op_detail (rows as :data:`_COLS` and the group keys)."""
@@ -129,23 +148,43 @@ class _SectionScan:
             self.fid.update(f for f in fids if f)
         for sums, table_keys in zip(self.groups, keys):
             sums.add(table_keys, kern, gaps)
-        got = self.layers.get
+        index, ids, kerns, comps = self.layers, self.lay_id, self.lay_kern, self.lay_comp
         for lay, kv, comp in zip(layers, kern.tolist(), compute):
             if lay and not is_post(lay):
-                ks = got(lay)
-                if ks is None:
-                    ks = self.layers[lay] = (array("d"), bytearray())
-                ks[0].append(kv)
-                ks[1].append(comp)
+                i = index.get(lay)
+                if i is None:
+                    i = index[lay] = len(index)
+                ids.append(i)
+                kerns.append(kv)
+                comps.append(comp)
+
+    def _layer_ops(self) -> Iterator[tuple[str, list[float], list[int]]]:
+        """Each layer (in the order they first appeared) with its ops' kernel times and compute flags, in op
+        order; a thousand layers' at a time are Python objects."""
+        import numpy as np
+
+        if not self.layers:
+            return
+        ids = np.frombuffer(self.lay_id, dtype=np.int32)
+        order = np.argsort(ids, kind="stable")  # (by layer, each layer's ops in op order)
+        bounds = np.searchsorted(ids[order], np.arange(len(self.layers) + 1)).tolist()
+        kern = np.frombuffer(self.lay_kern, dtype=np.float64)
+        comp = np.frombuffer(bytes(self.lay_comp), dtype=np.uint8)
+        names = list(self.layers)
+        for c0 in range(0, len(names), 1000):
+            c1 = min(c0 + 1000, len(names))
+            part = order[bounds[c0]:bounds[c1]]
+            ks, fs = kern[part].tolist(), comp[part].tolist()
+            for li in range(c0, c1):
+                a, b = bounds[li] - bounds[c0], bounds[li + 1] - bounds[c0]
+                yield names[li], ks[a:b], fs[a:b]
 
     def group_tables(self, total: float, raw: bool = False) -> dict[str, Any]:
         """The group tables (sorted() is stable: ties keep the order of first appearance, as in the oracle);
         ``raw``: each as its JSON text, made a row at a time (:class:`_Raw`)."""
         out: dict[str, Any] = {}
         for name, agg in zip(GROUPS, self.groups):
-            rows = ({"key": key, "ops": c, "kernel_us": round(s, 1), "share": round(s / total, 4),
-                     "gap_us": round(gs, 1)} for key, (c, s, gs) in sorted(agg.items(), key=lambda kv: -kv[1][1]))
-            out[name] = _list_json(rows) if raw else list(rows)
+            out[name] = _list_json(agg.rows(total)) if raw else list(agg.rows(total))
         return out
 
     def precision_split(self, raw: bool = False) -> dict[str, Any]:
@@ -153,35 +192,53 @@ class _SectionScan:
         op, split before, finish after."""
         tot: dict[str, Any] = {"layers": 0, "compute_us": 0.0, "movement_us": 0.0, "split_us": 0.0,
                                "finish_us": 0.0, "compute_ops": 0, "ops": 0}
-        per = []  # each layer's figures as a tuple in _SPLIT order (a dict each: 0.5 KB a layer, 80,000 layers)
-        for lay, (kern, flags) in self.layers.items():
+        # each layer's figures in compact arrays, not a tuple each (80,000 layers of a million-op section: 18 MB):
+        # its name, ops and compute ops, and its four sums rounded (a sum of nothing is the int 0, printed "0",
+        # which ``whole`` remembers)
+        names: list[str] = []
+        counts, sums, whole = array("q"), array("d"), bytearray()
+        for lay, kern, flags in self._layer_ops():
             comp = [k for k, f in enumerate(flags) if f]
             if not comp:
                 continue
             a, z = comp[0], comp[-1]
             cset = set(comp)
-            d = {"layer": lay, "ops": len(kern), "compute_ops": len(comp),
-                 "compute_us": sum(kern[k] for k in comp),
-                 "movement_us": sum(kern[k] for k in range(a, z + 1) if k not in cset),
-                 "split_us": sum(kern[k] for k in range(a)),
-                 "finish_us": sum(kern[k] for k in range(z + 1, len(kern)))}
-            per.append(tuple(round(v, 1) if isinstance(v, float) else v for v in (d[k] for k in _SPLIT)))
+            figures = (sum(kern[k] for k in comp), sum(kern[k] for k in range(a, z + 1) if k not in cset),
+                       sum(kern[k] for k in range(a)), sum(kern[k] for k in range(z + 1, len(kern))))
+            names.append(lay)
+            counts.extend((len(kern), len(comp)))
+            sums.extend(round(v, 1) if isinstance(v, float) else v for v in figures)
+            whole.extend(not isinstance(v, float) for v in figures)
             tot["layers"] += 1
-            for k in ("compute_us", "movement_us", "split_us", "finish_us", "compute_ops", "ops"):
-                tot[k] += d[k]
+            for k, v in zip(("compute_us", "movement_us", "split_us", "finish_us"), figures):
+                tot[k] += v
+            tot["compute_ops"] += len(comp)
+            tot["ops"] += len(kern)
         out: dict[str, Any] = {k: (round(v, 1) if isinstance(v, float) else v) for k, v in tot.items()}
-        per.sort(key=lambda x: -(x[3] + x[4] + x[5] + x[6]))  # compute, movement, split, finish
-        rows = (dict(zip(_SPLIT, x)) for x in per)
+        rows = self._split_rows(names, counts, sums, whole)
         out["per_layer"] = _list_json(rows) if raw else list(rows)
         return out
+
+    @staticmethod
+    def _split_rows(names: list[str], counts: array, sums: array, whole: bytearray) -> Iterator[dict[str, Any]]:
+        """The layers' rows by cost (compute + movement + split + finish, rounded, added in that order), largest
+        first, ties in layer order (the stable sort of the oracle)."""
+        import numpy as np
+
+        v = np.frombuffer(sums, dtype=np.float64).reshape(-1, 4) if len(sums) else np.zeros((0, 4))
+        order = np.argsort(-(v[:, 0] + v[:, 1] + v[:, 2] + v[:, 3]), kind="stable").tolist()
+        for i in order:
+            figs = [0 if whole[4 * i + j] else sums[4 * i + j] for j in range(4)]
+            yield dict(zip(_SPLIT, (names[i], counts[2 * i], counts[2 * i + 1], *figs)))
 
 
 _SPLIT = ("layer", "ops", "compute_ops", "compute_us", "movement_us", "split_us", "finish_us")
 
 
-class _Raw(str):
-    """JSON text that goes into a document as it is: a big list dumped an item at a time (a million-op run's
-    report parts as Python dicts held 150 MB more at the end of its ingest than their text)."""
+class _Raw(list):
+    """JSON text that goes into a document as it is, in pieces: a big list dumped an item at a time (a million-op
+    run's report parts as Python dicts held 150 MB more at the end of its ingest than their text), its pieces
+    never joined but into the document (:func:`_pieces`)."""
 
 
 def _list_json(items: Any) -> _Raw:
@@ -189,10 +246,13 @@ def _list_json(items: Any) -> _Raw:
     encoder's C loop does the work (an item at a time, its Python entry cost a tenth of storing the report parts)
     and the list held stays small. (The same text: items of one dumps are joined by ", " as the list's are.)"""
     it = iter(items)
-    parts = []
+    parts = _Raw(["["])
     while chunk := list(islice(it, 1000)):
+        if len(parts) > 1:
+            parts.append(", ")
         parts.append(json.dumps(chunk, ensure_ascii=False)[1:-1])
-    return _Raw("[" + ", ".join(parts) + "]")
+    parts.append("]")
+    return parts
 
 
 def _dumps(items: Any) -> str:
@@ -206,14 +266,19 @@ def _pieces(items: Any) -> Iterator[str]:
     """:func:`_dumps`' text in pieces, each value's as soon as it is made (a million-op run's document, 42 MB,
     need never be held whole: see :func:`store_parts`)."""
     yield "{"
-    for n, (k, v) in enumerate(items):
-        yield f"{', ' if n else ''}{json.dumps(k, ensure_ascii=False)}: "
+    sep = ""
+    # (no enumerate(): it keeps its last item for reuse, and so a section's texts, 20 MB of a million-op run's,
+    # while the next section is made)
+    for k, v in items:
+        yield f"{sep}{json.dumps(k, ensure_ascii=False)}: "
+        sep = ", "
         if isinstance(v, _Raw):
-            yield v
+            yield from v
         elif isinstance(v, dict):
             yield from _pieces(v.items())
         else:
             yield json.dumps(v, ensure_ascii=False)
+        del v
     yield "}"
 
 
@@ -504,6 +569,7 @@ def feed_parts(feed: ReportFeed, same: bool) -> tuple[dict[str, _SectionScan], d
     pure = pure_parts(scans)
     for x in scans.values():
         x.groups, x.layers = (), {}
+        x.lay_id, x.lay_kern, x.lay_comp = array("i"), array("d"), bytearray()
     return scans, pure
 
 
