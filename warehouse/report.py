@@ -555,7 +555,13 @@ def _pure(x: _SectionScan, raw: bool) -> _Pure:
     order = heapq.nsmallest(TOP, range(n), key=lambda i: -kern[i])
     gap_order = heapq.nsmallest(TOP, range(1, n), key=lambda i: -gaps[i])
     sums = _sums(x)
-    return order, gap_order, x.group_tables(sums[0] or 1.0, raw), x.precision_split(raw), sums
+    # each table made, then what it was made from let go: a million-op section's layers (15 MB) are gone before
+    # its group tables are made, and those before the next section is read
+    split = x.precision_split(raw)
+    x.layers, x.lay_id, x.lay_kern, x.lay_comp = {}, array("i"), array("d"), bytearray()
+    tables = x.group_tables(sums[0] or 1.0, raw)
+    x.groups = ()
+    return order, gap_order, tables, split, sums
 
 
 def feed_parts(feed: ReportFeed, same: bool) -> tuple[dict[str, _SectionScan], dict[str, _Pure]] | None:
@@ -566,11 +572,7 @@ def feed_parts(feed: ReportFeed, same: bool) -> tuple[dict[str, _SectionScan], d
     scans = feed.scans(same)
     if scans is None:
         return None
-    pure = pure_parts(scans)
-    for x in scans.values():
-        x.groups, x.layers = (), {}
-        x.lay_id, x.lay_kern, x.lay_comp = array("i"), array("d"), bytearray()
-    return scans, pure
+    return scans, pure_parts(scans)  # (which lets go of the scans' tables: they stay out of the pipe)
 
 
 def pure_parts(scans: dict[str, _SectionScan]) -> dict[str, _Pure]:
