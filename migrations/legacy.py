@@ -15,7 +15,7 @@ from warehouse.cellstore import CHUNK_ROWS, ChunkWriter, compresses, iter_chunk_
 from warehouse.contract import EAGER, TRACE
 from warehouse.csvfile import decode_inline, decode_volatile, encode_inline, encode_volatile
 from warehouse.export import iter_numbered_rows
-from warehouse.history import Attributed, HistoryTracker, own, summarize
+from warehouse.history import SIGNPOST, Attributed, HistoryTracker, summarize
 
 from warehouse.perfstore import ShapeCache, column_rows, perf_arch
 
@@ -119,20 +119,28 @@ def attribute_run_v8(conn: Connection, run_id: int) -> None:
         {"r": run_id}).all()
     tracker = HistoryTracker()
     values: list[tuple[int, Attributed]] = []
+    # (the tracker takes places as ids: this schema's (block, layer) texts numbered here, 0 for neither)
+    pairs: dict[tuple[str | None, str | None], int] = {}
+
+    def place(block: str | None, layer: str | None) -> int:
+        return pairs.setdefault((block, layer), len(pairs) + 1) if (block or layer) else 0
     # eager first (the trace learns from it), whatever the order in the file
     for _row, kind, _pos, code, block, layer, _ in rows:
         if kind == EAGER:
-            tracker.eager_op(code, block, layer)
+            tracker.eager_op(code, place(block, layer))
     for row_no, kind, pos, code, block, layer, replay in rows:
         if kind == TRACE:
-            values.append((row_no, tracker.trace_op(row_no, code, replay or None, block, layer, pos)))
-        else:
-            values.append((row_no, own(block, layer, pos)))
+            values.append((row_no, tracker.trace_op(row_no, code, replay or None, place(block, layer), pos)))
+        else:  # (its own signposts)
+            p = place(block, layer)
+            values.append((row_no, Attributed(p, SIGNPOST if p else None, 0 if pos is not None else None, pos)))
     fixed = dict(tracker.finish())
     values = [(row, fixed.get(row, a)) for row, a in values]
     if values:
+        texts = {i: pair for pair, i in pairs.items()}
         m = dialect.paramstyle_mark(conn)
-        conn.exec_driver_sql(UPDATE_SQL_V8.format(m=m), [(*a.values(), run_id, row) for row, a in values])
+        conn.exec_driver_sql(UPDATE_SQL_V8.format(m=m), [
+            (*texts.get(a.place, (None, None)), a.how, a.iteration, a.iter_pos, run_id, row) for row, a in values])
 
 
 

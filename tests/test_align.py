@@ -39,16 +39,16 @@ def test_align_is_fast_on_long_repetitive_sequences():
 
 def test_tracker_replays_and_mismatch():
     t = HistoryTracker()
-    for code, blk in [(1, "A"), (2, "A"), (3, "B")]:
-        t.eager_op(code, blk, None)
+    for code, place in [(1, 11), (2, 11), (3, 12)]:  # (places: block A is 11, block B 12)
+        t.eager_op(code, place)
     # three replays by session id; the second misses op 2
     seq = [(1, "1"), (2, "1"), (3, "1"), (1, "2"), (3, "2"), (1, "3"), (2, "3"), (3, "3")]
-    got = [t.trace_op(row, code, rep, None, None, pos) for pos, (row, (code, rep)) in enumerate(
+    got = [t.trace_op(row, code, rep, 0, pos) for pos, (row, (code, rep)) in enumerate(
         zip(range(100, 108), seq))]
     assert [g.iteration for g in got] == [0, 0, 0, 1, 1, 2, 2, 2]
     fixes = dict(t.finish())
-    assert fixes[104].block == "B" and fixes[104].how == "aligned" and fixes[104].iter_pos == 1
-    assert got[0].how == "position" and got[7].block == "B"
+    assert fixes[104].place == 12 and fixes[104].how == "aligned" and fixes[104].iter_pos == 1
+    assert got[0].how == "position" and got[7].place == 12
 
 
 def _drifted(rng: random.Random, eager: list[int], drifts: int) -> list[int]:
@@ -63,13 +63,13 @@ def _final(eager: list[int], trace: list[int], late: int, streaming: bool, monke
     t = HistoryTracker()
     split = len(eager) - late
     for k, code in enumerate(eager[:split]):
-        t.eager_op(code, f"b{k}", None)
+        t.eager_op(code, 1000 + k)
     answers = {}
     for pos, code in enumerate(trace):
         if late and pos == 2:
             for k, c in enumerate(eager[split:], split):
-                t.eager_op(c, f"b{k}", None)
-        answers[1000 + pos] = t.trace_op(1000 + pos, code, replays[pos] if replays else None, None, None, pos)
+                t.eager_op(c, 1000 + k)
+        answers[1000 + pos] = t.trace_op(1000 + pos, code, replays[pos] if replays else None, 0, pos)
     fixes = dict(t.finish())
     return {row: fixes.get(row, a).values() for row, a in answers.items()}, len(fixes)
 
@@ -106,8 +106,8 @@ def test_streaming_alignment_answers_are_final_after_corrections(monkeypatch):
     trace = _drifted(rng, eager, 5)
     got, n_fixes = _final(eager, trace, 0, True, monkeypatch)
     found = align(eager, trace)
-    assert got == {1000 + k: ((f"b{found[k]}", None, "aligned", 0, k) if k in found
-                              else (None, None, "unmatched", 0, k)) for k in range(len(trace))}
+    assert got == {1000 + k: ((1000 + found[k], "aligned", 0, k) if k in found
+                              else (0, "unmatched", 0, k)) for k in range(len(trace))}
     # corrected: the ops before the first difference (answered by position), and at most the ops answered while
     # the alignment waited past each of the 5 drifts
     first = next(k for k, (x, y) in enumerate(zip(eager + [-1], trace + [-2])) if x != y)

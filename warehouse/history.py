@@ -23,7 +23,7 @@ alignment waited past a drift, and iterations found short only at the end.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, text
@@ -102,21 +102,16 @@ class _Aligner:
 
 @dataclass
 class Attributed:
-    """History attribution of one op: ``(hist_block, hist_layer, hist_how, iteration, iter_pos)``."""
+    """History attribution of one op: its place (the id of its (block, layer) pair: 0 for none; ingest may give
+    a place not interned yet as a negative number, which it fills in), how, iteration and position in it."""
 
-    block: str | None
-    layer: str | None
+    place: int
     how: str | None
     iteration: int | None
     iter_pos: int | None
 
     def values(self) -> tuple:
-        return self.block, self.layer, self.how, self.iteration, self.iter_pos
-
-
-def own(block: str | None, layer: str | None, pos: int | None) -> Attributed:
-    """An op attributed by its own signposts (eager, custom sections, outside sections)."""
-    return Attributed(block, layer, SIGNPOST if (block or layer) else None, 0 if pos is not None else None, pos)
+        return self.place, self.how, self.iteration, self.iter_pos
 
 
 @dataclass
@@ -132,14 +127,14 @@ class HistoryTracker:
     op."""
 
     # One entry per op of a file, so compact: machine integers in arrays (4 bytes an op, no int objects: op code
-    # ids, row numbers and iterations are under 2**31), and (block, layer) pairs shared through _pairs (a pointer
-    # an op; a file has few distinct pairs). The op codes are ingest's too (the oracle's rule compares them).
+    # ids, row numbers and iterations are under 2**31), and each eager op's place as its id (8 bytes: a (block,
+    # layer) pair of strings each, 34 MiB of a million-op ingest). The op codes are ingest's too (the oracle's
+    # rule compares them).
     e_codes: array = field(default_factory=lambda: array("i"))
-    e_attr: list[tuple[str | None, str | None]] = field(default_factory=list)
+    e_place: array = field(default_factory=lambda: array("q"))
     t_rows: array = field(default_factory=lambda: array("i"))
     t_codes: array = field(default_factory=lambda: array("i"))
     t_iter: array = field(default_factory=lambda: array("i"))
-    _pairs: dict[tuple[str | None, str | None], tuple[str | None, str | None]] = field(default_factory=dict)
     sessions: dict[str, int] = field(default_factory=dict)
     counts: dict[int, int] = field(default_factory=dict)
     bad_iterations: set[int] = field(default_factory=set)
@@ -151,13 +146,12 @@ class HistoryTracker:
     _streams: dict[int, tuple[_Aligner, array]] = field(default_factory=dict)
     _decided: dict[int, int] = field(default_factory=dict)  # (a streaming alignment's latest matches)
 
-    def eager_op(self, code: int, block: str | None, layer: str | None) -> None:
+    def eager_op(self, code: int, place: int) -> None:
+        """An eager op, its place (0: none; negative: not interned yet, see :attr:`e_place`)."""
         self.e_codes.append(code)
-        pair = (block, layer)
-        self.e_attr.append(self._pairs.setdefault(pair, pair))
+        self.e_place.append(place)
 
-    def trace_op(self, row_no: int, code: int, replay: str | None, block: str | None, layer: str | None,
-                 pos: int) -> Attributed:
+    def trace_op(self, row_no: int, code: int, replay: str | None, place: int, pos: int) -> Attributed:
         """The op's attribution: by position while its iteration matches eager, then from the streaming
         alignment of that iteration (corrected by :meth:`finish` where either turns out wrong)."""
         if self.by_session is None:
@@ -179,11 +173,10 @@ class HistoryTracker:
             return self._streamed(stream, code, it if self.by_session else 0)
         if not n:  # no eager section to learn from: the trace's own signposts
             self.answered.append(-2)
-            return Attributed(block, layer, SIGNPOST if (block or layer) else None, it, ipos)
+            return Attributed(place, SIGNPOST if place else None, it, ipos)
         if ipos < n and self.e_codes[ipos] == code:
             self.answered.append(-2)
-            b, lay = self.e_attr[ipos]
-            return Attributed(b, lay, POSITION, it, ipos)
+            return Attributed(self.e_place[ipos], POSITION, it, ipos)
         self.bad_iterations.add(it)
         if STREAMING:
             # This iteration (without replay ids: the whole trace) will be aligned: answer as that alignment
@@ -195,7 +188,7 @@ class HistoryTracker:
             stream = self._streams[-1] = (_Aligner(self.e_codes), array("q", self.t_codes[:-1]))
             return self._streamed(stream, code, 0)
         self.answered.append(-2)
-        return Attributed(None, None, UNMATCHED, it, ipos)
+        return Attributed(0, UNMATCHED, it, ipos)
 
     def _streamed(self, stream: tuple[_Aligner, array], code: int, it: int) -> Attributed:
         """The answer for the newest op of an iteration being aligned as it streams: aligned, or unmatched when
@@ -210,9 +203,8 @@ class HistoryTracker:
         i = found.get(k, -1)
         self.answered.append(i)
         if i < 0:
-            return Attributed(None, None, UNMATCHED, it, k)
-        b, lay = self.e_attr[i]
-        return Attributed(b, lay, ALIGNED, it, k)
+            return Attributed(0, UNMATCHED, it, k)
+        return Attributed(self.e_place[i], ALIGNED, it, k)
 
     def finish(self) -> list[tuple[int, Attributed]]:
         """``(row_no, attribution)`` for every trace op whose answer from :meth:`trace_op` was wrong: in the
@@ -246,10 +238,9 @@ class HistoryTracker:
             if answered[k] == found.get(k, -1):
                 continue  # answered as aligned to the same eager op (or as unmatched): already right
             if k in found:
-                b, lay = self.e_attr[found[k]]
-                out.append((self.t_rows[i], Attributed(b, lay, ALIGNED, it, k)))
+                out.append((self.t_rows[i], Attributed(self.e_place[found[k]], ALIGNED, it, k)))
             else:
-                out.append((self.t_rows[i], Attributed(None, None, UNMATCHED, it, k)))
+                out.append((self.t_rows[i], Attributed(0, UNMATCHED, it, k)))
         return out
 
 
@@ -258,15 +249,14 @@ UPDATE_SQL = ("UPDATE op SET hist_place_id = {m}, hist_how = {m}, iteration = {m
 Written = tuple[int, int | None, int | None, int | None]  # (row, place id, iteration, position in it)
 
 
-def apply(conn: Connection, run_id: int, fixes: list[tuple[int, Attributed]],
-          place: Callable[[str | None, str | None], int | None]) -> list[Written]:
-    """Write corrections from :meth:`HistoryTracker.finish`; ``place`` gives a pair's ``place`` id. Returns what
-    was written, per corrected op."""
+def apply(conn: Connection, run_id: int, fixes: list[tuple[int, Attributed]]) -> list[Written]:
+    """Write corrections from :meth:`HistoryTracker.finish` (their places interned: they come after the file's
+    last row). Returns what was written, per corrected op."""
     if not fixes:
         return []
     from warehouse import dialect
     m = dialect.paramstyle_mark(conn)
-    written = [(row, place(a.block, a.layer), a.iteration, a.iter_pos) for row, a in fixes]
+    written = [(row, a.place or None, a.iteration, a.iter_pos) for row, a in fixes]
     conn.exec_driver_sql(UPDATE_SQL.format(m=m), [(p, code(HIST_HOW, a.how), i, ip, run_id, row)
                                                    for (row, p, i, ip), (_, a) in zip(written, fixes)])
     return written

@@ -123,7 +123,9 @@ class _Interner:
         self.texts: dict[str, int] = {}
         self.ids = array("q")  # token -> cell_tuple id (-1 until resolved): 8 bytes a token, never cleared
         self.codes: dict[str, int] = {}
+        self.code_names: dict[int, str] = {}  # (op code id -> name)
         self.places_cache: dict[tuple[str, str], int] = {}
+        self.pair_of: dict[int, tuple[str, str]] = {}  # (the cached places' pairs, by id)
         self.pending: list[tuple[int, tuple[str, ...]]] = []  # (token, static cells) not yet resolved
         self._apart = dialect.interns_apart(conn)
         self._conn: Connection | None = None
@@ -150,6 +152,7 @@ class _Interner:
             i = self.codes[name] = self._resolve(
                 t.op_code, "name", {name: {"name": name, "category": category(name),
                                            "is_compute": is_compute(name)}})[name]
+            self.code_names[i] = name
         return i
 
     def place(self, block: str | None, layer: str | None) -> int | None:
@@ -163,11 +166,13 @@ class _Interner:
         if missing:
             if len(self.places_cache) + len(missing) > self.MAX_CACHED:
                 self.places_cache.clear()
+                self.pair_of.clear()
                 missing = want
             by_digest = {place_digest(*pair): pair for pair in missing}
             ids = self._resolve(t.place, "digest", {d: {"digest": d, "block": pair[0], "layer": pair[1]}
                                                     for d, pair in by_digest.items()})
             self.places_cache.update((pair, ids[d]) for d, pair in by_digest.items())
+            self.pair_of.update((ids[d], pair) for d, pair in by_digest.items())
         cache = self.places_cache
         return {pr: (cache[(pr[0] or "", pr[1] or "")] if (pr[0] or pr[1]) else None) for pr in pairs}
 
@@ -223,7 +228,8 @@ class _FileIngest:
         self.intern = _Interner(conn)
         self.attr = Attribution()
         self.ops: list[list] = []  # the batch's op rows (lists: _flush fills in the places interned last)
-        self.unplaced: list[tuple[int, int, tuple[str, str]]] = []  # (op, column, (block, layer)) to fill in
+        self.pending: dict[tuple[str, str], int] = {}  # the batch's new (block, layer) pairs, their negative ids
+        self.history_mark = 0  # (history's eager places from here on may be negative: see _resolve_pending)
         self._seg: tuple | None = None  # what the ops up to the next signpost share (see _segment)
         self.signposts: list[tuple] = []
         self.chunks: list[Chunk] = []
@@ -245,7 +251,6 @@ class _FileIngest:
         self.feed = ReportFeed(conn)
         self.capture: OpCapture | None = OpCapture(OP_COLUMNS)  # (the rollups' input, dropped once they are built)
         self.keys = KnownKeys()  # (the rollups' keys, interned as the ops are written)
-        self.combos: set[tuple[str | None, str | None, str]] = set()  # (the batch's history (block, layer, op code))
         self.trace_ids: set[tuple[str, str]] = set()  # the trace section's (trace id, replay session) pairs
         self.size = source.scan.size
         self.rows_seen = 0
@@ -282,16 +287,21 @@ class _FileIngest:
 
     def _segment(self) -> tuple:
         """What every op up to the next signpost shares: its section (name, id), block and layer (as the file
-        says them, and as stored), its place id (-1: not interned yet), the report's attribution code, its
-        marker, and history's how for an op attributed by its own signposts."""
+        says them), its place id (None: no block or layer; a pair not interned yet has a negative id of this
+        batch's, see :meth:`_pending`), the report's attribution code, its marker, and history's how for an op
+        attributed by its own signposts."""
         a = self.attr
         sec = a.section
-        block, layer = a.block or None, a.layer or None
         pair = (a.block, a.layer)
-        place = self.intern.places_cache.get(pair, -1) if (block or layer) else None
-        own_how = _HOW_SIGNPOST if (block or layer) else None
+        place = (self.intern.places_cache.get(pair) or self._pending(pair)) if (a.block or a.layer) else None
+        own_how = _HOW_SIGNPOST if place else None
         return (sec.name if sec is not None else None, sec.key if sec is not None else None, a.block, a.layer,
-                block, layer, place, pair, _BY_SIGNPOSTS if (block or layer) else None, a.marker_row, own_how)
+                place, _BY_SIGNPOSTS if place else None, a.marker_row, own_how)
+
+    def _pending(self, pair: tuple[str, str]) -> int:
+        """A negative id for a (block, layer) pair that :meth:`_flush` interns with the batch's others (ops,
+        history's eager places and its answers carry it until then, and are filled in)."""
+        return self.pending.setdefault(pair, -2 - len(self.pending))
 
     def _op(self, row: tuple) -> None:
         """One op row: its attributions, occurrence and place, kept for :meth:`_flush` (the hot loop of the
@@ -305,50 +315,68 @@ class _FileIngest:
         seg = self._seg
         if seg is None:
             seg = self._seg = self._segment()
-        sec_name, sec_id, raw_block, raw_layer, block, layer, place, pair, attribution, marker, own_how = seg
+        sec_name, sec_id, raw_block, raw_layer, place, attribution, marker, own_how = seg
         p: int | None
         if sec_name is not None:
             p = self.pos.get(sec_name, 0)
             self.pos[sec_name] = p + 1
         else:
             p = None
-        at = len(self.ops)
-        if place == -1:  # (a pair met for the first time in this batch: _flush gives it its id)
-            self.unplaced.append((at, _PLACE, pair))
         if sec_name is None:
-            hist_pair, hist_place, how, iteration, iter_pos = pair, place, own_how, None, None
+            hist_place, how, iteration, iter_pos = place, own_how, None, None
         else:
             self.feed.op(sec_name, p or 0, code_id, raw_block, raw_layer, typed, fid)
             if sec_name == TRACE:
                 self.trace_ids.add((typed[_TRACE_ID] or "", typed[REPLAY] or ""))
-                hist = self.history.trace_op(row_no, code_id, typed[REPLAY], block, layer, p or 0)
-                hist_pair = (hist.block or "", hist.layer or "")
-                hist_place = self.intern.places_cache.get(hist_pair, -1) if (hist.block or hist.layer) else None
-                how, iteration, iter_pos = code(HIST_HOW, hist.how), hist.iteration, hist.iter_pos
+                hist = self.history.trace_op(row_no, code_id, typed[REPLAY], place or 0, p or 0)
+                hist_place, how, iteration, iter_pos = (hist.place or None, code(HIST_HOW, hist.how),
+                                                        hist.iteration, hist.iter_pos)
             else:
                 if sec_name == EAGER:
-                    self.history.eager_op(code_id, block, layer)
-                hist_pair, hist_place, how, iteration, iter_pos = pair, place, own_how, 0, p
-        if hist_place == -1:
-            self.unplaced.append((at, _HIST_PLACE, hist_pair))
-        self.combos.add((*hist_pair, name))
+                    self.history.eager_op(code_id, place or 0)
+                hist_place, how, iteration, iter_pos = place, own_how, 0, p
         self.ops.append([self.run_id, row_no, sec_id, p, place, attribution, 0, marker, code_id, *typed,
                          hist_place, how, iteration, iter_pos, shape_id])
         self.sections.append(_SECTION_INDEX.get(sec_name, 0))
         self.n_ops += 1
 
+    def _resolve_pending(self) -> None:
+        """Intern the batch's new (block, layer) pairs and put their ids where their negative ones are: in the
+        op rows and in history's eager places."""
+        pending, self.pending = self.pending, {}
+        found = self.intern.places(set(pending))
+        real = {neg: found[pair] for pair, neg in pending.items()}
+        for o in self.ops:
+            if (x := o[_PLACE]) is not None and x < 0:
+                o[_PLACE] = real[x]
+            if (x := o[_HIST_PLACE]) is not None and x < 0:
+                o[_HIST_PLACE] = real[x]
+        places = self.history.e_place
+        for i in range(self.history_mark, len(places)):
+            if places[i] < 0:
+                places[i] = real[places[i]]
+        self._seg = None  # (its place may have been one of them)
+
+    def _combos(self, rows: list[tuple]) -> set[tuple[str, str, str]]:
+        """The batch's (block, layer, op code) of history's attribution, as the rollups' keys read them (a place
+        no longer cached is left to the end of the run, where its keys are found as any others)."""
+        pair_of, names = self.intern.pair_of, self.intern.code_names
+        out = set()
+        for pid, cid in {(r[_HIST_PLACE], r[_CODE]) for r in rows}:
+            pair = ("", "") if pid is None else pair_of.get(pid)
+            if pair is not None:
+                out.add((*pair, names[cid]))
+        return out
+
     def _flush(self) -> None:
         if self.signposts:
             self.conn.exec_driver_sql(self._sp_sql, self.signposts)
             self.signposts = []
+        if self.pending:
+            self._resolve_pending()
+        self.history_mark = len(self.history.e_place)  # (eager places before it are all interned)
         if self.ops:
             ops = self.ops
-            if self.unplaced:  # (the batch's new (block, layer) pairs, interned at once)
-                place = self.intern.places({pair for _, _, pair in self.unplaced})
-                for at, col, pair in self.unplaced:
-                    ops[at][col] = place[pair]
-                self.unplaced = []
-                self._seg = None  # (its place may have been one of them)
             occ = self.occurrences.take(Occurrences.key(self.sections, [o[_PLACE] for o in ops],
                                                         [o[_CODE] for o in ops]))
             for o, k in zip(ops, occ):
@@ -358,8 +386,8 @@ class _FileIngest:
             self.conn.exec_driver_sql(self._op_sql, rows)
             if self.capture is not None:
                 self.capture.add(rows)
-            self.keys.add(self.intern.connection(), self.combos, len(ops))
-            self.combos = set()
+            if not self.keys.given_up:
+                self.keys.add(self.intern.connection(), self._combos(rows), len(ops))
             self.ops = []
         if self.chunks:
             self.intern.resolve_pending()
@@ -463,7 +491,7 @@ class _FileIngest:
                                          e.c.section_id.in_(self.section_ids[EAGER]), e.c.pos == t.op.c.pos)
                                   .values(place_id=e.c.place_id, occurrence=e.c.occurrence,
                                           attribution=ATTRIBUTION["eager_position"]))
-        written = history.apply(self.conn, self.run_id, self.history.finish(), self.intern.place)
+        written = history.apply(self.conn, self.run_id, self.history.finish())
         if self.capture is not None:
             for row, place_id, iteration, iter_pos in written:
                 self.capture.fix(row, place_id, iteration, iter_pos)

@@ -283,16 +283,21 @@ class KnownKeys:
 
     def __init__(self) -> None:
         self.ids: dict[tuple[str, str], int | None] = {}
-        self._met: set[tuple[str | None, str | None, str]] = set()
+        self._met: set[tuple[str, str, str]] = set()
         self._keys = rollupcalc.stored_keys()  # (None: a grouping numpy does not mirror: the SQL writes them)
         self.ops = 0
+
+    @property
+    def given_up(self) -> bool:
+        """Whether nothing more is kept (a run past the budget, or groupings numpy does not mirror)."""
+        return self._keys is None or self.ops > self.MAX_OPS
 
     def give_up(self) -> None:
         """Keep nothing more (ingest foresees a run too big: the SQL writes its rollups)."""
         self.ops = self.MAX_OPS + 1
         self.ids, self._met = {}, set()
 
-    def add(self, key_conn: Connection, combos: set[tuple[str | None, str | None, str]], ops: int) -> None:
+    def add(self, key_conn: Connection, combos: set[tuple[str, str, str]], ops: int) -> None:
         """The (block, layer, op code) of ``ops`` more ops (history's attribution)."""
         from warehouse.categories import category
 
