@@ -127,11 +127,11 @@ class HistoryTracker:
     op."""
 
     # One entry per op of a file, so compact: machine integers in arrays (4 bytes an op, no int objects: op code
-    # ids, row numbers and iterations are under 2**31), and each eager op's place as its id (8 bytes: a (block,
-    # layer) pair of strings each, 34 MiB of a million-op ingest). The op codes are ingest's too (the oracle's
-    # rule compares them).
+    # ids, place ids, row numbers and iterations are under 2**31), each eager op's place as its id (a (block,
+    # layer) pair of strings each took 34 MiB of a million-op ingest). The op codes are ingest's too (the
+    # oracle's rule compares them).
     e_codes: array = field(default_factory=lambda: array("i"))
-    e_place: array = field(default_factory=lambda: array("q"))
+    e_place: array = field(default_factory=lambda: array("i"))
     t_rows: array = field(default_factory=lambda: array("i"))
     t_codes: array = field(default_factory=lambda: array("i"))
     t_iter: array = field(default_factory=lambda: array("i"))

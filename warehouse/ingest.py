@@ -125,7 +125,8 @@ class _Interner:
         self.codes: dict[str, int] = {}
         self.code_names: dict[int, str] = {}  # (op code id -> name)
         self.places_cache: dict[tuple[str, str], int] = {}
-        self.pair_of: dict[int, tuple[str, str]] = {}  # (the cached places' pairs, by id)
+        self.pair_of: dict[int, tuple[str, str]] = {}  # (the cached places' pairs, by id, for the rollup keys)
+        self.keep_pairs = True
         self.pending: list[tuple[int, tuple[str, ...]]] = []  # (token, static cells) not yet resolved
         self._apart = dialect.interns_apart(conn)
         self._conn: Connection | None = None
@@ -172,7 +173,8 @@ class _Interner:
             ids = self._resolve(t.place, "digest", {d: {"digest": d, "block": pair[0], "layer": pair[1]}
                                                     for d, pair in by_digest.items()})
             self.places_cache.update((pair, ids[d]) for d, pair in by_digest.items())
-            self.pair_of.update((ids[d], pair) for d, pair in by_digest.items())
+            if self.keep_pairs:
+                self.pair_of.update((ids[d], pair) for d, pair in by_digest.items())
         cache = self.places_cache
         return {pr: (cache[(pr[0] or "", pr[1] or "")] if (pr[0] or pr[1]) else None) for pr in pairs}
 
@@ -437,6 +439,8 @@ class _FileIngest:
             self.guards.enter_context(dialect.small_sorts(self.conn, 2))
             self.feed.give_up()
             self.keys.give_up()
+            self.intern.keep_pairs = False
+            self.intern.pair_of.clear()
             if self.capture is not None:
                 self.capture.give_up()
 
@@ -663,6 +667,8 @@ def _ingest_once(engine: Engine, req: _Request, source: RowSource, scan: FileSca
             if got is None and aside:
                 got = feed_parts(feed, same)
             scans, pure = got or (None, None)
+            if job.big:
+                trim_heap()  # (what the rollups' SQL held goes back before the report is read back)
             store_parts(conn, run_id, scans, pure, trace_ids=job.trace_ids)
         seconds = time.perf_counter() - t0
         final = dict(row_count=job.rows_read, op_count=job.n_ops, signpost_count=job.n_signposts,

@@ -17,7 +17,7 @@ class Occurrences:
 
     def __init__(self) -> None:
         self.keys = np.zeros(0, dtype=np.int64)  # sorted
-        self.counts = np.zeros(0, dtype=np.int64)
+        self.counts = np.zeros(0, dtype=np.int32)  # (a run has fewer than 2**31 ops)
 
     @staticmethod
     def key(section: Sequence[int], place: Sequence[int | None], code: Sequence[int]) -> np.ndarray:
@@ -45,13 +45,13 @@ class Occurrences:
         at = np.searchsorted(self.keys, uniq)
         known = at < len(self.keys)
         known[known] = self.keys[at[known]] == uniq[known]
-        base = np.zeros(len(uniq), dtype=np.int64)
+        base = np.zeros(len(uniq), dtype=np.int32)
         base[known] = self.counts[at[known]]
         occ = np.empty(n, dtype=np.int64)
         occ[order] = np.repeat(base, sizes) + rank
-        self.counts[at[known]] += sizes[known]
+        self.counts[at[known]] += sizes[known].astype(np.int32)
         new = ~known
         if new.any():  # (the new keys go in at their places: the table stays sorted)
             self.keys = np.insert(self.keys, at[new], uniq[new])
-            self.counts = np.insert(self.counts, at[new], sizes[new])
+            self.counts = np.insert(self.counts, at[new], sizes[new].astype(np.int32))
         return occ.tolist()

@@ -30,6 +30,7 @@ from warehouse import schema as t
 from warehouse.measures import KEY_TEXTS, REPORT_TABLES
 
 from warehouse.cellstore import compresses
+from warehouse.memory import trim_heap
 from warehouse.packing import pack_pieces, pack_text, unpack_text
 from warehouse.columns import AT
 
@@ -105,7 +106,10 @@ class _SectionScan:
     computing a report at the end of a million-op ingest stays within its memory budget. Ops are added a batch
     at a time, as columns (:meth:`add_columns`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, groups: bool = True, layers: bool = True) -> None:
+        """``groups``, ``layers``: whether the group tables' sums, the layers' ops are kept (a big run's report
+        is read back twice, each part on its own: see :func:`_read_back`)."""
+        self.with_groups, self.with_layers = groups, layers
         self.kern, self.fw, self.gaps = array("d"), array("d"), array("d")
         self.cores: Counter[float] = Counter()  # a few distinct counts: their median from the tally
         self.start: float | None = None
@@ -146,8 +150,11 @@ class _SectionScan:
             if en is not None and (self.end is None or en > self.end):
                 self.end = en
             self.fid.update(f for f in fids if f)
-        for sums, table_keys in zip(self.groups, keys):
-            sums.add(table_keys, kern, gaps)
+        if self.with_groups:
+            for sums, table_keys in zip(self.groups, keys):
+                sums.add(table_keys, kern, gaps)
+        if not self.with_layers:
+            return
         index, ids, kerns, comps = self.layers, self.lay_id, self.lay_kern, self.lay_comp
         for lay, kv, comp in zip(layers, kern.tolist(), compute):
             if lay and not is_post(lay):
@@ -472,21 +479,46 @@ class ReportFeed:
         return {EAGER: self.own[EAGER], TRACE: x}
 
 
-def _scan(conn: Connection, run_id: int, section: str, compute: dict[int, bool]) -> _SectionScan:
+def _scan(conn: Connection, run_id: int, section: str, compute: dict[int, bool], groups: bool = True,
+          layers: bool = True, groups_only: bool = False) -> _SectionScan:
     """The ops of one section, in file order, read in batches from the driver's own cursor (the report touches
     every op of a run; SQLAlchemy's row objects would cost a tenth of its time). Position order is file order
-    within a section name, and (run_id, row_no) is indexed: no sort is needed."""
+    within a section name, and (run_id, row_no) is indexed: no sort is needed. ``groups``, ``layers``,
+    ``groups_only``: what is kept (see :class:`_SectionScan`)."""
     mark = dialect.paramstyle_mark(conn)
-    scan = _SectionScan()
+    scan = _SectionScan(groups, layers)
     cur = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
     try:
         cur.execute(f"SELECT {_SELECT} FROM op_detail WHERE run_id = {mark} AND section = {mark} ORDER BY row_no",
                     (run_id, section))
         while batch := cur.fetchmany(1000):
-            scan.add(batch, compute)
+            scan.add(batch, compute, groups_only)
     finally:
         cur.close()
     return scan
+
+
+def _read_back(conn: Connection, run_id: int, section: str, compute: dict[int, bool],
+               raw: bool) -> tuple[_SectionScan, _Pure]:
+    """A section's scan and its :func:`_pure` part from the database; a big run's (over ReportFeed.MAX_OPS ops)
+    in two reads of its ops, the sums, tops and layer split first, then the group tables, so that a million-op
+    run's ~80,000 layers and its group tables' keys (15 MB each) are never held together."""
+    big = conn.execute(select(func.count()).select_from(t.op).where(t.op.c.run_id == run_id)).scalar_one() \
+        > ReportFeed.MAX_OPS
+    if not big:
+        x = _scan(conn, run_id, section, compute)
+        return x, _pure(x, raw)
+    x = _scan(conn, run_id, section, compute, groups=False)
+    kern, gaps, n = x.kern, x.gaps, len(x.kern)
+    order = heapq.nsmallest(TOP, range(n), key=lambda i: -kern[i])
+    gap_order = heapq.nsmallest(TOP, range(1, n), key=lambda i: -gaps[i])
+    sums = _sums(x)
+    split = x.precision_split(raw)
+    x.layers, x.lay_id, x.lay_kern, x.lay_comp = {}, array("i"), array("d"), bytearray()
+    trim_heap()
+    g = _scan(conn, run_id, section, compute, layers=False, groups_only=True)
+    tables = g.group_tables(sums[0] or 1.0, raw)
+    return x, (order, gap_order, tables, split, sums)
 
 
 def _ops_at(conn: Connection, run_id: int, section: str, positions: set[int]) -> dict[int, Any]:
@@ -584,7 +616,9 @@ def pure_parts(scans: dict[str, _SectionScan]) -> dict[str, _Pure]:
 def _section(conn: Connection, run_id: int, section: str, codes: dict[int, tuple[str, str, bool]],
              freq: float, scan: _SectionScan | None = None, raw: bool = False,
              pure: _Pure | None = None) -> dict[str, Any]:
-    x = scan or _scan(conn, run_id, section, {i: c[2] for i, c in codes.items()})
+    if scan is None:
+        scan, pure = _read_back(conn, run_id, section, {i: c[2] for i, c in codes.items()}, raw)
+    x = scan
     kern, gaps, n = x.kern, x.gaps, len(x.kern)
     span = (x.end - x.start) / freq if x.start is not None and x.end is not None else None
     order, gap_order, tables, split, (kern_sum, fw_sum, gap_sum, n_nz, median) = pure or _pure(x, raw)
@@ -634,6 +668,8 @@ def _parts(conn: Connection, run_id: int, freq: float, scans: dict[str, _Section
     yield "trace_ids", sorted({r[0] for r in ids})
     yield "replay_sessions", sorted({r[1] for r in ids})
     for s in SECTIONS:
+        if scans is None:
+            trim_heap()  # (a section read back: what the last one held goes back first)
         yield s, _section(conn, run_id, s, codes, freq, scans[s] if scans else None, raw, pure[s] if pure else None)
 
 

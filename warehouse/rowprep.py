@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from warehouse.aside import can_fork
+from warehouse.memory import trim_heap
 from warehouse.packing import cut_chunks, pack_cells
 from warehouse.columns import AT, DIGITS, FLOAT, INT32, INT64, OP_COLUMNS, TEXT, stored_once
 from warehouse.csvfile import (CHANGED, NULL, CsvReader, FileScan, Layout, RowWarning, cells_getter, encode_volatile,
@@ -372,12 +373,15 @@ def prepare(path: Path, scan: FileScan | None = None, hashed: bool = True,
     with CsvReader(path, open_regular(path), scan) as reader:
         yield reader.layout
         prep = _Preparer(reader)
+        big = scan.lines > COLUMNAR_MAX_ROWS
         try:
-            for b in prep.batches():
+            for n, b in enumerate(prep.batches()):
                 if compress is not None:
                     for c in b.chunks:
                         c.pack(compress)
                 yield b
+                if big and n % 32 == 31:
+                    trim_heap()  # (a big file's batches leave freed pages behind: give them back now and then)
             yield prep.finish()
         finally:
             prep.reader.close()  # (the line path's own reader, when it took over from the columnar one)
