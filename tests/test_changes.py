@@ -13,7 +13,7 @@ import pytest
 
 from conftest import BACKENDS, _new_url, make_invoke
 from score_changes import score
-from warehouse.changepoints import analyse
+from warehouse.changepoints import analyse, prepare, prepare_many, row_medians
 
 HERE = Path(__file__).parent
 DATA = HERE / "data"
@@ -87,6 +87,41 @@ def test_the_newest_nights_alone_are_not_a_change_yet():
     x = _signal(30, 9)
     x[28:] *= 1.1
     assert analyse(x, tau=6.0).steps == []
+
+
+def test_row_medians_are_numpys_medians_of_the_finite_values():
+    rng = np.random.default_rng(11)
+    m = np.round(rng.normal(size=(400, 9)), 1)  # (ties)
+    m[rng.random(m.shape) < 0.3] = np.nan
+    for row, got in zip(m, row_medians(m)):
+        f = row[np.isfinite(row)]
+        assert (np.isnan(got) and not len(f)) or got == np.median(f)
+
+
+@pytest.mark.parametrize("n", [8, 9, 30, 61])
+def test_series_prepared_together_are_the_series_prepared_alone(n):
+    """The detector prepares a history's series as matrices (prepare_many): every number equals the one-series
+    path, for complete series, flat ones, ones with gaps or non-positive nights, and any noise floor."""
+    rng = np.random.default_rng(n)
+    series, noise = [], []
+    for i in range(240):
+        x = 100 * np.exp(rng.normal(0, [0.0, 1e-6, 0.005, 0.05][i % 4], n))
+        if i % 7 == 0:
+            x[rng.integers(n)] *= 3  # a hiccup
+        if i % 5 == 0:
+            x[n // 2:] *= 1.05  # a step
+        if i % 11 == 0:
+            x = np.round(x)  # ties
+        if i % 13 == 0:
+            x[rng.integers(n)] = np.nan if i % 2 else 0.0  # a gap: prepared alone
+        series.append(x)
+        noise.append([0.0, 0.001, 0.01][i % 3])
+    together = prepare_many(series, floor=1e-4 if n % 2 else 0.0, replay_noise=noise)
+    for x, rn, got in zip(series, noise, together):
+        want = prepare(x, floor=1e-4 if n % 2 else 0.0, replay_noise=rn)
+        assert np.array_equal(want.idx, got.idx) and np.array_equal(want.z, got.z)
+        assert np.array_equal(want.zc, got.zc) and want.bad == got.bad
+        assert (want.sigma, want.best_z) == (got.sigma, got.best_z)
 
 
 # ------------------------------------------------------------------------------------------- the whole command

@@ -92,26 +92,30 @@ def robust_sigma(z: np.ndarray) -> float:
     return float(1.4826 * np.median(np.abs(np.diff(z))) / math.sqrt(2))
 
 
-def _window_medians(z: np.ndarray, before: int, after: int) -> np.ndarray:
-    """For each night i, the median of the finite values of z[i - before .. i + after] (fewer at the ends, NaN
-    when none), all interior nights at once (a sliding window), the few at the ends one by one."""
-    n = len(z)
-    out = np.full(n, np.nan)
-    w = before + after + 1
-    if n >= w:
-        inner = np.median(np.lib.stride_tricks.sliding_window_view(z, w), axis=1)  # nights before .. n-1-after
-        out[before:n - after] = inner
-    # the ends, and interior windows holding a NaN (the shifted ends), without the NaN; a few values each, where
-    # a sorted list is ten times quicker than np.median (and gives the same number)
-    redo = set(range(min(before, n))) | set(range(max(before, n - after), n))
-    redo.update(int(j) for j in np.nonzero(~np.isfinite(out))[0])
-    values = z.tolist()
-    for i in sorted(redo):
-        part = sorted(v for v in values[max(0, i - before):i + after + 1] if math.isfinite(v))
-        k = len(part)
-        if k:
-            out[i] = part[k // 2] if k % 2 else (part[k // 2 - 1] + part[k // 2]) / 2
+def row_medians(m: np.ndarray) -> np.ndarray:
+    """The median of the finite values of each row of ``m`` (NaN for a row with none): the same number as
+    ``np.median`` of the row's finite values (the middle value, or the mean of the two middle ones), for every row
+    at once. A sort puts NaN last, so each row's finite values lead it."""
+    if m.ndim != 2 or not m.shape[0]:
+        return np.full(m.shape[0] if m.ndim == 2 else 0, np.nan)
+    s = np.sort(m, axis=1)
+    cnt = np.isfinite(s).sum(axis=1)
+    rows = np.arange(len(s))
+    lo = s[rows, np.maximum(cnt - 1, 0) // 2]
+    hi = s[rows, np.minimum(cnt // 2, s.shape[1] - 1)]
+    with np.errstate(all="ignore"):
+        out = np.where(cnt % 2 == 1, lo, (lo + hi) / 2)
+    out[cnt == 0] = np.nan
     return out
+
+
+def _window_medians_rows(m: np.ndarray, before: int, after: int) -> np.ndarray:
+    """For each row and night i, the median of the finite values of the row's nights i - before .. i + after
+    (fewer at the ends, NaN when none), every row and night at once (:func:`row_medians` of the windows)."""
+    k, n = m.shape
+    padded = np.concatenate([np.full((k, before), np.nan), m, np.full((k, after), np.nan)], axis=1)
+    win = np.lib.stride_tricks.sliding_window_view(padded, before + after + 1, axis=1)  # (k, n, w)
+    return row_medians(win.reshape(k * n, -1)).reshape(k, n)
 
 
 def clean(z: np.ndarray, sigma: float) -> tuple[np.ndarray, list[int]]:
@@ -122,10 +126,18 @@ def clean(z: np.ndarray, sigma: float) -> tuple[np.ndarray, list[int]]:
     n = len(z)
     if sigma <= 0 or n < 4:
         return z.copy(), []
-    lim = OUTLIER_SIGMAS * sigma
-    shifted = np.concatenate([np.full(1, np.nan), z[:-1]])  # left windows end the night before
-    left = _window_medians(shifted, 2, 0)  # nights i-3 .. i-1
-    right = _window_medians(np.concatenate([z[1:], np.full(1, np.nan)]), 0, 2)  # nights i+1 .. i+3
+    out, bad = clean_rows(z[None, :], np.array([sigma]))
+    return out[0], [int(i) for i in np.nonzero(bad[0])[0]]
+
+
+def clean_rows(z: np.ndarray, sigma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`clean` of every row of ``z`` (series of one length, at least 4 nights, each with its noise
+    ``sigma`` > 0) at once: the cleaned rows, and where their outliers were (a mask)."""
+    k = len(z)
+    lim = OUTLIER_SIGMAS * sigma[:, None]
+    gap = np.full((k, 1), np.nan)
+    left = _window_medians_rows(np.concatenate([gap, z[:, :-1]], axis=1), 2, 0)  # nights i-3 .. i-1
+    right = _window_medians_rows(np.concatenate([z[:, 1:], gap], axis=1), 0, 2)  # nights i+1 .. i+3
     dl, dr = z - left, z - right
     has_l, has_r = np.isfinite(left), np.isfinite(right)
     far_l = ~has_l | (np.abs(np.where(has_l, dl, 0)) > lim)
@@ -136,13 +148,11 @@ def clean(z: np.ndarray, sigma: float) -> tuple[np.ndarray, list[int]]:
     pick = np.where(~has_r | (has_l & (np.abs(np.where(has_l, dl, np.inf)) <= np.abs(np.where(has_r, dr, np.inf)))),
                     left, right)
     out[bad_mask] = pick[bad_mask]
-    bad = [int(i) for i in np.nonzero(bad_mask)[0]]
     # Timing noise is one-sided: interference, throttling and a hiccuped op only ever slow a night down. A night
     # above the median of the five around it by more than HICCUP_SIGMAS counts at that bound: a few slow nights
     # in a row cannot fake a level (a step's nights agree with their neighbours, so a step is untouched).
-    roll = _window_medians(out, 2, 2)
-    out = np.minimum(out, roll + HICCUP_SIGMAS * sigma)
-    return out, bad
+    roll = _window_medians_rows(out, 2, 2)
+    return np.minimum(out, roll + HICCUP_SIGMAS * sigma[:, None]), bad_mask
 
 
 def split_stats(z: np.ndarray, a: int, b: int) -> np.ndarray:
@@ -158,6 +168,19 @@ def split_stats(z: np.ndarray, a: int, b: int) -> np.ndarray:
     left = c[k - 1] / k
     right = (c[-1] - c[k - 1]) / (n - k)
     out[k] = np.abs(right - left) / np.sqrt(1.0 / k + 1.0 / (n - k))
+    return out
+
+
+def split_stats_rows(z: np.ndarray) -> np.ndarray:
+    """:func:`split_stats` of every row of ``z`` (series of one length, at least ``MIN_BEFORE + MIN_AFTER``
+    nights) over the whole row."""
+    n = z.shape[1]
+    out = np.full(z.shape, np.nan)
+    c = np.cumsum(z, axis=1)
+    k = np.arange(MIN_BEFORE, n - MIN_AFTER + 1)
+    left = c[:, k - 1] / k
+    right = (c[:, -1:] - c[:, k - 1]) / (n - k)
+    out[:, k] = np.abs(right - left) / np.sqrt(1.0 / k + 1.0 / (n - k))
     return out
 
 
@@ -277,6 +300,45 @@ def prepare(values: np.ndarray, *, floor: float = 0.0, replay_noise: float = 0.0
         k = int(np.nanargmax(st))
         best = median_z(zc[:k], zc[k:], sigma)
     return Prepared(idx, z, zc, bad, sigma, best)
+
+
+def prepare_many(series: list[np.ndarray], *, floor: float = 0.0, replay_noise: list[float] | None = None
+                 ) -> list[Prepared]:
+    """:func:`prepare` of many series, the same numbers: the series of one length with every night a positive
+    figure (most of a history's) as matrices, a row each, in a few array operations; the others one by one."""
+    noise = replay_noise if replay_noise is not None else [0.0] * len(series)
+    out: list[Prepared | None] = [None] * len(series)
+    whole: dict[int, list[int]] = {}
+    for i, v in enumerate(series):
+        if len(v) >= MIN_BEFORE + MIN_AFTER and bool(np.all(np.isfinite(v) & (v > 0))):
+            whole.setdefault(len(v), []).append(i)
+        else:
+            out[i] = prepare(v, floor=floor, replay_noise=noise[i])
+    for n, rows in whole.items():
+        z = np.log(np.vstack([series[i] for i in rows]))
+        sigma = np.maximum(np.maximum(1.4826 * row_medians(np.abs(np.diff(z, axis=1))) / math.sqrt(2), floor),
+                           np.array([noise[i] for i in rows]))
+        idx = np.arange(n)
+        live = np.nonzero(sigma > 0)[0]
+        for j in np.nonzero(~(sigma > 0))[0]:
+            out[rows[j]] = Prepared(idx, z[j], z[j], [], float(sigma[j]), 0.0)
+        if not len(live):
+            continue
+        zl, sl = z[live], sigma[live]
+        zc, bad = clean_rows(zl, sl)
+        st = split_stats_rows(zc)
+        ks = np.nanargmax(st, axis=1)
+        best = np.zeros(len(live))
+        # the best split judged on lower quartiles (median_z), the rows that split at one night together
+        for k in np.unique(ks):
+            at = np.nonzero(ks == k)[0]
+            lo_b = np.percentile(zc[at, :k], 25, axis=1)
+            lo_a = np.percentile(zc[at, k:], 25, axis=1)
+            best[at] = np.abs(lo_a - lo_b) / (1.3626 * sl[at] * math.sqrt(1 / int(k) + 1 / (n - int(k))))
+        for j, r in enumerate(live):
+            out[rows[r]] = Prepared(idx, zl[j], zc[j], [int(i) for i in np.nonzero(bad[j])[0]], float(sl[j]),
+                                    float(best[j]))
+    return out  # type: ignore[return-value]
 
 
 def analyse(values: np.ndarray | Prepared, *, tau: float, min_change: float = 0.01, floor: float = 0.0,

@@ -30,7 +30,7 @@ import numpy as np
 from sqlalchemy import Connection, Engine
 
 from warehouse.contract import SECTIONS  # the oracle's sections, which run the same ops
-from warehouse.changepoints import MIN_AFTER, MIN_BEFORE, analyse, prepare
+from warehouse.changepoints import MIN_AFTER, MIN_BEFORE, analyse, prepare_many, row_medians
 from warehouse.errors import NotFound, UsageError
 from warehouse.measures import METRIC, is_metric, nests_under, ordered, part_rank
 from warehouse.series import RunMeta, run_meta, section_names, select_runs, sql_list
@@ -228,19 +228,19 @@ def _fetch(conn: Connection, runs: list[int], computed: tuple[str, ...] = ()
 
 def _level(series: list[np.ndarray], n: int) -> np.ndarray:
     """Each night's level: the median over series of the value against the series' own median (1 when no
-    series has the night)."""
-    ratios = []
-    for v in series:
-        ok = np.isfinite(v) & (v > 0)
-        if ok.sum() < 0.9 * n:
-            continue
-        med = np.median(v[ok])
-        if med > 0:
-            ratios.append(np.where(ok, v / med, np.nan))
-    if not ratios:
+    series has the night). Series with fewer than 90 % of the nights are left out."""
+    if not series:
+        return np.ones(n)
+    v = np.vstack(series)
+    ok = np.isfinite(v) & (v > 0)
+    keep = ok.sum(axis=1) >= 0.9 * n
+    v, ok = v[keep], ok[keep]
+    med = row_medians(np.where(ok, v, np.nan))
+    good = med > 0
+    if not good.any():
         return np.ones(n)
     with np.errstate(all="ignore"):
-        lv = np.nanmedian(np.vstack(ratios), axis=0)
+        lv = np.nanmedian(np.where(ok[good], v[good] / med[good, None], np.nan), axis=0)
     return np.where(np.isfinite(lv) & (lv > 0), lv, 1.0)
 
 
@@ -462,7 +462,7 @@ def _pass(data, n: int, sections: list[str], metrics: list[str], fdr: float, min
             todo.append(("", "device", str(dev), dev, m, y, 0.0))
 
     floor = 1e-4
-    ready = [prepare(y, floor=floor, replay_noise=rn) for (*_, y, rn) in todo]
+    ready = prepare_many([y for (*_, y, _rn) in todo], floor=floor, replay_noise=[rn for *_, rn in todo])
     best = [(p.best_z, len(p.z)) for p in ready]
     tau = _bh_threshold(best, fdr, min_sigmas)
     found: list[_Detection] = []
