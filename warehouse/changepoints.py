@@ -320,8 +320,8 @@ def prepare_many(series: list[np.ndarray], *, floor: float = 0.0, replay_noise: 
                            np.array([noise[i] for i in rows]))
         idx = np.arange(n)
         live = np.nonzero(sigma > 0)[0]
-        for j in np.nonzero(~(sigma > 0))[0]:
-            out[rows[j]] = Prepared(idx, z[j], z[j], [], float(sigma[j]), 0.0)
+        for q in np.nonzero(~(sigma > 0))[0]:
+            out[rows[q]] = Prepared(idx, z[q], z[q], [], float(sigma[q]), 0.0)
         if not len(live):
             continue
         zl, sl = z[live], sigma[live]
