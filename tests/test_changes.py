@@ -98,6 +98,27 @@ def test_row_medians_are_numpys_medians_of_the_finite_values():
         assert (np.isnan(got) and not len(f)) or got == np.median(f)
 
 
+@pytest.mark.parametrize("before, after", [(2, 0), (0, 2), (2, 2), (1, 1), (3, 1)])
+def test_window_medians_are_the_medians_of_each_windows_finite_values(before, after):
+    """The sliding medians of the cleaning step (a sorting network inside, a sort at the ends and around gaps)
+    against np.median of each window, row by row."""
+    from warehouse.changepoints import _window_medians_rows
+
+    rng = np.random.default_rng(before * 10 + after)
+    for n in (1, 3, 5, 6, 30):
+        m = np.round(rng.normal(size=(40, n)), 1)
+        m[rng.random(m.shape) < 0.2] = np.nan
+        got = _window_medians_rows(m, before, after)
+        for r in range(len(m)):
+            for i in range(n):
+                part = m[r, max(0, i - before):i + after + 1]
+                part = part[np.isfinite(part)]
+                if len(part):
+                    assert got[r, i] == np.median(part), (n, r, i)
+                else:
+                    assert np.isnan(got[r, i])
+
+
 @pytest.mark.parametrize("n", [8, 9, 30, 61])
 def test_series_prepared_together_are_the_series_prepared_alone(n):
     """The detector prepares a history's series as matrices (prepare_many): every number equals the one-series

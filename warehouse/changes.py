@@ -27,13 +27,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, text
 
 from warehouse.contract import SECTIONS  # the oracle's sections, which run the same ops
 from warehouse.changepoints import MIN_AFTER, MIN_BEFORE, analyse, prepare_many, row_medians
 from warehouse.errors import NotFound, UsageError
 from warehouse.measures import METRIC, is_metric, nests_under, ordered, part_rank
-from warehouse.series import RunMeta, run_meta, section_names, select_runs, sql_list
+from warehouse.series import RunMeta, rollup_of, run_meta, section_names, select_runs, sql_list
 
 METRICS = ("kernel", "fw", "op2op", "span")  # the stored ones, read by default; any of METRIC when asked
 _COLUMNS = {"kernel": "kernel_us", "fw": "fw_us", "op2op": "op2op_us", "span": "span_us"}
@@ -139,7 +139,7 @@ def _fetch(conn: Connection, runs: list[int], computed: tuple[str, ...] = ()
     row per run and section (a year is 150,000 pairs: building a tuple for each cost more than the rest).
     ``computed``: metrics that are not stored, computed from each run's ops for the section totals, blocks and
     op codes (:func:`warehouse.rollups.run_rows`)."""
-    from warehouse.dialect import text_list_agg
+    from warehouse.dialect import exact_number_text, text_list_agg
 
     pos = {r: i for i, r in enumerate(runs)}
     n = len(runs)
@@ -168,11 +168,17 @@ def _fetch(conn: Connection, runs: list[int], computed: tuple[str, ...] = ()
     chunks = [", ".join(str(int(r)) for r in runs[k:k + 500]) for k in range(0, n, 500)]
     present = section_names(conn, runs)
     secs = sql_list([s for s in present if s] or [""])
-    keys_agg = text_list_agg(conn, "key", "\x1f", "key")
-    vals_agg = ", ".join(text_list_agg(conn, f"COALESCE({_COLUMNS[m]}, 'nan')", ",", "key") for m in level_metrics)
+    # the pairs by key id and their stored whole ns (short texts: a year of a big model's pairs is millions of
+    # numbers), the ids named once
+    pair_key: dict[int, str] = dict(conn.execute(text(
+        "SELECT id, key FROM rollup_key WHERE grouping = 'block/op-code'")).all())
+    keys_agg = text_list_agg(conn, "r.key_id", ",", "r.key_id")
+    vals_agg = ", ".join(text_list_agg(conn, exact_number_text(conn, f"r.{METRIC[m].stored_column}"), ",", "r.key_id")
+                         for m in level_metrics)
     pair_rows: list[tuple] = []
     for ids in chunks:
-        for row in rows_of(f"SELECT run_id, section, grouping, key, device, iterations, {cols} FROM rollup "
+        for row in rows_of(f"SELECT run_id, section, grouping, key, device, iterations, {cols} "
+                           f"FROM {rollup_of(g for g in _GROUPINGS if g != 'block/op-code')} "
                            f"WHERE run_id IN ({ids}) AND section IN ({secs}) AND grouping IN ({groupings}) "
                            "AND (device = -1 OR grouping IN ('section', 'op-code'))"):
             d = arrays((row[1], row[2], row[3], int(row[4])))
@@ -185,27 +191,27 @@ def _fetch(conn: Connection, runs: list[int], computed: tuple[str, ...] = ()
                 if sp is not None:
                     d[f"{m}_spread"][i] = sp
         pair_rows += rows_of(
-            f"SELECT run_id, section, {keys_agg}, {vals_agg} FROM rollup WHERE run_id IN ({ids}) "
-            f"AND section IN ({secs}) AND grouping = 'block/op-code' AND device = -1 GROUP BY run_id, section")
+            f"SELECT r.run_id, r.section, {keys_agg}, {vals_agg} FROM rollup_row r JOIN rollup_key k "
+            f"ON k.id = r.key_id WHERE r.run_id IN ({ids}) AND r.section IN ({secs}) "
+            "AND k.grouping = 'block/op-code' AND r.device = -1 GROUP BY r.run_id, r.section")
     # the pairs as one matrix per section and metric (pair x night), filled a night at a time; a night's key
     # list is most often the one before's, so it is split and indexed once
-    index: dict[str, dict[str, int]] = defaultdict(dict)
+    index: dict[str, dict[int, int]] = defaultdict(dict)
     split: dict[tuple[str, str], np.ndarray] = {}
     for _rid, sec, joined, *_t in pair_rows:
         if (sec, joined) not in split:
             where = index[sec]
-            split[(sec, joined)] = np.array([where.setdefault(k, len(where)) for k in joined.split("\x1f")],
+            split[(sec, joined)] = np.array([where.setdefault(int(k), len(where)) for k in joined.split(",")],
                                             dtype=np.intp)
     mats = {sec: {m: np.full((len(where), n), np.nan) for m in level_metrics} for sec, where in index.items()}
     for rid, sec, joined, *texts in pair_rows:
         at = split[(sec, joined)]
         for m, t in zip(level_metrics, texts):
-            vals = np.array(t.split(","), dtype=float)
-            if len(vals) == len(at):  # (else a key held the separator: that night has no pairs)
-                mats[sec][m][at, pos[rid]] = vals
+            # (stored ns to the view's us: the same division the view makes)
+            mats[sec][m][at, pos[rid]] = np.array(t.split(","), dtype=float) / METRIC[m].scale
     for sec, where in index.items():
-        for key, j in where.items():
-            out[(sec, "block/op-code", key, -1)] = {m: mats[sec][m][j] for m in level_metrics}
+        for key_id, j in where.items():
+            out[(sec, "block/op-code", pair_key[key_id], -1)] = {m: mats[sec][m][j] for m in level_metrics}
     if computed:
         from warehouse.measures import GROUPINGS
         from warehouse.rollups import run_rows
@@ -239,8 +245,7 @@ def _level(series: list[np.ndarray], n: int) -> np.ndarray:
     good = med > 0
     if not good.any():
         return np.ones(n)
-    with np.errstate(all="ignore"):
-        lv = np.nanmedian(np.where(ok[good], v[good] / med[good, None], np.nan), axis=0)
+    lv = row_medians(np.where(ok[good], v[good] / med[good, None], np.nan).T)  # (each night over the series)
     return np.where(np.isfinite(lv) & (lv > 0), lv, 1.0)
 
 
@@ -365,18 +370,19 @@ def _detect(data: dict[tuple[str, str, str, int], dict[str, np.ndarray]], runs: 
     sections = sorted({s for (s, _, _, _) in data})
     if any(s for s in sections):
         sections = [s for s in sections if s]  # the whole run would count replays k times
-    first = _pass(data, n, sections, metrics, fdr, min_sigmas, min_change, min_us, set())
+    parts: dict[tuple[str, str, str, str], np.ndarray] = {}  # (the second pass reads the first's part levels)
+    first = _pass(data, n, sections, metrics, fdr, min_sigmas, min_change, min_us, set(), parts)
     moved = {(d.section, d.by, d.key) for d in first[1]}
     return _finish(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_us, warnings, sections, moved,
-                   first)
+                   first, parts)
 
 
 def _finish(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_us, warnings, sections, moved,
-            first):
+            first, parts=None):
     n = len(runs)
     # nothing moved in the first pass: the level had nothing to leave out, the second pass would be the same
-    todo, found, outliers, tau = (_pass(data, n, sections, metrics, fdr, min_sigmas, min_change, min_us, moved)
-                                  if moved else first)
+    todo, found, outliers, tau = (_pass(data, n, sections, metrics, fdr, min_sigmas, min_change, min_us, moved,
+                                        parts) if moved else first)
     changes = _causes(found, data, runs, meta, label, tau)
     outs = _outlier_nights(outliers, runs, meta, label)
     return ChangesResult(label, [meta[r].as_dict() for r in runs], len(todo),
@@ -384,9 +390,12 @@ def _finish(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_u
 
 
 def _pass(data, n: int, sections: list[str], metrics: list[str], fdr: float, min_sigmas: float, min_change: float,
-          min_us: float, moved: set[tuple[str, str, str]]):
+          min_us: float, moved: set[tuple[str, str, str]],
+          part_levels: dict[tuple[str, str, str, str], np.ndarray] | None = None):
     """One detection pass. The run-wide level leaves out the (block, op code) pairs of the keys in ``moved``
-    (what a first pass found changed), so that one op code that many blocks hold cannot move it."""
+    (what a first pass found changed), so that one op code that many blocks hold cannot move it.
+    ``part_levels`` keeps the levels of each block's and op code's pairs, which no pass changes."""
+    part_levels = {} if part_levels is None else part_levels
     def steady(s: str, k: str) -> bool:
         b, _, c = k.partition(" / ")
         return (s, "block", b) not in moved and (s, "op-code", c) not in moved
@@ -452,7 +461,9 @@ def _pass(data, n: int, sections: list[str], metrics: list[str], fdr: float, min
             todo.append((s, g, key, dev, m, (_robust_night(d, m) + off) / lv, _replay_noise(d, m)))
             inside = parts.get((s, g, key), [])
             if len(inside) >= PAIRS_SEEN and m in inside[0]:
-                todo.append((s, g, key, dev, m, np.nanmedian(v) * _level([p[m] for p in inside], n) / lv,
+                if (s, g, key, m) not in part_levels:
+                    part_levels[(s, g, key, m)] = _level([p[m] for p in inside], n)
+                todo.append((s, g, key, dev, m, np.nanmedian(v) * part_levels[(s, g, key, m)] / lv,
                              _replay_noise(d, m)))
     for m in metrics:
         if m != "span" and METRIC[m].stored:

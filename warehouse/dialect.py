@@ -143,6 +143,16 @@ def text_list_agg(conn: Connection, expr: str, sep: str, order: str) -> str:
     return f"group_concat({expr}, '{sep}')"
 
 
+def exact_number_text(conn: Connection, expr: str) -> str:
+    """SQL for the text of a number that reads back as the same double ('nan' for NULL), short for whole numbers
+    (times are stored in whole ns but for the means over a trace's replays): the input of
+    :func:`text_list_agg` where every digit counts."""
+    if name(conn) == "postgresql":
+        return f"COALESCE(({expr})::text, 'nan')"  # (float8's text is the shortest that reads back exactly)
+    return (f"CASE WHEN {expr} IS NULL THEN 'nan' WHEN {expr} = CAST({expr} AS INTEGER) THEN CAST({expr} AS INTEGER) "
+            f"ELSE printf('%!.17g', {expr}) END")
+
+
 def paramstyle_mark(conn: Connection) -> str:
     """The driver's placeholder, for plain INSERTs handed to ``executemany`` on the hot path."""
     mark = {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(conn.dialect.paramstyle)

@@ -34,7 +34,7 @@ class RunQuality:
 def measure(conn: Connection, run_ids: list[int]) -> dict[int, RunQuality]:
     """The quality figures of runs: op counts from ``run``, the rest from the section rollups (a few rows a run,
     never its ops: a year of nights is judged in milliseconds)."""
-    from warehouse.series import section_names, sql_list
+    from warehouse.series import rollup_of, section_names, sql_list
 
     ids = [int(r) for r in dict.fromkeys(run_ids)]
     out: dict[int, RunQuality] = {}
@@ -44,7 +44,8 @@ def measure(conn: Connection, run_ids: list[int]) -> dict[int, RunQuality]:
         out.update({rid: RunQuality(rid, int(n or 0), 0.0) for rid, n in conn.execute(text(
             f"SELECT id, op_count FROM run WHERE id IN ({inlist})"))})
         for rid, sec, ops, kernel in conn.execute(text(
-                "SELECT run_id, section, ops, kernel_us FROM rollup WHERE grouping = 'section' AND device = -1 "
+                f"SELECT run_id, section, ops, kernel_us FROM {rollup_of(['section'])} WHERE grouping = 'section' "
+                "AND device = -1 "
                 f"AND run_id IN ({inlist}) AND section IN ({secs})")):
             out[rid].sections[sec] = float(ops or 0)
             if sec == "":
@@ -101,13 +102,16 @@ def other_models(conn: Connection, runs: list[int]) -> dict[int, str]:
     """Runs that look like another model than the rest of ``runs`` (several models under one label): their op
     codes (the whole run's rollup keys) share less than ``SAME_MODEL`` with the op codes that most runs have.
     Returns ``{run: why}``; history leaves such runs out of baselines, as ``compare`` warns about them."""
+    from warehouse.series import rollup_of
+
     if len(runs) < 3:
         return {}
     codes: dict[int, set[str]] = {r: set() for r in runs}
     for k in range(0, len(runs), 500):
         inlist = ", ".join(str(int(r)) for r in runs[k:k + 500])
         for rid, key in conn.execute(text(
-                "SELECT run_id, key FROM rollup WHERE grouping = 'op-code' AND device = -1 AND section = '' "
+                f"SELECT run_id, key FROM {rollup_of(['op-code'])} WHERE grouping = 'op-code' AND device = -1 "
+                "AND section = '' "
                 f"AND run_id IN ({inlist})")):
             codes[rid].add(key)
     counts: dict[str, int] = {}

@@ -31,7 +31,7 @@ from warehouse.contract import EAGER, TRACE
 from warehouse.errors import NotFound
 from warehouse.measures import DRILL_DOWN, METRIC, METRICS, nests_under, ordered, part_rank
 from warehouse.quality import judge, other_models
-from warehouse.series import (ALL_DEVICES, attribution_gaps, by_run, fetch, resolve_sections, run_meta,
+from warehouse.series import (ALL_DEVICES, attribution_gaps, by_run, fetch, resolve_sections, rollup_of, run_meta,
                               section_label, select_runs)
 
 SIGMAS = 3.0
@@ -444,7 +444,8 @@ def group_causes(conn: Connection, findings: list[Finding], meta: dict) -> list[
     runs = sorted({f.run_id for f in findings})
     inlist = ", ".join(str(int(r)) for r in runs)
     pairs = {(r, k) for r, k in conn.execute(text(
-        f"SELECT DISTINCT run_id, key FROM rollup WHERE grouping = 'block/op-code' AND run_id IN ({inlist})"))}
+        f"SELECT DISTINCT run_id, key FROM {rollup_of(['block/op-code'])} WHERE grouping = 'block/op-code' "
+        f"AND run_id IN ({inlist})"))}
     layer_block = {layer: block for block, layer in conn.execute(text("SELECT block, layer FROM place")) if layer}
     merged: dict[tuple, list[Finding]] = {}
     for f in findings:

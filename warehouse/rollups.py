@@ -88,12 +88,9 @@ def _stored_columns() -> list[str]:
 
 def rollup_view_sql() -> str:
     """The view ``rollup``: every stored row with its grouping and key as text and its times in us."""
-    metrics = []
-    for m in METRICS:
-        for stored, shown in ((m.stored_column, m.column), (m.stored_spread_column, m.spread_column)):
-            metrics.append(f"r.{stored} / {m.scale:.1f} AS {shown}" if m.scale != 1 else f"r.{stored} AS {shown}")
-    return (f"CREATE VIEW rollup AS\nSELECT r.run_id, r.section, k.grouping, k.key, r.device, r.iterations, r.ops, "
-            f"{', '.join(metrics)}\nFROM rollup_row r JOIN rollup_key k ON k.id = r.key_id")
+    from warehouse.series import rollup_select
+
+    return f"CREATE VIEW rollup AS\n{rollup_select()}"
 
 
 def _column_source(csv_name: str, column: str, backend: str) -> str:
