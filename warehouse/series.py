@@ -222,9 +222,22 @@ def fetch(conn: Connection, run_ids: list[int], section: str, grouping: str, *, 
     # (a grouping that is not stored is computed from the runs' ops with every metric; warehouse.measures says
     # why it is not stored)
     first = METRICS if g.stored else [*METRICS, *extra]
-    for r in (conn.execute(text(sql), params) if g.stored else computed(first)):
-        p = out[(r[0], r[1], r[2])] = Point(float(r[4]), int(r[3]), {}, {})
-        _put(p, first, r)
+    names = [m.key for m in first]
+    rows: list[Any]
+    if g.stored:
+        # the driver's own rows (a year of a big model's blocks is 300,000 of them: SQLAlchemy's row objects
+        # cost more than the query)
+        res = conn.execute(text(sql), params)
+        try:
+            rows = res.cursor.fetchall() if res.cursor is not None else []
+        finally:
+            res.close()
+    else:
+        rows = computed(first)
+    for r in rows:
+        out[(r[0], r[1], r[2])] = Point(float(r[4]), int(r[3]),
+                                        {k: None if v is None else float(v) for k, v in zip(names, r[5::2])},
+                                        {k: None if v is None else float(v) for k, v in zip(names, r[6::2])})
     if g.stored and extra:  # the computed metrics beside the stored ones: the same keys, from the ops
         for r in computed(extra):
             if (r[0], r[1], r[2]) in out:

@@ -56,17 +56,19 @@ def trend(engine: Engine, by: str = "block", section: str | None = None, top: in
                 runs = [r for r in runs if r not in strangers]
         secs = resolve_sections(conn, section, runs[-1:] if section is None else runs)
         sec = secs[0] if section is not None else (TRACE if TRACE in secs else secs[0])
-        points = fetch(conn, runs, sec, by, keys=keys, metrics=[metric])
+        if keys:
+            chosen = list(keys)
+        else:  # the top keys of the newest run, then their history (not every key of every run)
+            newest = {k: p.values.get(metric) for (_, k, d), p in
+                      fetch(conn, runs[-1:], sec, by, metrics=[metric]).items() if d == ALL_DEVICES}
+            newest = {k: v for k, v in newest.items() if v is not None}
+            chosen = sorted(newest, key=lambda k: -newest[k])[:top]
+        points = fetch(conn, runs, sec, by, keys=chosen, metrics=[metric])
         meta = run_meta(conn, runs)
     values = {(r, k): p.values.get(metric) for (r, k, d), p in points.items() if d == ALL_DEVICES}
-    if keys:
-        missing = [k for k in keys if not any(kk == k for (_, kk) in values)]
-        if missing:
-            raise NotFound(f"key {missing[0]!r}: no such {by} in section {section_label(sec)} of these runs")
-        chosen = list(keys)
-    else:
-        newest = {k: v for (r, k), v in values.items() if r == runs[-1] and v is not None}
-        chosen = sorted(newest, key=lambda k: -newest[k])[:top]
+    missing = [k for k in keys or () if not any(kk == k for (_, kk) in values)]
+    if missing:
+        raise NotFound(f"key {missing[0]!r}: no such {by} in section {section_label(sec)} of these runs")
     labels = {meta[r].label for r in runs}
     if len(labels) > 1:
         warnings.append(f"the runs mix labels {sorted(map(str, labels))}; pass --label")
