@@ -229,7 +229,7 @@ def fetch(conn: Connection, run_ids: list[int], section: str, grouping: str, *, 
         # cost more than the query)
         res = conn.execute(text(sql), params)
         try:
-            rows = res.cursor.fetchall() if res.cursor is not None else []
+            rows = list(res.cursor.fetchall()) if res.cursor is not None else []
         finally:
             res.close()
     else:

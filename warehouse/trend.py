@@ -59,9 +59,9 @@ def trend(engine: Engine, by: str = "block", section: str | None = None, top: in
         if keys:
             chosen = list(keys)
         else:  # the top keys of the newest run, then their history (not every key of every run)
-            newest = {k: p.values.get(metric) for (_, k, d), p in
-                      fetch(conn, runs[-1:], sec, by, metrics=[metric]).items() if d == ALL_DEVICES}
-            newest = {k: v for k, v in newest.items() if v is not None}
+            now = {k: p.values.get(metric) for (_, k, d), p in
+                   fetch(conn, runs[-1:], sec, by, metrics=[metric]).items() if d == ALL_DEVICES}
+            newest = {k: v for k, v in now.items() if v is not None}
             chosen = sorted(newest, key=lambda k: -newest[k])[:top]
         points = fetch(conn, runs, sec, by, keys=chosen, metrics=[metric])
         meta = run_meta(conn, runs)
