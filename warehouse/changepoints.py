@@ -96,7 +96,7 @@ def row_medians(m: np.ndarray) -> np.ndarray:
     """The median of the finite values of each row of ``m`` (NaN for a row with none): the same number as
     ``np.median`` of the row's finite values (the middle value, or the mean of the two middle ones), for every row
     at once. A sort puts NaN last, so each row's finite values lead it."""
-    if m.ndim != 2 or not m.shape[0]:
+    if m.ndim != 2 or not m.shape[0] or not m.shape[1]:
         return np.full(m.shape[0] if m.ndim == 2 else 0, np.nan)
     s = np.sort(m, axis=1)
     cnt = np.isfinite(s).sum(axis=1)

@@ -26,13 +26,13 @@ import numpy as np
 from sqlalchemy import Connection, Engine, text
 
 from warehouse.boundchange import with_bound_changes
-from warehouse.changepoints import robust_sigma
+from warehouse.changepoints import robust_sigma, row_medians
 from warehouse.contract import EAGER, TRACE
 from warehouse.errors import NotFound
 from warehouse.measures import DRILL_DOWN, METRIC, METRICS, nests_under, ordered, part_rank
 from warehouse.quality import judge, other_models
-from warehouse.series import (ALL_DEVICES, attribution_gaps, by_run, fetch, resolve_sections, rollup_of, run_meta,
-                              section_label, select_runs)
+from warehouse.series import (ALL_DEVICES, attribution_gaps, by_run, fetch, fetch_table, resolve_sections, rollup_of,
+                              run_meta, section_label, select_runs)
 
 SIGMAS = 3.0
 NOISE_NIGHTS = 30  # the valid nights before a run whose night-to-night moves give its series' noise
@@ -113,42 +113,65 @@ def _check(conn: Connection, cand: int, hist: list[int], section: str, dim: str,
            long_hist: list[int] | None = None, computed: dict[tuple, Any] | None = None) -> list[Finding]:
     """The findings of one section x grouping; ``judged`` collects the relative change of every series that had
     a window to be judged against, by (section, grouping, key, device, metric); ``computed``: the command's
-    cache of metrics computed from the ops (:func:`warehouse.series.fetch`)."""
+    cache of metrics computed from the ops (:func:`warehouse.series.fetch`). Every key of a metric is judged at
+    once, as arrays (a year's window of a big model is thousands of keys)."""
     # each device apart for the section totals (a slower device is named), all devices together for the rest
-    points = by_run(fetch(conn, sorted({cand, *hist, *(long_hist or [])}), section, dim, devices=dim == "section",
-                          keys=sorted(keys) if keys is not None else None, metrics=metrics, cache=computed))
-    now = points.get(cand, {})
-    out = []
-    for (key, dev), p in now.items():
-        device = "all" if dev == ALL_DEVICES else str(dev)
-        for mk in metrics:
-            v = p.values.get(mk)
-            if v is None:
-                continue
-            # a whole-run change already found: judge what moved beyond it
-            v = v / (factors or {}).get(mk, 1.0)
-            hp = [points[h][(key, dev)] for h in hist if (key, dev) in points.get(h, {})]
-            past = [x for x in (q.values.get(mk) for q in hp) if x is not None]
-            if len(past) < max(1, (len(hist) + 1) // 2):  # too new a key to judge
-                continue
-            base = statistics.median(past)
+    tab = fetch_table(conn, sorted({cand, *hist, *(long_hist or [])}), section, dim, devices=dim == "section",
+                      keys=sorted(keys) if keys is not None else None, metrics=metrics, cache=computed)
+    c = tab.column(cand)
+    if c is None:
+        return []
+    hcols = np.array([j for j in (tab.column(h) for h in hist) if j is not None], dtype=np.intp)
+    lcols = np.array([j for j in (tab.column(h) for h in long_hist or []) if j is not None],  # (the nights' order)
+                     dtype=np.intp)
+    mine = tab.keys_of(c)  # the candidate's keys, in the order its rows came
+    need = max(1, (len(hist) + 1) // 2)  # (fewer nights with the key: too new a key to judge)
+    label = section_label(section)
+    hits: list[tuple[int, int, Finding]] = []
+    for mi, mk in enumerate(metrics):
+        m = METRIC[mk]
+        vals, spreads = tab.values[mk], tab.spreads[mk]
+        now = vals[mine, c] / (factors or {}).get(mk, 1.0)  # a whole-run change already found: judge beyond it
+        past = vals[np.ix_(mine, hcols)]
+        n_past = np.isfinite(past).sum(axis=1)
+        base = row_medians(past)
+        mad = np.where(n_past > 1, row_medians(np.abs(past - base[:, None])), 0.0)
+        window_spread = row_medians(spreads[np.ix_(mine, hcols)])
+        own_spread = spreads[mine, c]
+        known = np.fmax(np.where(np.isfinite(own_spread), own_spread, -np.inf),
+                        np.where(np.isfinite(window_spread), window_spread, -np.inf))
+        noise = np.maximum(SIGMAS * 1.4826 * mad, np.where(np.isfinite(known), known, 0.0) / 2)
+        if long_hist:  # the series' night-to-night noise over its longer history (the detector's own measure)
+            noise = np.maximum(noise, LONG_SIGMAS * _long_sigma(vals[np.ix_(mine, lcols)]))
+        judge = np.isfinite(now) & (n_past >= need)
+        bar = np.maximum(np.maximum(threshold * np.abs(base), m.floor_of(min_us)), noise)
+        moved = judge & (np.abs(now - base) > bar)
+        for i in np.nonzero(judge)[0]:
+            key, dev = tab.keys[mine[i]]
+            device = "all" if dev == ALL_DEVICES else str(dev)
+            v, b = float(now[i]), float(base[i])
             if judged is not None:
-                judged[(section_label(section), dim, key, device, mk)] = v / base - 1 if base else 0.0
-            delta = v - base
-            window_spread = [s for s in (q.spreads.get(mk) for q in hp) if s is not None]
-            noise = _noise(past, [p.spreads.get(mk), statistics.median(window_spread) if window_spread else None])
-            if long_hist:  # the series' night-to-night noise over its longer history (the detector's own measure)
-                seq = [x for x in (points[h][(key, dev)].values.get(mk) if (key, dev) in points.get(h, {}) else None
-                                   for h in long_hist) if x is not None]
-                noise = max(noise, LONG_SIGMAS * robust_sigma(np.asarray(seq, dtype=float)))
-            m = METRIC[mk]
-            if abs(delta) > max(threshold * abs(base), m.floor_of(min_us), noise):
+                judged[(label, dim, key, device, mk)] = v / b - 1 if b else 0.0
+            if moved[i]:
+                delta = v - b
                 # (a utilisation that drops, or fewer FLOP-bound ops, is the regression: Metric.worse)
-                out.append(Finding("regression" if delta * m.worse > 0 else "improvement", cand, time,
-                                   section_label(section), dim, key, device, mk,
-                                   round(v, 3), round(base, 3), round(delta, 3),
-                                   round(100 * delta / base, 2) if base else None, round(noise, 3), len(past),
-                                   unit=m.unit))
+                hits.append((int(i), mi, Finding("regression" if delta * m.worse > 0 else "improvement", cand, time,
+                                                 label, dim, key, device, mk, round(v, 3), round(b, 3),
+                                                 round(delta, 3), round(100 * delta / b, 2) if b else None,
+                                                 round(float(noise[i]), 3), int(n_past[i]), unit=m.unit)))
+    return [f for _, _, f in sorted(hits, key=lambda h: (h[0], h[1]))]
+
+
+def _long_sigma(seq: np.ndarray) -> np.ndarray:
+    """Each row's night-to-night noise (:func:`warehouse.changepoints.robust_sigma` of its figures, the nights
+    without one left out): the rows with every night at once."""
+    out = np.zeros(len(seq))
+    fin = np.isfinite(seq)
+    full = fin.all(axis=1)
+    if seq.shape[1] >= 3 and full.any():
+        out[full] = 1.4826 * row_medians(np.abs(np.diff(seq[full], axis=1))) / math.sqrt(2)
+    for i in np.nonzero(~full)[0]:
+        out[i] = robust_sigma(seq[i][fin[i]])
     return out
 
 

@@ -2,14 +2,18 @@
 the sections they have, and per-iteration figures per section, grouping, key and device."""
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from collections.abc import Iterable
 
 from sqlalchemy import Connection, select, text
 
 from warehouse import schema as t
+
+if TYPE_CHECKING:
+    import numpy as np
 from warehouse.errors import NotFound, UsageError
 from warehouse.measures import COLUMN_METRIC, GROUPINGS, METRIC, METRICS, Metric, grouping_keys
 from warehouse.runs import order_key
@@ -169,7 +173,93 @@ def fetch(conn: Connection, run_ids: list[int], section: str, grouping: str, *, 
           keys: Iterable[str] | None = None, layers: set[str] | None = None,
           metrics: Iterable[str] = (), cache: dict[tuple, list[tuple[Any, ...]]] | None = None
           ) -> dict[tuple[int, str, int], Point]:
-    """``{(run, key, device): Point}`` from the rollups; ``devices`` adds the per-device rows (device -1 is all
+    """``{(run, key, device): Point}`` from the rollups (the arguments: :func:`_rows`)."""
+    out: dict[tuple[int, str, int], Point] = {}
+    names, rows, extra_names, extra_rows = _rows(conn, run_ids, section, grouping, devices, keys, layers, metrics,
+                                                 cache)
+    for r in rows:
+        out[(r[0], r[1], r[2])] = Point(float(r[4]), int(r[3]),
+                                        {k: None if v is None else float(v) for k, v in zip(names, r[5::2])},
+                                        {k: None if v is None else float(v) for k, v in zip(names, r[6::2])})
+    for r in extra_rows:  # the computed metrics beside the stored ones: the same keys, from the ops
+        if (r[0], r[1], r[2]) in out:
+            p = out[(r[0], r[1], r[2])]
+            p.values.update((k, None if v is None else float(v)) for k, v in zip(extra_names, r[5::2]))
+            p.spreads.update((k, None if v is None else float(v)) for k, v in zip(extra_names, r[6::2]))
+    return out
+
+
+@dataclass
+class Table:
+    """A section and grouping's rollups over runs as arrays: row i is ``keys[i]`` (key, device), in the order
+    the rows came; column j is ``runs[j]`` (the runs that have rows, ascending); NaN where a run has no row for
+    the key or no figure."""
+
+    keys: list[tuple[str, int]]
+    runs: list[int]
+    values: dict[str, np.ndarray]
+    spreads: dict[str, np.ndarray]
+    row: np.ndarray  # (key, run): the position of the run's row for the key among the rows read, -1 if none
+
+    @property
+    def present(self) -> np.ndarray:
+        """(key, run): the run has a row for the key."""
+        return self.row >= 0
+
+    def keys_of(self, column: int) -> np.ndarray:
+        """The rows (keys) that run ``column`` has, in the order its rows came."""
+        import numpy as np
+
+        at = self.row[:, column]
+        mine = np.nonzero(at >= 0)[0]
+        return mine[np.argsort(at[mine], kind="stable")]
+
+    def column(self, run: int) -> int | None:
+        """The column of ``run``, None when it has no rows."""
+        i = bisect.bisect_left(self.runs, run)
+        return i if i < len(self.runs) and self.runs[i] == run else None
+
+
+def fetch_table(conn: Connection, run_ids: list[int], section: str, grouping: str, *, devices: bool = False,
+                keys: Iterable[str] | None = None, metrics: Iterable[str] = (),
+                cache: dict[tuple, list[tuple[Any, ...]]] | None = None) -> Table:
+    """:func:`fetch` as a :class:`Table` (no object a row: a year of a big model's layers is 100,000s of rows)."""
+    import numpy as np  # (not at import: the one-line commands never need it)
+
+    names, rows, extra_names, extra_rows = _rows(conn, run_ids, section, grouping, devices, keys, None, metrics,
+                                                 cache)
+    index: dict[tuple[str, int], int] = {}
+    ki = np.array([index.setdefault((r[1], r[2]), len(index)) for r in rows], dtype=np.intp)
+    runs = sorted({r[0] for r in rows})
+    pos = {r: j for j, r in enumerate(runs)}
+    rj = np.array([pos[r[0]] for r in rows], dtype=np.intp)
+    shape = (len(index), len(runs))
+    row = np.full(shape, -1, dtype=np.intp)
+    row[ki, rj] = np.arange(len(rows))
+    values: dict[str, np.ndarray] = {}
+    spreads: dict[str, np.ndarray] = {}
+    for ns, rs in ((names, rows), (extra_names, extra_rows)):
+        if rs is extra_rows:  # (rows of keys the stored ones have)
+            rs = [r for r in rs if (r[1], r[2]) in index and r[0] in pos]
+            ki_, rj_ = (np.array([index[(r[1], r[2])] for r in rs], dtype=np.intp),
+                        np.array([pos[r[0]] for r in rs], dtype=np.intp))
+        else:
+            ki_, rj_ = ki, rj
+        for i, k in enumerate(ns):
+            for into, at in ((values, 5 + 2 * i), (spreads, 6 + 2 * i)):
+                m = into[k] = np.full(shape, np.nan)
+                if rs:  # (None reads as NaN)
+                    m[ki_, rj_] = np.array([r[at] for r in rs], dtype=float)
+    return Table(list(index), runs, values, spreads, row)
+
+
+def _rows(conn: Connection, run_ids: list[int], section: str, grouping: str, devices: bool,
+          keys: Iterable[str] | None, layers: set[str] | None, metrics: Iterable[str],
+          cache: dict[tuple, list[tuple[Any, ...]]] | None
+          ) -> tuple[list[str], list[Any], list[str], list[Any]]:
+    """The rollup rows ``(run, key, device, iterations, ops, value, spread, ...)``: the metric keys of their
+    figures and the rows, then those of the computed metrics asked for beside the stored ones (the same keys, from
+    the ops). ``devices`` adds the per-device rows (device -1 is all
     devices together); ``keys`` restricts to these keys; ``layers``, for a grouping that is not stored (computed
     from the ops), to the ops of these layers; ``metrics``: keys of computed metrics to add to the stored ones
     (computed from the runs' ops, :data:`warehouse.measures.COMPUTED_METRICS`); ``cache``: a dict that keeps
@@ -184,16 +274,15 @@ def fetch(conn: Connection, run_ids: list[int], section: str, grouping: str, *, 
             raise NotFound(f"{m.key!r}: no run read has a CSV column {m.label!r} (col:<name> names a column of the "
                            "CSV header, exactly; `warehouse sql \"SELECT DISTINCT name FROM run_column\"` lists "
                            "them)", param="metrics")
-    out: dict[tuple[int, str, int], Point] = {}
     if not run_ids:
-        return out
+        return [], [], [], []
     cols = ", ".join(f"{m.column}, {m.spread_column}" for m in METRICS)
     params: dict[str, Any] = {"s": section, "g": grouping}
     where = "" if devices else " AND device = -1"
     if keys is not None:
         keys = list(keys)
         if not keys:
-            return out
+            return [], [], [], []
         names = [f"k{i}" for i in range(len(keys))]
         params.update(zip(names, keys))
         where += f" AND key IN ({', '.join(':' + n for n in names)})"
@@ -222,7 +311,6 @@ def fetch(conn: Connection, run_ids: list[int], section: str, grouping: str, *, 
     # (a grouping that is not stored is computed from the runs' ops with every metric; warehouse.measures says
     # why it is not stored)
     first = METRICS if g.stored else [*METRICS, *extra]
-    names = [m.key for m in first]
     rows: list[Any]
     if g.stored:
         # the driver's own rows (a year of a big model's blocks is 300,000 of them: SQLAlchemy's row objects
@@ -234,23 +322,8 @@ def fetch(conn: Connection, run_ids: list[int], section: str, grouping: str, *, 
             res.close()
     else:
         rows = computed(first)
-    for r in rows:
-        out[(r[0], r[1], r[2])] = Point(float(r[4]), int(r[3]),
-                                        {k: None if v is None else float(v) for k, v in zip(names, r[5::2])},
-                                        {k: None if v is None else float(v) for k, v in zip(names, r[6::2])})
-    if g.stored and extra:  # the computed metrics beside the stored ones: the same keys, from the ops
-        for r in computed(extra):
-            if (r[0], r[1], r[2]) in out:
-                _put(out[(r[0], r[1], r[2])], extra, r)
-    return out
-
-
-def _put(p: Point, ms: list[Metric], row: Any) -> None:
-    """A row's values and spreads of ``ms`` (from its sixth column on, value and spread by turns) into ``p``."""
-    for i, m in enumerate(ms):
-        v, sp = row[5 + 2 * i], row[6 + 2 * i]
-        p.values[m.key] = float(v) if v is not None else None
-        p.spreads[m.key] = float(sp) if sp is not None else None
+    extra_rows = computed(extra) if g.stored and extra else []
+    return [m.key for m in first], rows, [m.key for m in extra] if extra_rows else [], extra_rows
 
 
 def by_run(points: dict[tuple[int, str, int], Point]) -> dict[int, dict[tuple[str, int], Point]]:
