@@ -32,7 +32,7 @@ from warehouse.errors import NotFound
 from warehouse.measures import DRILL_DOWN, METRIC, METRICS, nests_under, ordered, part_rank
 from warehouse.quality import judge, other_models
 from warehouse.series import (ALL_DEVICES, attribution_gaps, by_run, fetch, fetch_table, resolve_sections, rollup_of,
-                              run_meta, section_label, select_runs)
+                              Table, run_meta, section_label, select_runs)
 
 SIGMAS = 3.0
 NOISE_NIGHTS = 30  # the valid nights before a run whose night-to-night moves give its series' noise
@@ -74,37 +74,39 @@ def _noise(window: list[float], spreads: list[float | None]) -> float:
     return max(SIGMAS * 1.4826 * mad, max(known, default=0.0) / 2)
 
 
-def run_factor(pairs: dict[str, dict[int, dict[tuple[str, int], Any]]], cand: int, hist: list[int], metric: str
-               ) -> tuple[float, float]:
+def run_factor(pairs: dict[str, Table], cand: int, hist: list[int], metric: str) -> tuple[float, float]:
     """How much the whole run moved: the median, over every (block, op code) pair of every section, of the
     candidate's value against the pair's median over the window; and that figure's own noise (1.4826 x MAD of
     the same figure for each night of the window against the others). One slowed block or op code moves few
     pairs and not the median; a clock, firmware or driver change moves them all. ``pairs``: each section's
-    (block, op code) points by run."""
+    (block, op code) rollups (:func:`warehouse.series.fetch_table`)."""
     per_run: dict[int, list[float]] = {r: [] for r in [cand, *hist]}
-    for points in pairs.values():
-        for key, _ in points.get(cand, {}):
-            vals = {r: points[r][(key, ALL_DEVICES)].values.get(metric) for r in hist
-                    if (key, ALL_DEVICES) in points.get(r, {})}
-            past = [v for v in vals.values() if v]
-            now = points[cand][(key, ALL_DEVICES)].values.get(metric)
-            if not now or len(past) < max(1, (len(hist) + 1) // 2):
-                continue
-            mid = statistics.median(past)
-            if mid <= 0:
-                continue
-            per_run[cand].append(now / mid)
-            for r, v in vals.items():
-                if v:
-                    per_run[r].append(v / mid)
+    need = max(1, (len(hist) + 1) // 2)
+    for tab in pairs.values():
+        c = tab.column(cand)
+        if c is None:
+            continue
+        mine = tab.keys_of(c)
+        cols = [(r, j) for r, j in ((r, tab.column(r)) for r in hist) if j is not None]
+        vals = tab.values[metric]
+        now = vals[mine, c]
+        past = vals[np.ix_(mine, np.array([j for _, j in cols], dtype=np.intp))]
+        valid = np.isfinite(past) & (past != 0)  # (a figure of 0 is no figure)
+        mid = row_medians(np.where(valid, past, np.nan))
+        with np.errstate(invalid="ignore"):
+            keep = np.isfinite(now) & (now != 0) & (valid.sum(axis=1) >= need) & (mid > 0)
+        per_run[cand] += (now[keep] / mid[keep]).tolist()
+        for q, (r, _) in enumerate(cols):
+            ok = keep & valid[:, q]
+            per_run[r] += (past[ok, q] / mid[ok]).tolist()
     if len(per_run[cand]) < 3:
         return 1.0, 0.0
     factor = statistics.median(per_run[cand])
     levels = [statistics.median(v) for r, v in per_run.items() if r != cand and v]
     if len(levels) < 2:
         return factor, 0.0
-    mid = statistics.median(levels)
-    return factor, 1.4826 * statistics.median([abs(x - mid) for x in levels])
+    mid_level = statistics.median(levels)
+    return factor, 1.4826 * statistics.median([abs(x - mid_level) for x in levels])
 
 
 def _check(conn: Connection, cand: int, hist: list[int], section: str, dim: str, metrics: list[str],
@@ -434,7 +436,7 @@ def _whole_run(conn: Connection, cand: int, hist: list[int], sections: list[str]
     beyond."""
     out = []
     runs = [cand, *hist]
-    pairs = {sec: by_run(fetch(conn, runs, sec, "block/op-code")) for sec in sections}  # read once, all metrics
+    pairs = {sec: fetch_table(conn, runs, sec, "block/op-code") for sec in sections}  # read once, all metrics
     totals = {sec: by_run(fetch(conn, runs, sec, "section")) for sec in sections}
     for mk in metrics:
         if mk == "span" or not METRIC[mk].stored:  # (computed metrics are judged per key only)
