@@ -176,24 +176,33 @@ def _fetch(conn: Connection, runs: list[int], computed: tuple[str, ...] = ()
     vals_agg = ", ".join(text_list_agg(conn, exact_number_text(conn, f"r.{METRIC[m].stored_column}"), ",", "r.key_id")
                          for m in level_metrics)
     pair_rows: list[tuple] = []
+    rows: list[tuple] = []
     for ids in chunks:
-        for row in rows_of(f"SELECT run_id, section, grouping, key, device, iterations, {cols} "
-                           f"FROM {rollup_of(g for g in _GROUPINGS if g != 'block/op-code')} "
-                           f"WHERE run_id IN ({ids}) AND section IN ({secs}) AND grouping IN ({groupings}) "
-                           "AND (device = -1 OR grouping IN ('section', 'op-code'))"):
-            d = arrays((row[1], row[2], row[3], int(row[4])))
-            i = pos[row[0]]
-            d["iterations"][i] = row[5] or 1
-            for j, m in enumerate(METRICS):
-                v, sp = row[6 + 2 * j], row[7 + 2 * j]
-                if v is not None:
-                    d[m][i] = v
-                if sp is not None:
-                    d[f"{m}_spread"][i] = sp
+        rows += rows_of(f"SELECT run_id, section, grouping, key, device, iterations, {cols} "
+                        f"FROM {rollup_of(g for g in _GROUPINGS if g != 'block/op-code')} "
+                        f"WHERE run_id IN ({ids}) AND section IN ({secs}) AND grouping IN ({groupings}) "
+                        "AND (device = -1 OR grouping IN ('section', 'op-code'))")
         pair_rows += rows_of(
             f"SELECT r.run_id, r.section, {keys_agg}, {vals_agg} FROM rollup_row r JOIN rollup_key k "
             f"ON k.id = r.key_id WHERE r.run_id IN ({ids}) AND r.section IN ({secs}) "
             "AND k.grouping = 'block/op-code' AND r.device = -1 GROUP BY r.run_id, r.section")
+    # the series as one matrix per figure (series x night), a row each, filled column by column (a year of a big
+    # model is 300,000 rows: one Python step a row and figure cost more than the query)
+    where_of: dict[tuple[str, str, str, int], int] = {}
+    ki = np.array([where_of.setdefault((r[1], r[2], r[3], int(r[4])), len(where_of)) for r in rows], dtype=np.intp)
+    rj = np.array([pos[r[0]] for r in rows], dtype=np.intp)
+    shape = (len(where_of), n)
+    mat = {"iterations": np.ones(shape)}
+    mat["iterations"][ki, rj] = np.array([r[5] or 1 for r in rows], dtype=float)
+    for j, m in enumerate(METRICS):
+        for name, col in ((m, 6 + 2 * j), (f"{m}_spread", 7 + 2 * j)):
+            mat[name] = np.full(shape, np.nan)
+            mat[name][ki, rj] = np.array([r[col] for r in rows], dtype=float)  # (None: NaN)
+    for name in (*computed, *(f"{m}_spread" for m in computed)):
+        mat[name] = np.full(shape, np.nan)
+    for sk, row_no in where_of.items():
+        out[sk] = {name: mm[row_no] for name, mm in mat.items()}
+    del rows
     # the pairs as one matrix per section and metric (pair x night), filled a night at a time; a night's key
     # list is most often the one before's, so it is split and indexed once
     index: dict[str, dict[int, int]] = defaultdict(dict)
