@@ -124,8 +124,9 @@ def _window_medians_rows(m: np.ndarray, before: int, after: int) -> np.ndarray:
             for i in range(r % 2, w - 1, 2):
                 v[i], v[i + 1] = np.minimum(v[i], v[i + 1]), np.maximum(v[i], v[i + 1])
         out[:, before:n - after] = v[w // 2] if w % 2 else (v[w // 2 - 1] + v[w // 2]) / 2
-        # (a window holding a NaN: its finite values, below)
-        redo[:, before:n - after] = np.lib.stride_tricks.sliding_window_view(~np.isfinite(m), w, axis=1).any(axis=2)
+        # (a window holding a NaN: its finite values, below; the NaNs of each window counted by cumulative sums)
+        holes = np.concatenate([np.zeros((k, 1), dtype=np.intp), np.cumsum(~np.isfinite(m), axis=1)], axis=1)
+        redo[:, before:n - after] = holes[:, w:] - holes[:, :n - w + 1] > 0
     rows, cols = np.nonzero(redo)
     if len(rows):
         padded = np.concatenate([np.full((k, before), np.nan), m, np.full((k, after), np.nan)], axis=1)
