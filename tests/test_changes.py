@@ -443,3 +443,13 @@ def test_triage_moves_the_baseline_and_invalid_nights_leave_it(backend, tmp_path
     finally:
         for _ in gen:
             pass
+
+
+def test_contributors_that_tie_are_ordered_by_name_on_every_back_end():
+    """Two contributors whose printed changes are equal come in the order of their names, not in the order a back
+    end hands rows over (PostgreSQL's string_agg and SQLite's scan once ordered one such tie differently)."""
+    from warehouse.changes import _by_impact
+
+    cs = [{"by": "op-code", "key": k, "section": "eager", "delta_us": d}
+          for k, d in (("Unary", 0.029), ("Reshape", -0.029), ("Matmul", 1.5), ("Add", 0.01))]
+    assert [c["key"] for c in sorted(cs, key=_by_impact)] == ["Matmul", "Reshape", "Unary", "Add"]

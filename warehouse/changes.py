@@ -666,7 +666,7 @@ def _change(top, nested, data, runs: list[int], meta: dict[int, RunMeta], label:
                      if k not in ("series", "series_of")}
                     for gr in nested]
     contributors += _drill(by, key, main, data, night, {(c["by"], c["key"]) for c in contributors})
-    contributors.sort(key=lambda c: -abs(c["delta_us"]))
+    contributors.sort(key=_by_impact)
     return Change(
         id=f"c-{ident}", kind=kind, by=by, key=key, time=m.time, run_id=run, before=round(main.before, 3),
         after=round(main.after, 3), change_pct=round(pct, 2), delta_us=round(main.delta, 3),
@@ -697,8 +697,14 @@ def _drill(by: str, key: str, main: _Detection, data, night: int, seen: set) -> 
                         "metric": main.metric, "before": round(before, 3), "after": round(after, 3),
                         "delta_us": round(after - before, 3),
                         "change_pct": round(100 * (after / before - 1), 2) if before else None})
-    out.sort(key=lambda c: -abs(c["delta_us"]))
+    out.sort(key=_by_impact)
     return out[:TOP_CONTRIBUTORS]
+
+
+def _by_impact(c: dict[str, Any]) -> tuple:
+    """Contributors by the size of their change (as printed), then by name and section: an order that does not
+    depend on the order a back end hands rows over (PostgreSQL's is its own)."""
+    return -abs(c["delta_us"]), c["by"], c["key"], c.get("section") or ""
 
 
 def _outlier_nights(outs: list[_Detection], runs: list[int], meta: dict[int, RunMeta],
