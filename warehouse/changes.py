@@ -33,7 +33,7 @@ from warehouse.contract import SECTIONS  # the oracle's sections, which run the 
 from warehouse.changepoints import MIN_AFTER, MIN_BEFORE, analyse, prepare_many, row_medians
 from warehouse.errors import NotFound, UsageError
 from warehouse.measures import METRIC, is_metric, nests_under, ordered, part_rank
-from warehouse.series import RunMeta, rollup_of, run_meta, section_names, select_runs, sql_list
+from warehouse.series import RunMeta, rollup_of, run_meta, scatter, section_names, select_runs, sql_list
 
 METRICS = ("kernel", "fw", "op2op", "span")  # the stored ones, read by default; any of METRIC when asked
 _COLUMNS = {"kernel": "kernel_us", "fw": "fw_us", "op2op": "op2op_us", "span": "span_us"}
@@ -195,9 +195,8 @@ def _fetch(conn: Connection, runs: list[int], computed: tuple[str, ...] = ()
     mat = {"iterations": np.ones(shape)}
     mat["iterations"][ki, rj] = np.array([r[5] or 1 for r in rows], dtype=float)
     for j, m in enumerate(METRICS):
-        for name, col in ((m, 6 + 2 * j), (f"{m}_spread", 7 + 2 * j)):
-            mat[name] = np.full(shape, np.nan)
-            mat[name][ki, rj] = np.array([r[col] for r in rows], dtype=float)  # (None: NaN)
+        mat[m] = scatter(rows, 6 + 2 * j, (ki, rj), shape)
+        mat[f"{m}_spread"] = scatter(rows, 7 + 2 * j, (ki, rj), shape)
     for name in (*computed, *(f"{m}_spread" for m in computed)):
         mat[name] = np.full(shape, np.nan)
     for sk, row_no in where_of.items():

@@ -509,12 +509,7 @@ def _read_back(conn: Connection, run_id: int, section: str, compute: dict[int, b
         x = _scan(conn, run_id, section, compute)
         return x, _pure(x, raw)
     x = _scan(conn, run_id, section, compute, groups=False)
-    kern, gaps, n = x.kern, x.gaps, len(x.kern)
-    order = heapq.nsmallest(TOP, range(n), key=lambda i: -kern[i])
-    gap_order = heapq.nsmallest(TOP, range(1, n), key=lambda i: -gaps[i])
-    sums = _sums(x)
-    split = x.precision_split(raw)
-    x.layers, x.lay_id, x.lay_kern, x.lay_comp = {}, array("i"), array("d"), bytearray()
+    order, gap_order, sums, split = _tops_sums_split(x, raw)
     trim_heap()
     g = _scan(conn, run_id, section, compute, layers=False, groups_only=True)
     tables = g.group_tables(sums[0] or 1.0, raw)
@@ -540,7 +535,7 @@ def _gap_median(conn: Connection, run_id: int, section: str, gaps: array, n: int
     two are picked by the database's sort (which spills to disk) rather than by sorting a million floats here,
     within an ingest's memory budget. Both give the same value: the same order statistics, the same arithmetic."""
     if n <= SORT_IN_MEMORY:
-        return statistics.median(sorted(g for g in islice(gaps, 1, None) if g > 0))
+        return _positive_gap_median(gaps)
     mid = conn.execute(text(
         "SELECT op2op_us FROM op_detail WHERE run_id = :r AND section = :s AND pos > 0 AND op2op_us > 0 "
         "ORDER BY op2op_us LIMIT :k OFFSET :o"), {"r": run_id, "s": section, "k": 2 - n % 2, "o": (n - 1) // 2}
@@ -577,20 +572,32 @@ def _sums(x: _SectionScan) -> tuple[float, float, float, int, float | None]:
     n_nz = sum(1 for g in islice(x.gaps, 1, None) if g > 0)
     median = None
     if 0 < n_nz <= SORT_IN_MEMORY:  # (a million-op section's are sorted by the database, not held here)
-        median = statistics.median(sorted(g for g in islice(x.gaps, 1, None) if g > 0))
+        median = _positive_gap_median(x.gaps)
     return sum(x.kern), sum(x.fw), sum(x.gaps), n_nz, median
 
 
-def _pure(x: _SectionScan, raw: bool) -> _Pure:
+def _positive_gap_median(gaps: array) -> float:
+    """``statistics.median`` of the positive op-to-op gaps after a section's first op, sorted here."""
+    return statistics.median(sorted(g for g in islice(gaps, 1, None) if g > 0))
+
+
+def _tops_sums_split(x: _SectionScan, raw: bool
+                     ) -> tuple[list[int], list[int], tuple[float, float, float, int, float | None], dict[str, Any]]:
+    """A section's top op and gap positions, its sums and its layer cost split; the layers it was made from are
+    let go (a million-op section's are 15 MB, gone before its group tables are made)."""
     kern, gaps, n = x.kern, x.gaps, len(x.kern)
     # heapq.nsmallest is sorted(...)[:TOP], ties included, without sorting every op
     order = heapq.nsmallest(TOP, range(n), key=lambda i: -kern[i])
     gap_order = heapq.nsmallest(TOP, range(1, n), key=lambda i: -gaps[i])
     sums = _sums(x)
-    # each table made, then what it was made from let go: a million-op section's layers (15 MB) are gone before
-    # its group tables are made, and those before the next section is read
     split = x.precision_split(raw)
     x.layers, x.lay_id, x.lay_kern, x.lay_comp = {}, array("i"), array("d"), bytearray()
+    return order, gap_order, sums, split
+
+
+def _pure(x: _SectionScan, raw: bool) -> _Pure:
+    order, gap_order, sums, split = _tops_sums_split(x, raw)
+    # (the group tables made, then what they were made from let go before the next section is read)
     tables = x.group_tables(sums[0] or 1.0, raw)
     x.groups = ()
     return order, gap_order, tables, split, sums

@@ -201,11 +201,6 @@ class Table:
     spreads: dict[str, np.ndarray]
     row: np.ndarray  # (key, run): the position of the run's row for the key among the rows read, -1 if none
 
-    @property
-    def present(self) -> np.ndarray:
-        """(key, run): the run has a row for the key."""
-        return self.row >= 0
-
     def keys_of(self, column: int) -> np.ndarray:
         """The rows (keys) that run ``column`` has, in the order its rows came."""
         import numpy as np
@@ -238,19 +233,26 @@ def fetch_table(conn: Connection, run_ids: list[int], section: str, grouping: st
     row[ki, rj] = np.arange(len(rows))
     values: dict[str, np.ndarray] = {}
     spreads: dict[str, np.ndarray] = {}
-    for ns, rs in ((names, rows), (extra_names, extra_rows)):
-        if rs is extra_rows:  # (rows of keys the stored ones have)
-            rs = [r for r in rs if (r[1], r[2]) in index and r[0] in pos]
-            ki_, rj_ = (np.array([index[(r[1], r[2])] for r in rs], dtype=np.intp),
-                        np.array([pos[r[0]] for r in rs], dtype=np.intp))
-        else:
-            ki_, rj_ = ki, rj
+    # the computed metrics' rows: of the keys and runs the stored ones have
+    extra_rows = [r for r in extra_rows if (r[1], r[2]) in index and r[0] in pos]
+    extra_at = (np.array([index[(r[1], r[2])] for r in extra_rows], dtype=np.intp),
+                np.array([pos[r[0]] for r in extra_rows], dtype=np.intp))
+    for ns, rs, at in ((names, rows, (ki, rj)), (extra_names, extra_rows, extra_at)):
         for i, k in enumerate(ns):
-            for into, at in ((values, 5 + 2 * i), (spreads, 6 + 2 * i)):
-                m = into[k] = np.full(shape, np.nan)
-                if rs:  # (None reads as NaN)
-                    m[ki_, rj_] = np.array([r[at] for r in rs], dtype=float)
+            values[k] = scatter(rs, 5 + 2 * i, at, shape)
+            spreads[k] = scatter(rs, 6 + 2 * i, at, shape)
     return Table(list(index), runs, values, spreads, row)
+
+
+def scatter(rows: list[Any], col: int, at: tuple[np.ndarray, np.ndarray], shape: tuple[int, int]) -> np.ndarray:
+    """A (key x run) matrix of column ``col`` of ``rows``: row i's value at ``(at[0][i], at[1][i])``, NaN
+    elsewhere and for None."""
+    import numpy as np
+
+    m = np.full(shape, np.nan)
+    if rows:
+        m[at] = np.array([r[col] for r in rows], dtype=float)
+    return m
 
 
 def _rows(conn: Connection, run_ids: list[int], section: str, grouping: str, devices: bool,
