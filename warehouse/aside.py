@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator
 from itertools import islice
 from typing import Any, Generic, TypeVar
 
+from warehouse.workers import die_with_parent
+
 T = TypeVar("T")
 
 
@@ -42,10 +44,12 @@ class Aside(Generic[T]):
         # the objects we have stay out of collections meanwhile: a collection in either process would write to
         # every one of them and so copy, page by page, what the fork shares
         gc.freeze()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # the child: compute, send, and leave without running any of the parent's clean-up
             code = 0
             try:
+                die_with_parent(parent)
                 os.close(r)
                 try:
                     data = pickle.dumps(fn(), protocol=pickle.HIGHEST_PROTOCOL)
@@ -110,10 +114,12 @@ def streamed(make: Callable[[], Iterator[T]]) -> Iterator[T]:
         return
     r, w = os.pipe()
     gc.freeze()  # (see Aside: collections would copy, page by page, what the fork shares)
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the child: make, send, and leave without the parent's clean-up
         code = 0
         try:
+            die_with_parent(parent)
             os.close(r)
             with os.fdopen(w, "wb", buffering=1 << 20) as f:
                 try:

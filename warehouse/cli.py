@@ -13,6 +13,7 @@ import click
 from warehouse import __version__
 from warehouse.errors import UsageError, WarehouseError
 from warehouse.files import DEFAULT_GLOB
+from warehouse.workers import Terminated, terminate_as_exception
 
 FORMATS = click.Choice(["table", "csv", "json", "md"])
 # the flags of API parameters not spelled --<param> (an error naming `keys` says --key)
@@ -46,6 +47,9 @@ class _Group(click.Group):
         except KeyboardInterrupt:
             error("interrupted; an unfinished write was rolled back whole (nothing half-written)")
             ctx.exit(130)
+        except Terminated:
+            error("terminated; an unfinished write was rolled back whole (nothing half-written)")
+            ctx.exit(143)
         except Exception as e:
             # a database error (SQLAlchemy is imported only by the commands that use it: a one-line answer on
             # the light path never pays for it, so it is looked for, not imported, here)
@@ -153,7 +157,7 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], label: str | None, tags: 
             error(o.error)
         else:
             click.echo(admin.ingest_line(o, shown(Path(o.path)), label))
-    with stack:
+    with stack, terminate_as_exception():
         found = _api(ctx).ingest(list(paths), label=label, tags=_tags(tags), freq_mhz=freq_mhz, glob=pattern,
                                  jobs=jobs, progress=progress, each=each)
     if failed:

@@ -34,6 +34,7 @@ from warehouse import dialect
 from warehouse import schema as t
 from warehouse.errors import WarehouseError
 from warehouse.ingest import IngestResult
+from warehouse.workers import pool_initializer
 
 # Parallel only pays off when there is real work to share: worker start-up costs about half a second.
 AUTO_MIN_FILES = 2
@@ -132,7 +133,11 @@ def ingest_parallel(engine: Engine, files: list[Path], jobs: int, *, label: str 
             scratch = os.path.join(tmp, "empty.db")
             open_db(scratch).dispose()  # the schema once; each file gets a copy
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        # every worker dies with this process (a CI cancel kills the command, never its workers: they would wait
+        # forever on the pool's queue)
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=pool_initializer,
+                                   initargs=(os.getpid(),))
+        try:
             # A window of files in flight, not all of them: finished scratch warehouses wait on disk for their
             # turn to move in, and the window bounds how many do.
             futures: list[Future] = []
@@ -173,6 +178,26 @@ def ingest_parallel(engine: Engine, files: list[Path], jobs: int, *, label: str 
                     if db is not None:
                         for p in (db, db + "-wal", db + "-shm"):
                             Path(p).unlink(missing_ok=True)
+        except BaseException:
+            # interrupted (SIGTERM, Ctrl-C) or the consumer stopped early: stop the workers now rather than wait
+            # for the files they are on
+            _stop(pool)
+            raise
+        else:
+            pool.shutdown(wait=True)
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Kill a pool's workers and reap them (``shutdown`` alone waits for the running files)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    for p in procs:
+        try:
+            p.kill()
+        except (OSError, ValueError):
+            pass
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        p.join(5)
 
 
 def ingest_files(engine: Engine, files: list[Path], jobs: int, *, label: str | None = None,

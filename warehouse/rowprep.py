@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from warehouse.aside import can_fork
+from warehouse.workers import die_with_parent
 from warehouse.memory import trim_heap
 from warehouse.packing import cut_chunks, pack_cells
 from warehouse.columns import AT, DIGITS, FLOAT, INT32, INT64, OP_COLUMNS, TEXT, stored_once
@@ -444,8 +445,10 @@ class _Sender:
         self.send.close()
 
 
-def _work(recv: Any, send: Any, path: Path, scan: FileScan | None, hashed: bool, compress: bool | None) -> None:
+def _work(recv: Any, send: Any, path: Path, scan: FileScan | None, hashed: bool, compress: bool | None,
+          parent: int) -> None:
     """The worker process: every item of :func:`prepare` through the pipe, or the exception that stopped it."""
+    die_with_parent(parent)
     # The fork gave us the pipe's reading end too: close it, so that when the consumer goes (killed, or done
     # early) our next send fails and we exit, instead of waiting forever on a pipe we hold open ourselves.
     recv.close()
@@ -490,7 +493,7 @@ class RowSource:
             ctx = multiprocessing.get_context("fork")
             self._recv, send = ctx.Pipe(duplex=False)
             self._proc = ctx.Process(target=_work, daemon=True, name="warehouse-rowprep",
-                                     args=(self._recv, send, self.path, scan, False, compress))
+                                     args=(self._recv, send, self.path, scan, False, compress, os.getpid()))
             # The objects we have now stay out of collections until the worker is done: a collection would
             # write to every one of them and so copy, page by page, what the fork shares (about 8 MB).
             gc.freeze()
