@@ -434,7 +434,8 @@ def test_distinct_attributes_cost_one_analysis_per_distinct_shape(tmp_path, monk
 def test_sql_value_and_result_bounds(db_url):
     wh = make_invoke(db_url)
     assert wh("ingest", cases()[SMALL]).exit_code == 0
-    big = "zeroblob(300000000)" if not db_url.startswith("postgresql") else "repeat('x', 30000000)"
+    big = "zeroblob(300000000)" if not db_url.startswith("postgresql") else \
+        "(SELECT string_agg(md5(i::text), '') FROM generate_series(1, 1000000) i)"
     r = wh("sql", f"SELECT {big} AS b")
     assert r.exit_code == 2 and len(_errors(r.output)) == 1 and "limit" in r.output, r.output[:500]
     r = wh("sql", "SELECT row_no FROM op", "--max-result-bytes", "100")

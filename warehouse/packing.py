@@ -26,14 +26,32 @@ def deflate_bytes(raw: bytes, level: int) -> bytes:
     return bytes(_deflate(raw, level)) if _deflate is not None else zlib.compress(raw, level)
 
 
-def sqlar_uncompress(data: bytes | None, size: int | None) -> bytes | None:
-    """SQLite shell's ``sqlar_uncompress(X, SZ)``: X when its length is SZ, else X inflated (zlib)."""
+# What one inflated value may hold unless the caller says otherwise: a stored chunk is about 100 KiB, a run's report
+# document a few MB (the largest captures' documents are read by unpack_text, with their own stored size).
+INFLATE_LIMIT = 64 << 20
+
+
+class InflateError(ValueError):
+    """A stored value that does not inflate to its declared size, or would pass the limit."""
+
+
+def sqlar_uncompress(data: bytes | None, size: int | None, limit: int | None = INFLATE_LIMIT) -> bytes | None:
+    """SQLite shell's ``sqlar_uncompress(X, SZ)``: X when its length is SZ, else X inflated (zlib). Inflation stops
+    at SZ bytes, and a SZ over ``limit`` is refused: SQL can hand this function any bytes and any size (a deflate
+    stream of repeated blocks inflates a thousandfold), so memory is bounded by what was declared, never by what
+    the stream would make."""
     if data is None or size is None:
         return data
     data = bytes(data)
     if size <= 0 or len(data) == size:
         return data
-    return zlib.decompress(data, bufsize=size)
+    if limit is not None and size > limit:
+        raise InflateError(f"sqlar_uncompress: a declared size of {size:,} bytes is over the limit of {limit:,}")
+    d = zlib.decompressobj()
+    out = d.decompress(data, size)
+    if d.unconsumed_tail and d.decompress(d.unconsumed_tail, 1):
+        raise InflateError(f"sqlar_uncompress: the data inflates past its declared size of {size:,} bytes")
+    return out
 
 
 def pack_text(value: str, compress: bool) -> tuple[bytes, int]:
@@ -71,8 +89,8 @@ def pack_pieces(pieces: Iterable[str]) -> tuple[bytes, int]:
 
 
 def unpack_text(data: bytes, size: int) -> str:
-    """The text that :func:`pack_text` stored."""
-    return (sqlar_uncompress(data, size) or b"").decode("utf-8", "surrogatepass")
+    """The text that :func:`pack_text` stored (its own stored size bounds it: a run's document may be large)."""
+    return (sqlar_uncompress(data, size, limit=None) or b"").decode("utf-8", "surrogatepass")
 
 
 def pack_cells(row_nos: list[int], texts: list[str], compress: bool) -> dict[str, Any]:

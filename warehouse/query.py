@@ -17,6 +17,7 @@ from sqlalchemy.exc import DBAPIError, ResourceClosedError, SQLAlchemyError
 
 from warehouse import dialect, sqlguard
 from warehouse.errors import UsageError
+from warehouse.packing import sqlar_uncompress
 from warehouse.schema import TABLE_DOCS
 from warehouse.views import VIEWS
 
@@ -46,6 +47,13 @@ def _sql_error(e: BaseException, timeout_s: float | None, denied: str | None = N
     if "interrupted" in low or "statement timeout" in low or "canceling statement" in low:
         return UsageError(f"the query ran longer than {timeout_s:g} s and was stopped; narrow it, or pass "
                           "--timeout")
+    if isinstance(e, MemoryError):  # SQLite's heap bound (sqlguard.sqlite_heap_bound)
+        return UsageError(f"the query needed more than the {sqlguard.HEAP_BUDGET >> 20} MiB of memory a statement "
+                          "may use; aggregate less at once (fewer rows, or substr of large values)")
+    if "user-defined function raised exception" in low:  # (sqlar_uncompress and printf are those that can)
+        return UsageError("SQL error: a function was given a size over the value limit (sqlar_uncompress: data that "
+                          "inflates past the size it was given, or a size over the limit; printf: a width or "
+                          "precision over it); pass smaller sizes, or --max-value-bytes")
     if "too big" in low:  # SQLITE_LIMIT_LENGTH, set from max_value_bytes
         return UsageError(f"a value of the result is over the size limit ({msg}); select a part of it (substr) "
                           "or pass --max-value-bytes")
@@ -73,12 +81,23 @@ def _guarded(conn: Connection, timeout_s: float | None, auth: sqlguard.SqliteAut
         old_length = raw.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
         if max_value_bytes:
             raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max(max_value_bytes, 1 << 20))
+        # the warehouse's own function is Python, which neither limit reaches: it inflates no further than the
+        # same bound (nor past the size it is given)
+        bound = raw.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
+        raw.create_function("sqlar_uncompress", 2, lambda d, n: sqlar_uncompress(d, n, bound), deterministic=True)
+        printf = sqlguard.bounded_printf(bound)
+        for name in ("printf", "format"):
+            raw.create_function(name, -1, printf, deterministic=True)
         try:
-            yield
+            with sqlguard.sqlite_heap_bound():
+                yield
         finally:
             raw.set_authorizer(None)
             raw.set_progress_handler(None, 0)
             raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, old_length)
+            # the bounded functions stay on this connection (SQLite cannot take an override back): it is closed
+            # rather than returned to the pool, where the warehouse's own queries would meet them
+            conn.invalidate()
         return
     from warehouse.roles import SANDBOX_ROLE, can_write
     # One snapshot, read-only from the first statement, with limits on time, locks and idling; then the rights
@@ -184,7 +203,7 @@ def stream_sql(engine: Engine, sql: str, params: dict[str, Any] | None = None, *
                                                  "select fewer rows or columns, or pass --max-result-bytes")
                             n += 1
                             yield tuple(r)
-                except DBAPIError as e:
+                except (DBAPIError, MemoryError) as e:
                     raise _sql_error(e, timeout_s, auth.denied) from None
             out.rows = rows()
             try:
@@ -194,7 +213,7 @@ def stream_sql(engine: Engine, sql: str, params: dict[str, Any] | None = None, *
                 conn.rollback()
                 if pg:
                     _reset_pg(conn)
-    except DBAPIError as e:
+    except (DBAPIError, MemoryError) as e:
         raise _sql_error(e, timeout_s, auth.denied) from None
     except SQLAlchemyError as e:
         raise UsageError(f"SQL error: {e}") from None

@@ -15,9 +15,12 @@ Two layers on each back end, so that what one misses the other refuses:
 """
 from __future__ import annotations
 
+import contextlib
 import re
-
 import sqlite3
+import sys
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from warehouse.errors import UsageError
@@ -82,18 +85,117 @@ class SqliteAuthorizer:
         return action == sqlite3.SQLITE_PRAGMA and str(arg1).lower() in _SQLITE_PRAGMAS
 
 
+# A user's statement may build values inside SQLite that no per-value limit reaches (json_group_array grows its
+# buffer past SQLITE_LIMIT_LENGTH before it checks it: 2,000 rows of 1 MiB held 1 GB). SQLite's hard heap limit
+# bounds everything SQLite allocates in this process, so while user SQL runs it is held at what was in use when the
+# first statement started plus this budget (several statements at once, the dashboard's, share it). A statement
+# that needs more fails with SQLite's out-of-memory error, which is said as a limit.
+HEAP_BUDGET = 256 << 20
+_heap_lock = threading.Lock()
+_heap_users = 0
+_heap_before = 0
+
+
+def _sqlite_lib() -> Any:
+    """The SQLite library the ``sqlite3`` module runs on (for the two calls it does not expose), or None."""
+    import ctypes
+    import ctypes.util
+    import _sqlite3
+
+    try:
+        lib = ctypes.CDLL(_sqlite3.__file__)  # (its symbols include the library's when it is linked statically)
+        lib.sqlite3_hard_heap_limit64  # noqa: B018 - looked up to see whether it is there
+    except (OSError, AttributeError):
+        try:
+            lib = ctypes.CDLL(ctypes.util.find_library("sqlite3") or "libsqlite3.so.0")
+            lib.sqlite3_hard_heap_limit64  # noqa: B018
+        except (OSError, AttributeError):
+            return None
+    lib.sqlite3_hard_heap_limit64.restype = ctypes.c_int64
+    lib.sqlite3_hard_heap_limit64.argtypes = [ctypes.c_int64]
+    lib.sqlite3_memory_used.restype = ctypes.c_int64
+    return lib
+
+
+_LIB: Any = None if sys.platform == "win32" else False  # False: not looked up yet
+
+
+@contextlib.contextmanager
+def sqlite_heap_bound(budget: int = HEAP_BUDGET) -> Iterator[None]:
+    """SQLite's heap in this process bounded at what it uses now plus ``budget`` while the block runs (nested and
+    concurrent blocks share the first one's bound; the limit there before is put back when the last one ends)."""
+    global _LIB, _heap_users, _heap_before
+    if _LIB is False:
+        _LIB = _sqlite_lib()
+    lib = _LIB
+    if lib is None:
+        yield
+        return
+    with _heap_lock:
+        if _heap_users == 0:
+            _heap_before = lib.sqlite3_hard_heap_limit64(-1)
+            bound = lib.sqlite3_memory_used() + budget
+            lib.sqlite3_hard_heap_limit64(min(bound, _heap_before) if _heap_before > 0 else bound)
+        _heap_users += 1
+    try:
+        yield
+    finally:
+        with _heap_lock:
+            _heap_users -= 1
+            if _heap_users == 0:
+                lib.sqlite3_hard_heap_limit64(_heap_before)
+
+
+# printf's width and precision repeat a character (printf('%.*c', 2000000000, 'x')): SQLite stops storing at the
+# value limit but goes on counting for seconds, in one call that no progress handler interrupts. The warehouse's
+# printf and format check them first, then let SQLite's own format the value.
+_SPEC = re.compile(r"%[-+ 0#,!]*(\*|\d+)?(?:\.(\*|\d*))?l{0,2}(.)", re.S)
+
+
+def bounded_printf(bound: int) -> Callable[..., Any]:
+    """SQLite's ``printf(FORMAT, ...)``, refused when a width or precision is over ``bound``."""
+    private = sqlite3.connect(":memory:", check_same_thread=False)
+    private.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, bound)
+
+    def as_int(v: Any) -> int:
+        try:
+            return abs(int(float(v)))
+        except (TypeError, ValueError, OverflowError):
+            return 0
+
+    def printf(fmt: Any, *args: Any) -> Any:
+        if isinstance(fmt, str):
+            i = 0
+            for m in _SPEC.finditer(fmt):
+                for part in (m.group(1), m.group(2)):
+                    if part == "*":
+                        n = as_int(args[i]) if i < len(args) else 0
+                        i += 1
+                    else:
+                        n = int(part) if part else 0
+                    if n > bound:
+                        raise ValueError(f"printf: a width or precision of {n:,}, over the value limit of {bound:,}")
+                if m.group(3) != "%":
+                    i += 1
+        marks = ", ".join("?" * (1 + len(args)))
+        return private.execute(f"SELECT printf({marks})", (fmt, *args)).fetchone()[0]
+    return printf
+
+
 # ------------------------------------------------------------------------------------------------ PostgreSQL
 # Functions a reader may call (lower case, in pg_catalog): pure SQL, string, math, date, JSON, array, aggregate
 # and window functions, which compute from their arguments alone. Nothing that reads a file, a setting, another
-# session, a large object or a sequence, takes a lock, or runs SQL given as a string (ts_stat, query_to_xml...).
+# session, a large object or a sequence, takes a lock, or runs SQL given as a string (ts_stat, query_to_xml...);
+# nor those whose result's size is a number argument rather than their input's (repeat, lpad, rpad, array_fill:
+# repeat('x', 500000000) takes 500 MB of the server's memory in one call).
 PG_FUNCTIONS = frozenset("""
     abs acos acosd acosh asin asind asinh atan atan2 atan2d atand atanh cbrt ceil ceiling cos cosd cosh cot cotd
     degrees div erf erfc exp factorial floor gcd lcm ln log log10 min_scale mod pi power radians random round scale
     sign sin sind sinh sqrt tan tand tanh trim_scale trunc width_bucket
-    ascii bit_length btrim char_length character_length chr concat concat_ws format initcap left length lower lpad
+    ascii bit_length btrim char_length character_length chr concat concat_ws format initcap left length lower
     ltrim md5 normalize is_normalized octet_length overlay position regexp_count regexp_instr regexp_like
-    regexp_match regexp_matches regexp_replace regexp_split_to_array regexp_split_to_table regexp_substr repeat
-    replace reverse right rpad rtrim split_part starts_with string_to_array string_to_table strpos substr substring
+    regexp_match regexp_matches regexp_replace regexp_split_to_array regexp_split_to_table regexp_substr
+    replace reverse right rtrim split_part starts_with string_to_array string_to_table strpos substr substring
     to_hex translate upper quote_ident quote_literal quote_nullable encode decode sha224 sha256 sha384 sha512
     similar_to_escape unistr textlen
     age date_bin date_part date_trunc extract isfinite justify_days justify_hours justify_interval make_date
@@ -107,7 +209,7 @@ PG_FUNCTIONS = frozenset("""
     json_strip_nulls jsonb_strip_nulls jsonb_path_exists jsonb_path_match jsonb_path_query jsonb_path_query_array
     jsonb_path_query_first json_populate_record jsonb_populate_record json_to_record jsonb_to_record
     json_to_recordset jsonb_to_recordset
-    array_append array_cat array_dims array_fill array_length array_lower array_ndims array_position
+    array_append array_cat array_dims array_length array_lower array_ndims array_position
     array_positions array_prepend array_remove array_replace array_to_string array_upper cardinality trim_array
     unnest generate_series generate_subscripts
     avg count max min sum bool_and bool_or every array_agg string_agg json_agg jsonb_agg json_object_agg
