@@ -170,17 +170,23 @@ def test_an_interrupted_export_leaves_whole_files_and_resumes(tmp_path, monkeypa
     real = lake._write
     calls = []
 
-    def failing(ds, conn, run_id, path, meta):
+    def failing(ds, conn, run_id, root_, rel, meta):
         calls.append(ds.name)
         if run_id == 2 and ds.name == "ops":
             raise KeyboardInterrupt  # (the user's Ctrl-C in the middle of a run)
-        return real(ds, conn, run_id, path, meta)
+        return real(ds, conn, run_id, root_, rel, meta)
     monkeypatch.setattr(lake, "_write", failing)
     with pytest.raises(KeyboardInterrupt):
         Warehouse(str(tmp_path / "w.db")).export_lake(root)
-    assert not [p for p in root.rglob("*") if p.name.endswith(".tmp")]
+    assert not [p for p in root.rglob("*") if p.name.startswith(".tmp-")]
     manifest = json.loads((root / lake.MANIFEST).read_text())
-    assert [e["run_id"] for e in manifest["runs"].values()] == [1]
+    assert sorted((e["run_id"], e.get("state") or "") for e in manifest["runs"].values()) == [(1, ""), (2, "writing")]
+    assert (root / manifest["runs"][next(k for k, e in manifest["runs"].items() if e["run_id"] == 2)]["files"][1]
+            ).exists()  # (its sections were written before the kill)
+    # readers see whole runs only: run 2's files written so far are not read
+    con = lake.connect_duckdb(root)
+    assert con.execute("SELECT COUNT(*) FROM run").fetchone() == (1,)
+    assert con.execute("SELECT COUNT(DISTINCT run_id) FROM section").fetchone() == (1,)
     monkeypatch.setattr(lake, "_write", real)
     res = Warehouse(str(tmp_path / "w.db")).export_lake(root)
     assert res.written == [2] and res.unchanged == [1]

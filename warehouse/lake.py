@@ -21,6 +21,8 @@ import contextlib
 import hashlib
 import json
 import os
+import re
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -123,8 +125,9 @@ def _op_rows(conn: Connection, run_id: int) -> Iterator[Sequence[Any]]:
         yield (*d[1:], *h[1:1 + nh], *p[1:], *h[1 + nh:])
 
 
+# (``runs`` last: a run's files are written in this order and removed in the reverse one, and the lake's views read
+# only runs whose ``runs`` file is there, so a reader sees a run with all its datasets or not at all)
 DATASETS: tuple[Dataset, ...] = (
-    _table_dataset("runs", "one row per run: the run table (label in the partition)", t.run),
     _table_dataset("run_tags", "a run's --tag key=value pairs", t.run_tag),
     _table_dataset("sections", "eager / trace and custom sections with their rows", t.section),
     _table_dataset("signposts", "every signpost row", t.signpost),
@@ -136,7 +139,9 @@ DATASETS: tuple[Dataset, ...] = (
             tuple(_view_columns("rollup", list(VIEW_TYPES["rollup"]))),
             sql="SELECT " + ", ".join(VIEW_TYPES["rollup"]) + " FROM rollup WHERE run_id = :run "
                 "ORDER BY section, grouping, key, device"),
+    _table_dataset("runs", "one row per run: the run table (label in the partition)", t.run),
 )
+_DATASET_NAMES = frozenset(d.name for d in DATASETS)
 
 
 @dataclass
@@ -159,8 +164,14 @@ class LakeExport:
 
 
 def partition(label: str | None, when: datetime) -> str:
-    """A run's partition path: ``label=<label>/date=<YYYY-MM-DD>`` (the label percent-encoded, as Hive does)."""
-    lab = NO_LABEL if label is None else quote(label, safe="")
+    """A run's partition path: ``label=<label>/date=<YYYY-MM-DD>`` (the label percent-encoded, as Hive does; a
+    label spelled as Hive's NULL has its underscores encoded too, so that it reads back as itself)."""
+    if label is None:
+        lab = NO_LABEL
+    else:
+        lab = quote(label, safe="")
+        if lab == NO_LABEL:
+            lab = lab.replace("_", "%5F")
     return f"label={lab}/date={when:%Y-%m-%d}"
 
 
@@ -197,19 +208,90 @@ def _load_manifest(dest: Path) -> dict[str, Any]:
 
 
 def _save_manifest(dest: Path, doc: dict[str, Any]) -> None:
-    tmp = dest / f".{MANIFEST}.tmp"
-    tmp.write_text(json.dumps(doc, indent=1, sort_keys=True))
-    os.replace(tmp, dest / MANIFEST)
+    with _replacing(dest, MANIFEST) as f:
+        f.write(json.dumps(doc, indent=1, sort_keys=True).encode())
 
 
-def _write(ds: Dataset, conn: Connection, run_id: int, path: Path, meta: dict[bytes, bytes]) -> int:
+# ------------------------------------------------------------------------------------------------ trusting nothing
+# The lake's folder is shared storage: anyone who can write it can plant links or edit the manifest. So the exporter
+# removes only files whose path has the lake's layout and no link on the way, creates its temporary files itself
+# (exclusively, under random names, never through a link) and renames them into place (a rename replaces a planted
+# link, never what it points to).
+_TMP_PREFIX = ".tmp-"
+_LAYOUT = re.compile(r"(?P<ds>[a-z_]+)/label=[^/]+/date=\d{4}-\d{2}-\d{2}/run-\d+-[0-9a-f]{12}\.parquet")
+
+
+def _no_link(root: Path, rel: str) -> Path | None:
+    """``root / rel`` when no part of ``rel`` is a link (None otherwise)."""
+    cur = root
+    for part in Path(rel).parts:
+        cur = cur / part
+        if cur.is_symlink():
+            return None
+    return cur
+
+
+def _lake_file(root: Path, rel: Any) -> Path | None:
+    """The path of the lake file ``rel`` names, or None when ``rel`` is not a file of the lake's layout inside it
+    (``../victim``, an absolute path, a name of another shape, a path through a link)."""
+    if not isinstance(rel, str):
+        return None
+    m = _LAYOUT.fullmatch(rel)
+    if m is None or m.group("ds") not in _DATASET_NAMES:
+        return None
+    return _no_link(root, rel)
+
+
+def _folder(root: Path, rel: str) -> Path:
+    """The folder ``root / rel``, made where missing; a part that is a link or not a folder is refused."""
+    cur = root
+    for part in Path(rel).parts:
+        cur = cur / part
+        try:
+            os.mkdir(cur)
+        except FileExistsError:
+            if cur.is_symlink() or not cur.is_dir():
+                raise WarehouseError(f"{cur}: a link or a file where the lake keeps a folder; the lake follows no "
+                                     "link: remove it, or export into a new folder") from None
+        except OSError as e:
+            raise _os_error(e, cur) from None
+    return cur
+
+
+def _os_error(e: OSError, path: Path) -> WarehouseError:
+    """An OS error while writing the lake, naming the path and what to do."""
+    what = "permission denied" if isinstance(e, PermissionError) else (e.strerror or str(e))
+    return WarehouseError(f"{path}: cannot write the lake ({what}); export into a folder you can write")
+
+
+@contextlib.contextmanager
+def _replacing(folder: Path, name: str) -> Iterator[Any]:
+    """A binary file to write that replaces ``folder / name`` whole once the block ends (nothing of it if the
+    block fails): created exclusively under a random name (``mkstemp``: O_EXCL, never through a link)."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, suffix=".part", dir=folder)
+    except OSError as e:
+        raise _os_error(e, folder / name) from None
+    try:
+        mask = os.umask(0)
+        os.umask(mask)
+        os.fchmod(fd, 0o666 & ~mask)  # (mkstemp's 0600 would hide the lake from the people who read it)
+        with os.fdopen(fd, "wb") as f:
+            yield f
+        os.replace(tmp, folder / name)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _write(ds: Dataset, conn: Connection, run_id: int, root: Path, rel: str, meta: dict[bytes, bytes]) -> int:
     """One run's file of one dataset, written under a temporary name and renamed; its size."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     schema = pa.schema([(n, _arrow_type(ty)) for n, ty in ds.columns], metadata=meta)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
+    folder = _folder(root, str(Path(rel).parent))
     rows: list[Sequence[Any]] = []
 
     def flush(writer: Any) -> None:
@@ -218,18 +300,17 @@ def _write(ds: Dataset, conn: Connection, run_id: int, path: Path, meta: dict[by
         rows.clear()
 
     try:
-        with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
-            for r in ds.rows(conn, run_id):
-                rows.append(r)
-                if len(rows) >= BATCH:
+        with _replacing(folder, Path(rel).name) as f:
+            with pq.ParquetWriter(f, schema, compression="zstd") as writer:
+                for r in ds.rows(conn, run_id):
+                    rows.append(r)
+                    if len(rows) >= BATCH:
+                        flush(writer)
+                if rows:
                     flush(writer)
-            if rows:
-                flush(writer)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    os.replace(tmp, path)
-    return path.stat().st_size
+    except OSError as e:
+        raise _os_error(e, root / rel) from None
+    return (root / rel).stat().st_size
 
 
 def _array(values: Sequence[Any], type_: Any) -> Any:
@@ -249,7 +330,11 @@ def _array(values: Sequence[Any], type_: Any) -> Any:
 def _locked(dest: Path) -> Iterator[None]:
     """One export at a time into a lake (a second one waits)."""
     import fcntl
-    with open(dest / ".lock", "w") as f:
+    try:
+        fd = os.open(dest / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+    except OSError as e:
+        raise _os_error(e, dest / ".lock") from None
+    with os.fdopen(fd, "w") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
             yield
@@ -257,11 +342,63 @@ def _locked(dest: Path) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def warehouse_id(conn: Connection) -> str:
+    """The warehouse's own id (``warehouse_meta``), which a lake's manifest names."""
+    found = conn.execute(select(t.warehouse_meta.c.value).where(t.warehouse_meta.c.key == "id")).scalar()
+    if found is None:  # pragma: no cover - made by the migration that created the table
+        raise WarehouseError("this warehouse has no id; run `warehouse db upgrade`")
+    return str(found)
+
+
+def _open_lake(root: Path, wid: str, shas: set[str]) -> dict[str, Any]:
+    """The manifest of the lake at ``root`` for warehouse ``wid`` (a new one for an empty folder). Refused: a
+    folder that holds other things and no manifest, and a lake that mirrors another warehouse."""
+    if not (root / MANIFEST).exists():
+        others = [e.name for e in os.scandir(root) if e.name != ".lock"]
+        if others:
+            raise WarehouseError(f"{root}: a folder that is not empty and holds no lake ({MANIFEST} is missing; "
+                                 f"found {others[0]!r}); export into an empty or new folder")
+        return {"schema": LAKE_SCHEMA, "warehouse": wid, "runs": {}}
+    doc = _load_manifest(root)
+    if not isinstance(doc.get("runs"), dict):
+        raise WarehouseError(f"{root / MANIFEST}: not a lake manifest (no runs); remove it to export the lake again")
+    owner = doc.get("warehouse")
+    if owner is None and set(doc["runs"]) <= shas:  # a lake written before manifests named their warehouse
+        doc["warehouse"] = owner = wid
+    if owner != wid:
+        raise WarehouseError(f"{root}: this lake mirrors another warehouse (id {owner}); an export would remove "
+                             "that warehouse's runs: export into a folder of its own")
+    return doc
+
+
+def _sweep(root: Path, manifest: dict[str, Any]) -> int:
+    """Remove what a killed export left: temporary files, and lake files that no manifest entry names. Returns
+    how many files went."""
+    named = {f for e in manifest["runs"].values() for f in e.get("files", []) if isinstance(f, str)}
+    gone = 0
+    for ds in DATASETS:
+        top = root / ds.name
+        if top.is_symlink() or not top.is_dir():
+            continue
+        for folder, dirs, files in os.walk(top, followlinks=False):
+            for name in files:
+                path = Path(folder) / name
+                rel = path.relative_to(root).as_posix()
+                if name.startswith(_TMP_PREFIX) or (rel not in named and _lake_file(root, rel) is not None):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(path)
+                        gone += 1
+    return gone
+
+
 def export_lake(engine: Engine, dest: str | Path, *, label: str | None = None,
                 progress: Callable[[int, int, int, bool], None] | None = None) -> LakeExport:
     """Export every run (of ``label`` only, when given) into the lake at ``dest``, incrementally: only runs that
     are new or changed are written, and runs no longer in the warehouse are removed (with ``label``, only those
-    of that label). ``progress(done, total, run_id, written)`` is called after each run."""
+    of that label). ``progress(done, total, run_id, written)`` is called after each run.
+
+    A run is recorded in the manifest as being written before its first file, and its ``runs`` file is written
+    last; an export that was killed is finished by the next one, which also sweeps files no entry names."""
     try:
         import pyarrow  # noqa: F401
     except ImportError as e:
@@ -273,51 +410,71 @@ def export_lake(engine: Engine, dest: str | Path, *, label: str | None = None,
     root = Path(dest)
     if root.exists() and not root.is_dir():
         raise WarehouseError(f"{dest}: not a folder; name a folder for the lake")
-    root.mkdir(parents=True, exist_ok=True)
-    out = LakeExport(str(root))
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise _os_error(e, root) from None
+    root = root.resolve()
+    out = LakeExport(str(dest))
     meta = {b"warehouse.lake_schema": str(LAKE_SCHEMA).encode(), b"warehouse.version": __version__.encode()}
-    with _locked(root), read_snapshot(engine) as conn:
-        manifest = _load_manifest(root)
-        done: dict[str, Any] = manifest["runs"]
+    with read_snapshot(engine) as conn:
         runs = _runs(conn, label)
-        live = {r["sha256"] for r in runs}
-        for sha, entry in list(done.items()):
-            if sha not in live and (label is None or entry.get("label") == label):
-                _remove_files(root, entry)
-                del done[sha]
-                out.removed.append(entry["run_id"])
-                _save_manifest(root, manifest)
-        for n, r in enumerate(runs, 1):
-            old = done.get(r["sha256"])
-            fresh = old is None or old["fingerprint"] != r["fingerprint"] or not all(
-                (root / f).exists() for f in old["files"])
-            if fresh:
-                if old is not None:
-                    _remove_files(root, old)
-                name = f"run-{r['run_id']}-{r['sha256'][:12]}.parquet"
-                files = []
-                for ds in DATASETS:
-                    rel = f"{ds.name}/{r['partition']}/{name}"
-                    out.bytes += _write(ds, conn, r["run_id"], root / rel, meta)
-                    files.append(rel)
-                out.files += len(files)
-                done[r["sha256"]] = {"run_id": r["run_id"], "label": r["label"], "partition": r["partition"],
-                                     "fingerprint": r["fingerprint"], "files": files}
-                _save_manifest(root, manifest)
-                out.written.append(r["run_id"])
-            else:
-                out.unchanged.append(r["run_id"])
-            if progress:
-                progress(n, len(runs), r["run_id"], fresh)
-        (root / DUCKDB_SQL).write_text(duckdb_sql(str(root.resolve())))
+        wid = warehouse_id(conn)
+        all_shas = {sha for (sha,) in conn.execute(select(t.run.c.sha256)).all()}
+        manifest = _open_lake(root, wid, all_shas)
+        with _locked(root):
+            manifest = _open_lake(root, wid, all_shas)  # (again: another export may have written it meanwhile)
+            done: dict[str, Any] = manifest["runs"]
+            _sweep(root, manifest)
+            live = {r["sha256"] for r in runs}
+            for sha, entry in list(done.items()):
+                unfinished = entry.get("state") == "writing"
+                if unfinished or (sha not in live and (label is None or entry.get("label") == label)):
+                    _remove_files(root, entry)
+                    del done[sha]
+                    if not unfinished:
+                        out.removed.append(entry["run_id"])
+                    _save_manifest(root, manifest)
+            for n, r in enumerate(runs, 1):
+                old = done.get(r["sha256"])
+                fresh = old is None or old["fingerprint"] != r["fingerprint"] or not all(
+                    (p := _lake_file(root, f)) is not None and p.is_file() for f in old["files"])
+                if fresh:
+                    if old is not None:
+                        _remove_files(root, old)
+                    name = f"run-{r['run_id']}-{r['sha256'][:12]}.parquet"
+                    files = [f"{ds.name}/{r['partition']}/{name}" for ds in DATASETS]
+                    entry = {"run_id": r["run_id"], "label": r["label"], "partition": r["partition"],
+                             "fingerprint": r["fingerprint"], "files": files, "state": "writing"}
+                    done[r["sha256"]] = entry
+                    _save_manifest(root, manifest)  # (before the first file: a kill leaves it named)
+                    for ds, rel in zip(DATASETS, files):
+                        out.bytes += _write(ds, conn, r["run_id"], root, rel, meta)
+                    out.files += len(files)
+                    del entry["state"]
+                    _save_manifest(root, manifest)
+                    out.written.append(r["run_id"])
+                else:
+                    out.unchanged.append(r["run_id"])
+                if progress:
+                    progress(n, len(runs), r["run_id"], fresh)
+            with _replacing(root, DUCKDB_SQL) as f:
+                f.write(duckdb_sql(str(root)).encode())
     out.seconds = time.perf_counter() - t0
     return out
 
 
 def _remove_files(root: Path, entry: dict[str, Any]) -> None:
-    for f in entry["files"]:
-        p = root / f
-        p.unlink(missing_ok=True)
+    """A run's files, ``runs`` first (readers stop seeing the run before its other files go); only paths of the
+    lake's own layout, inside it, are ever removed."""
+    files = entry.get("files")
+    for f in reversed(files if isinstance(files, list) else []):
+        p = _lake_file(root, f)
+        if p is None:
+            continue  # (not a path this exporter writes: never removed)
+        with contextlib.suppress(FileNotFoundError):
+            if not p.is_symlink() and p.is_file():
+                os.unlink(p)
         with contextlib.suppress(OSError):  # (an empty partition folder goes too; a shared one stays)
             p.parent.rmdir()
             p.parent.parent.rmdir()
@@ -350,14 +507,17 @@ def duckdb_sql(lake: str) -> str:
     history = [n for n in VIEW_TYPES["op_history"] if n != "op_id"]
     perf = [f"{_PERF_RENAME.get(n, n)} AS {n}" if n in _PERF_RENAME else
             ("device_id AS device" if n == "device" else n) for n in VIEW_TYPES["op_perf"]]
+    # a run's rows are read once its runs file is there, which is written last (an export killed half-way through
+    # a run never shows part of it)
+    whole = " WHERE run_id IN (SELECT id FROM run)"
     out = [f"SET VARIABLE lake = '{lake.replace(chr(39), chr(39) * 2)}';",
            f"CREATE OR REPLACE VIEW run AS SELECT run_id AS id, {_cols('runs', ['run_id'])}, label "
            f"FROM {_scan('runs')};",
-           f"CREATE OR REPLACE VIEW run_tag AS SELECT {_cols('run_tags')} FROM {_scan('run_tags')};",
-           f"CREATE OR REPLACE VIEW section AS SELECT {_cols('sections')} FROM {_scan('sections')};",
-           f"CREATE OR REPLACE VIEW signpost AS SELECT {_cols('signposts')} FROM {_scan('signposts')};",
-           f"CREATE OR REPLACE VIEW rollup AS SELECT {_cols('rollups')} FROM {_scan('rollups')};",
-           f"CREATE OR REPLACE VIEW ops AS SELECT * FROM {_scan('ops')};",
+           f"CREATE OR REPLACE VIEW run_tag AS SELECT {_cols('run_tags')} FROM {_scan('run_tags')}{whole};",
+           f"CREATE OR REPLACE VIEW section AS SELECT {_cols('sections')} FROM {_scan('sections')}{whole};",
+           f"CREATE OR REPLACE VIEW signpost AS SELECT {_cols('signposts')} FROM {_scan('signposts')}{whole};",
+           f"CREATE OR REPLACE VIEW rollup AS SELECT {_cols('rollups')} FROM {_scan('rollups')}{whole};",
+           f"CREATE OR REPLACE VIEW ops AS SELECT * FROM {_scan('ops')}{whole};",
            f"CREATE OR REPLACE VIEW op_detail AS SELECT {', '.join(detail)} FROM ops;",
            f"CREATE OR REPLACE VIEW op_history AS SELECT {', '.join(history)} FROM ops;",
            f"CREATE OR REPLACE VIEW op_perf AS SELECT {', '.join(perf)} FROM ops;"]

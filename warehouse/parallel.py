@@ -46,7 +46,8 @@ AUTO_MIN_BYTES = 64 * 2**20
 _INTERNED = ("op_code", "perf_shape", "place", "text_value", "cell_tuple", "rollup_key")
 _RUN_OWNED = ("run", "run_tag", "run_column", "run_warning", "section", "signpost", "op", "cell_chunk", "rollup_row",
               "run_report", "perf_tensor")
-_NOT_INGESTED = ("triage",)  # written by people (`warehouse triage`), never by an ingest: nothing to merge
+# written by people (`warehouse triage`) or once for the warehouse, never by an ingest: nothing to merge
+_NOT_INGESTED = ("triage", "warehouse_meta")
 MERGED_TABLES = frozenset(_INTERNED + _RUN_OWNED + _NOT_INGESTED)
 
 

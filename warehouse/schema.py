@@ -87,6 +87,12 @@ triage = Table(
     Column("decided_at", DateTime, nullable=False),
 )
 
+warehouse_meta = Table(
+    "warehouse_meta", metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
 run_warning = Table(
     "run_warning", metadata,
     Column("id", Id, primary_key=True, autoincrement=True),
@@ -317,6 +323,8 @@ run_report = Table(
 
 # One line per table: `warehouse schema`, PostgreSQL's table comments and the README (scripts/gen_docs.py) read it.
 TABLE_DOCS = {
+    "warehouse_meta": "facts about the warehouse itself: `id`, made once when it is created, which a Parquet lake's "
+                      "manifest names so that no other warehouse exports into it",
     "triage": "what a person decided about a change or a night (`warehouse triage`): acknowledged or expected "
               "steps become the new baseline, invalid nights leave every baseline",
     "run": "one ingested CSV: sha256 (unique: re-ingest is idempotent), path, header, frequency and its source, "
