@@ -731,15 +731,25 @@ def check(ctx: click.Context) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on (only this machine by default; 0.0.0.0 for everyone).")
 @click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True, help="TCP port.")
+@click.option("--max-connections", type=click.IntRange(min=1), default=None,
+              help="Connections open at once; more are closed at once (default: from the file limit, at most 512).")
+@click.option("--header-timeout", type=click.FloatRange(min=0.1, max=3600), default=10.0, show_default=True,
+              help="Seconds a connection has to send a request's headers.")
 @click.pass_context
-def serve(ctx: click.Context, host: str, port: int) -> None:
-    """A read-only web dashboard over the warehouse: runs, reports, compare, regressions, trends, SQL."""
+def serve(ctx: click.Context, host: str, port: int, max_connections: int | None, header_timeout: float) -> None:
+    """A read-only web dashboard over the warehouse: runs, reports, compare, regressions, trends, SQL.
+
+    On an address other people reach (--host 0.0.0.0), put a reverse proxy in front (nginx, Caddy): TLS, slow
+    clients and request rates are its work; the dashboard only bounds its connections and header time."""
     try:
         from warehouse.web.app import serve as run_server
     except ModuleNotFoundError:
         raise click.UsageError("the dashboard needs the web extra: pip install 'tt-profile-warehouse[web]'") from None
     click.echo(f"serving the warehouse read-only on http://{host}:{port}/ (Ctrl-C stops)", err=True)
-    run_server(ctx.obj["db"], host=host, port=port)
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        click.echo("note: reachable from other machines; put a reverse proxy in front (TLS, slow clients, rates)",
+                   err=True)
+    run_server(ctx.obj["db"], host=host, port=port, max_connections=max_connections, header_timeout_s=header_timeout)
 
 
 @db.command(name="create-reader")

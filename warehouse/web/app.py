@@ -302,8 +302,11 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
     return app
 
 
-def serve(url: str | None, host: str = "127.0.0.1", port: int = 8000) -> None:
-    """Run the dashboard with uvicorn until interrupted."""
-    import uvicorn
-    uvicorn.run(create_app(url, allowed_hosts_for(host)), host=host, port=port, log_level="warning")
+def serve(url: str | None, host: str = "127.0.0.1", port: int = 8000, *, max_connections: int | None = None,
+          header_timeout_s: float = 10.0) -> None:
+    """Run the dashboard with uvicorn until interrupted, with bounded connections and header time
+    (:mod:`warehouse.web.server`)."""
+    from warehouse.web import server
+    server.run(create_app(url, allowed_hosts_for(host)), host, port, max_connections=max_connections,
+               header_timeout_s=header_timeout_s)
 
