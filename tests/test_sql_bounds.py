@@ -3,7 +3,6 @@ function on SQLite's allow-list given its worst input, run in a process whose pe
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap

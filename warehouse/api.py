@@ -224,6 +224,11 @@ class Warehouse:
         from warehouse.triage import record
         return record(self._writer(), ident, status, note=note, label=label, who=who)
 
+    def untriage(self, ident: str) -> Decision:
+        """Remove the decision about ``ident`` (what :meth:`triage` recorded); the decision removed."""
+        from warehouse.triage import clear
+        return clear(self._writer(), ident)
+
     def remove(self, run_ids: Iterable[int]) -> int:
         """Delete runs completely (ids from :meth:`resolve`); how many were deleted."""
         from warehouse.maintenance import remove_runs

@@ -156,7 +156,7 @@ class _Window:
             ops = pc.invert(sp)
             keys = self._keys(a, n)
             texts = self._texts(a, n, ops)
-            typed = self._typed(a, ops)
+            typed = self._typed(a, ops, done)
             is_sp = sp.to_pylist()
             sp_idx = pc.indices_nonzero(sp)
             signs = self._signposts(a, sp_idx) if len(sp_idx) else []
@@ -207,17 +207,20 @@ class _Window:
             text = pc.replace_substring(text, f'"{_NULL}"', "null")
         return text.to_pylist()
 
-    def _typed(self, a: list[pa.Array], ops: pa.Array) -> list[tuple]:
+    def _typed(self, a: list[pa.Array], ops: pa.Array, done: int) -> list[tuple]:
         """The TYPED values of the op rows, as :meth:`warehouse.rowprep._Cells.typed` gives them."""
         n_ops = pc.sum(ops).as_py() or 0
         cols: list[list] = []
+
+        def rows() -> list[int]:  # (the op rows' numbers: asked for by a warning only)
+            return [done + 1 + i for i in pc.indices_nonzero(ops).to_pylist()]
         for j, (k, at) in enumerate(zip(TYPED, self.typed_at)):
             if at is None:
                 cols.append([None] * n_ops)
                 continue
             col = a[at].filter(ops)
             vals = self._cast(k.kind, col)
-            cols.append(vals if vals is not None else self.prep.cells.column(j, col.to_pylist()))
+            cols.append(vals if vals is not None else self.prep.cells.column(j, col.to_pylist(), rows))
         return list(zip(*cols))
 
     @staticmethod

@@ -15,7 +15,19 @@ from warehouse.errors import UsageError, WarehouseError
 from warehouse.files import DEFAULT_GLOB
 from warehouse.workers import Terminated, terminate_as_exception
 
-FORMATS = click.Choice(["table", "csv", "json", "md"])
+
+
+class Finite(click.FloatRange):
+    """A float range that refuses nan and infinities (which compare false with every bound, so that a plain range
+    lets them through and a tuning value of nan hides every change)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        import math
+
+        out = super().convert(value, param, ctx)
+        if not math.isfinite(out):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return out
 # the flags of API parameters not spelled --<param> (an error naming `keys` says --key)
 FLAGS = {"url": "--db", "tags": "--tag", "keys": "--key", "metrics": "--metric"}
 
@@ -471,17 +483,27 @@ def regressions(ctx: click.Context, label: str | None, tags: tuple[str, ...], la
               help="acknowledged / expected: the step is the new baseline; invalid: the night leaves every baseline.")
 @click.option("--note", help="Why (a ticket, a commit, a sentence).")
 @label_option("The label whose history holds the change (as `changes --label` found it).")
-@click.option("--who", help="Who decided (default: $USER).")
+@click.option("--who", help="Who decided (default: the login name).")
+@click.option("--clear", is_flag=True, help="Remove the decision about ID.")
 @format_option(("table", "json"))
 @click.pass_context
 def triage_cmd(ctx: click.Context, ident: str | None, status: str | None, note: str | None, label: str | None,
-               who: str | None, fmt: str) -> None:
+               who: str | None, clear: bool, fmt: str) -> None:
     """Record what was decided about a change (c-...), a gate finding (r-...) or a night (run:ID); without ID,
-    list the decisions."""
+    list the decisions; --clear removes one."""
     from warehouse.render import admin
 
     if ident is None:
+        if clear:
+            raise click.UsageError("--clear needs the ID of the decision to remove")
         click.echo(admin.decisions(_api(ctx).decisions(), fmt))
+        return
+    if clear:
+        if status is not None:
+            raise click.UsageError("--clear removes a decision; it takes no --status")
+        gone = _api(ctx).untriage(ident)
+        click.echo(f"removed the decision about {gone.id} ({gone.status})" if fmt != "json"
+                   else admin.decision(gone, "json"))
         return
     if status is None:
         raise click.UsageError("pass --status acknowledged|expected|invalid")
@@ -505,9 +527,9 @@ def _iso_date(_ctx: Any, param: click.Parameter, value: str | None) -> str | Non
 @click.option("--until", callback=_iso_date, metavar="DATE", help="Only nights up to this date (YYYY-MM-DD).")
 @click.option("--metric", "metrics", type=_metric_choice(), multiple=True,
               help="Metrics to look at (repeatable; default: all).")
-@click.option("--fdr", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01, show_default=True,
+@click.option("--fdr", type=Finite(0, 1, min_open=True, max_open=True), default=0.01, show_default=True,
               help="False-discovery rate over all series of the history.")
-@click.option("--min-sigmas", type=click.FloatRange(min=0), default=6.0, show_default=True,
+@click.option("--min-sigmas", type=Finite(min=0), default=6.0, show_default=True,
               help="Smallest change, in noise units, whatever the false-discovery rule allows.")
 @click.option("--min-change", default="1%", show_default=True, help="Smallest relative change reported.")
 @click.option("--min-us", type=float, default=1.0, show_default=True, callback=_finite_min_us,
@@ -591,7 +613,7 @@ def tag_cmd(ctx: click.Context, run: str, label: str | None, tags: tuple[str, ..
 @click.argument("statement", required=False)
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "nl", "md"]), default="table",
               show_default=True, help="csv, json and nl (a JSON object a line) stream; table and md are whole.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
+@click.option("--timeout", type=Finite(min=0, min_open=True), default=60.0, show_default=True,
               help="Stop the statement after this many seconds.")
 @click.option("--max-rows", type=click.IntRange(min=0), default=100_000, show_default=True,
               help="Stop after this many rows (0: no cap).")
@@ -733,7 +755,7 @@ def check(ctx: click.Context) -> None:
 @click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True, help="TCP port.")
 @click.option("--max-connections", type=click.IntRange(min=1), default=None,
               help="Connections open at once; more are closed at once (default: from the file limit, at most 512).")
-@click.option("--header-timeout", type=click.FloatRange(min=0.1, max=3600), default=10.0, show_default=True,
+@click.option("--header-timeout", type=Finite(min=0.1, max=3600), default=10.0, show_default=True,
               help="Seconds a connection has to send a request's headers.")
 @click.pass_context
 def serve(ctx: click.Context, host: str, port: int, max_connections: int | None, header_timeout: float) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import IO
 from collections.abc import Iterable, Iterator
 
-from warehouse.errors import InputError, UsageError
+from warehouse.errors import WarehouseError, InputError, UsageError
 
 DEFAULT_GLOB = "ops_perf_results*.csv"  # what a folder ingest picks up (--glob widens it)
 
@@ -111,8 +111,8 @@ def output_stream(path: str | os.PathLike) -> Iterator[IO[bytes]]:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-    except OSError as e:
-        raise UsageError(f"cannot write {shown(p)}: {e.strerror or e}") from None
+    except OSError as e:  # (a full disk, a quota, a read-only file system: not a usage error, exit 1)
+        raise WarehouseError(f"cannot write {shown(p)}: {e.strerror or e}; nothing of it was written") from None
 
 
 def find_csvs(paths: Iterable[str], pattern: str = DEFAULT_GLOB) -> Iterator[Path | InputError]:

@@ -474,8 +474,9 @@ class _FileIngest:
             "AND (s2.start_row < section.start_row OR (s2.start_row = section.start_row AND s2.id <= section.id)))"
             " WHERE run_id = :r"), {"r": self.run_id})
         self.warnings += [(None, None, w) for w in warnings]
-        self.warnings += [(None, h, f"{n} cell(s) are not finite numbers: stored as NULL, counted as 0")
-                          for h, n in fin.unparsable.items()]
+        self.warnings += [(row, h, f"{n} cell(s) are not finite numbers: stored as NULL, counted as 0"
+                           + (f" (first at row {row})" if row is not None else ""))
+                          for h, (n, row) in fin.unparsable.items()]
         # the reader's own warnings (duplicate columns, short rows) first, in row order with ours
         self.warnings = sorted([(w.row, w.column, w.message) for w in fin.warnings] + self.warnings,
                                key=lambda w: (w[0] is None, w[0] or 0))
@@ -706,6 +707,10 @@ def _finish_warnings(conn: Connection, job: _FileIngest, run_id: int, path: Path
 # Measurements that cannot be right, or that a sum would hide: (SQL condition, column, what it means), and the
 # same condition over the columns ingest kept (NaN for NULL: every comparison with it is false, as in SQL).
 _IMPLAUSIBLE: list[tuple[str, str, str, Callable[[dict], Any]]] = [
+    ("kernel_ns < 0", "DEVICE KERNEL DURATION [ns]", "negative kernel durations (not a measurement: the night is an "
+     "invalid capture)", lambda c: c["kernel_ns"] < 0),
+    ("fw_ns < 0", "DEVICE FW DURATION [ns]", "negative FW durations (not a measurement: the night is an invalid "
+     "capture)", lambda c: c["fw_ns"] < 0),
     ("op2op_ns < 0", "OP TO OP LATENCY [ns]", "negative op-to-op latencies (cycles from different sessions?)",
      lambda c: c["op2op_ns"] < 0),
     ("kernel_ns > 1e9", "DEVICE KERNEL DURATION [ns]", "kernel durations over a second",

@@ -380,7 +380,7 @@ def _sweep(root: Path, manifest: dict[str, Any]) -> int:
         top = root / ds.name
         if top.is_symlink() or not top.is_dir():
             continue
-        for folder, dirs, files in os.walk(top, followlinks=False):
+        for folder, _dirs, files in os.walk(top, followlinks=False):
             for name in files:
                 path = Path(folder) / name
                 rel = path.relative_to(root).as_posix()

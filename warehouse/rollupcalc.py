@@ -373,10 +373,11 @@ def run_rows(conn: Connection, run_id: int, freq_mhz: float, by_id_sql: str, cap
     n_ops = conn.execute(text("SELECT COUNT(*) FROM op WHERE run_id = :r"), {"r": run_id}).scalar_one()
     if n_ops > MAX_OPS:
         return None
-    if captured is not None and not captured.full and captured.n == n_ops:
-        fine = _Fine(*captured.by_id(conn, run_id), freq_mhz)
-    else:
-        fine = _Fine(*read_by_id(conn, by_id_sql, run_id), freq_mhz)
+    with np.errstate(over="ignore", invalid="ignore"):  # (see batches below)
+        if captured is not None and not captured.full and captured.n == n_ops:
+            fine = _Fine(*captured.by_id(conn, run_id), freq_mhz)
+        else:
+            fine = _Fine(*read_by_id(conn, by_id_sql, run_id), freq_mhz)
     if fine.odd:
         return None
     place_ids = np.unique(fine.place)
@@ -389,6 +390,12 @@ def run_rows(conn: Connection, run_id: int, freq_mhz: float, by_id_sql: str, cap
     codes = {cid: (name, cat) for cid, name, cat in conn.execute(text("SELECT id, name, category FROM op_code"))}
 
     def batches() -> Iterator[list[tuple[Any, ...]]]:  # (no database: it may run in a forked process)
+        # durations near the float limit (1e308, a damaged capture) sum to inf, and inf - inf is NaN: stored as the
+        # SQL computes them, without numpy's warnings on stderr
+        with np.errstate(over="ignore", invalid="ignore"):
+            yield from _batches()
+
+    def _batches() -> Iterator[list[tuple[Any, ...]]]:
         for g in groupings:
             on, key_of = _KEYS[(g.key, g.expr)]
             key, texts = _key_codes(fine, on, key_of, places, codes)

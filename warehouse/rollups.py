@@ -12,10 +12,13 @@ without touching this module (a new metric needs a migration for its column).
 """
 from __future__ import annotations
 
+import math
+
 from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Connection, text
+from sqlalchemy.exc import DBAPIError
 
 from warehouse import dialect, rollupcalc
 from warehouse.measures import GROUPINGS, LAYER_KEY, METRICS, Grouping, Metric, Term, terms_of
@@ -398,7 +401,21 @@ def check_rollups(conn: Connection, step: Callable[[], None] | None = None) -> l
         stored = {tuple(row[:4]): row[4:] for row in conn.execute(text(
             f"SELECT r.section, k.grouping, k.key, r.device, {stored_values} FROM rollup_row r "
             "JOIN rollup_key k ON k.id = r.key_id WHERE r.run_id = :r"), {"r": run_id})}
-        fresh = {tuple(row[1:5]): row[5:] for row in conn.execute(text(_SQL), {"run": run_id, "freq": float(freq)})}
+        try:
+            with conn.begin_nested():  # (PostgreSQL's float sums refuse to pass the float limit: see below)
+                fresh = {tuple(row[1:5]): row[5:] for row in conn.execute(text(_SQL),
+                                                                          {"run": run_id, "freq": float(freq)})}
+        except DBAPIError as e:
+            if dialect.sqlstate(e) != "22003":  # numeric_value_out_of_range
+                raise
+            # durations near 1e308 sum past the float limit, which PostgreSQL refuses where SQLite and ingest make
+            # them infinite: such a run is right when its stored sums are infinite where SQL cannot make them
+            if step:
+                step()
+            if not _past_the_limit(conn, run_id):
+                problems.append(f"run {run_id}: its rollups cannot be computed again (a sum overflows) and none "
+                                "of its stored values says so")
+            continue
         if step:
             step()
         if stored.keys() != fresh.keys():
@@ -410,8 +427,24 @@ def check_rollups(conn: Connection, step: Callable[[], None] | None = None) -> l
     return problems
 
 
+def _past_the_limit(conn: Connection, run_id: int) -> bool:
+    """Whether the run's stored rollups hold a value that is not finite (the sign of sums past the float limit)."""
+    cols = " OR ".join(f"r.{c} IN ('Infinity'::float8, '-Infinity'::float8, 'NaN'::float8)"
+                       for c in _stored_columns() if c not in ("iterations", "ops"))
+    return bool(conn.execute(text(f"SELECT EXISTS (SELECT 1 FROM rollup_row r WHERE r.run_id = :r AND ({cols}))"),
+                             {"r": run_id}).scalar())
+
+
 def _close(a, b) -> bool:
-    """Equal row values: both missing, or numbers within 1e-6 (relative; the database may sum in another order)."""
-    return all((x is None and y is None) or (x is not None and y is not None
-                                             and abs(float(x) - float(y)) <= 1e-6 * max(1.0, abs(float(y))))
-               for x, y in zip(a, b))
+    """Equal row values: both missing, or numbers within 1e-6 (relative; the database may sum in another order).
+    Sums past the float limit (1e308 durations) are infinite or not a number, or NULL where SQL gives up: any two
+    of those agree."""
+    def same(x: Any, y: Any) -> bool:
+        fx = None if x is None else float(x)
+        fy = None if y is None else float(y)
+        if fx is None or fy is None or not math.isfinite(fx) or not math.isfinite(fy):
+            big = [v for v in (fx, fy) if v is not None]
+            return (fx is None and fy is None) or (not all(math.isfinite(v) for v in big) and
+                                                   (len(big) == 1 or not any(math.isfinite(v) for v in big)))
+        return abs(fx - fy) <= 1e-6 * max(1.0, abs(fy))
+    return all(same(x, y) for x, y in zip(a, b))

@@ -129,20 +129,22 @@ class _Cells:
         self._parse = [PARSE[k.kind] for k in TYPED]
         self._headers = [k.csv for k in TYPED]
         self.unparsable: dict[str, int] = {}  # header -> cells that were not numbers (stored as NULL)
+        self.first_unparsable: dict[str, int] = {}  # header -> the first such cell's row
 
     def raw(self, row: list[str]) -> tuple[str, ...]:
         """The row's cells of the TYPED columns, unparsed."""
         return self._get(row)
 
-    def typed(self, raws: list[tuple[str, ...]]) -> list[tuple]:
+    def typed(self, raws: list[tuple[str, ...]], rows: Callable[[], Sequence[int]] | None = None) -> list[tuple]:
         """The TYPED values of rows (from :meth:`raw`), parsed (None for empty or unparsable cells). Column by
         column: a list comprehension per column is the fast path, and only a column that holds something odd (a
-        cell that is not a number, NaN, an integer that may overflow) is parsed cell by cell."""
+        cell that is not a number, NaN, an integer that may overflow) is parsed cell by cell. ``rows()``: the
+        rows' numbers, asked for only when a cell is not a number (its warning names the first)."""
         if not raws:
             return []
-        return list(zip(*[self.column(j, col) for j, col in enumerate(zip(*raws))]))
+        return list(zip(*[self.column(j, col, rows) for j, col in enumerate(zip(*raws))]))
 
-    def column(self, j: int, col: Sequence[str]) -> list:
+    def column(self, j: int, col: Sequence[str], rows: Callable[[], Sequence[int]] | None = None) -> list:
         """The cells ``col`` of TYPED column ``j``, parsed: a list comprehension is the fast path, and only a
         column that holds something odd (a cell that is not a number, NaN, an integer that may overflow) is
         parsed cell by cell."""
@@ -160,18 +162,20 @@ class _Cells:
                 vals = [v.strip() or None for v in col]
         except ValueError:
             vals = None
-        return vals if vals is not None else self._slow(j, col)
+        return vals if vals is not None else self._slow(j, col, rows)
 
-    def _slow(self, j: int, col: Sequence[str]) -> list:
-        """One column cell by cell, counting the cells that are not numbers for a warning."""
+    def _slow(self, j: int, col: Sequence[str], rows: Callable[[], Sequence[int]] | None) -> list:
+        """One column cell by cell, counting the cells that are not numbers for a warning (with the first's row)."""
         parse, header = self._parse[j], self._headers[j]
         out: list = []
-        for cell in col:
+        for i, cell in enumerate(col):
             v = parse(cell) if parse is not None else cell
             if v is None or v == "":
                 out.append(None)
                 if v is None and cell and cell.strip():  # not empty, yet not a (finite) number
                     self.unparsable[header] = self.unparsable.get(header, 0) + 1
+                    if header not in self.first_unparsable and rows is not None:
+                        self.first_unparsable[header] = rows()[i]
             else:
                 out.append(v)
         return out
@@ -221,7 +225,7 @@ class Finish:
     warnings: list[RowWarning]  # the reader's, before the end (in row order)
     late_warnings: list[RowWarning]  # found at the end
     exact: bool  # whether export gives the file back byte for byte
-    unparsable: dict[str, int]  # header -> cells that were not numbers
+    unparsable: dict[str, tuple[int, int | None]]  # header -> (cells that were not numbers, the first's row)
     arch: str | None  # the first op's DEVICE ARCH
     sha256: str  # of the bytes parsed
 
@@ -315,7 +319,7 @@ class _Preparer:
         """Type the batch's ops (column by column), encode its export cells, cut the full chunks (and the rest
         when ``final``), and bound the token table."""
         rows = b.rows
-        for i, values in zip(op_at, self.cells.typed(raws)):
+        for i, values in zip(op_at, self.cells.typed(raws, lambda: [rows[k][0] for k in op_at])):
             rows[i] = (*rows[i], values)
         nulls = self._store_once(vol, op_at)
         self.pending += [(r, tok, x) for (r, tok), x in zip(marks, encode_volatile(vol, nulls))]
@@ -357,8 +361,10 @@ class _Preparer:
         early = len(r.warnings)
         r.verify()
         bad = self.cells.unparsable  # in the columns' order, whatever the order rows and batches met them
+        first = self.cells.first_unparsable
         return Finish(r.rows_read, r.warnings[:early], r.warnings[early:], r.exact_file(),
-                      {k.csv: bad[k.csv] for k in TYPED if k.csv in bad}, self.arch, r.parsed_sha256)
+                      {k.csv: (bad[k.csv], first.get(k.csv)) for k in TYPED if k.csv in bad}, self.arch,
+                      r.parsed_sha256)
 
 
 def prepare(path: Path, scan: FileScan | None = None, hashed: bool = True,

@@ -24,7 +24,39 @@ from warehouse.db import write_tx
 from warehouse.errors import NotFound, UsageError
 
 STATUSES = ("acknowledged", "expected", "invalid")
-_RUN_REF = re.compile(r"^run:(\d+)$")
+_RUN_REF = re.compile(r"run:(\d+)")  # (\d: any script's digits, which int() reads; the id is made of ASCII ones)
+_FINDING = re.compile(r"[cr]-[0-9a-f]{1,40}")
+
+
+def normalise(ident: str) -> str:
+    """The one spelling of a triage id: ``run:<id>`` with the run's number as ``warehouse runs`` prints it, or a
+    finding's ``c-``/``r-`` id in lower case; surrounding blanks dropped. Anything else is a usage error."""
+    s = ident.strip()
+    m = _RUN_REF.fullmatch(s)
+    if m:
+        n = int(m.group(1))
+        if n >= 2 ** 63:
+            raise NotFound(f"no run {n}; `warehouse runs` lists them")
+        return f"run:{n}"
+    low = s.lower()
+    if low.isascii() and _FINDING.fullmatch(low):
+        return low
+    raise UsageError(f"{ident!r}: expected a change id (c-...), a gate finding id (r-...) or run:<id>")
+
+
+def who_decides(who: str | None) -> str | None:
+    """Who records a decision: as given, else the login name ($USER, else the account's name: a CI job or a
+    container may have no $USER)."""
+    if who:
+        return who
+    name = os.environ.get("USER") or os.environ.get("LOGNAME")
+    if name:
+        return name
+    try:
+        import getpass
+        return getpass.getuser()
+    except (KeyError, OSError, ImportError):
+        return None
 
 
 @dataclass
@@ -74,7 +106,8 @@ def record(engine: Engine, ident: str, status: str, *, note: str | None = None, 
     """Record (or replace) the decision about ``ident``: a change id, a gate finding id, or ``run:<id>``."""
     if status not in STATUSES:
         raise UsageError(f"{status!r}: expected one of {', '.join(STATUSES)}", param="status")
-    m = _RUN_REF.match(ident)
+    ident = normalise(ident)
+    m = _RUN_REF.fullmatch(ident)
     if m:
         with engine.connect() as conn:
             rid = int(m.group(1))
@@ -83,7 +116,7 @@ def record(engine: Engine, ident: str, status: str, *, note: str | None = None, 
         found: dict[str, Any] = {"run_id": rid, "kind": "run", "by": "run", "key": "", "up": False}
     else:
         found = _find(engine, ident, label)
-    who = who or os.environ.get("USER") or None
+    who = who_decides(who)
     d = Decision(ident, int(found["run_id"]), found["kind"], found["by"], found["key"], bool(found["up"]), status,
                  note, who, datetime.now(UTC).replace(tzinfo=None).isoformat(sep=" ", timespec="seconds"))
     with write_tx(engine) as conn:
@@ -92,6 +125,17 @@ def record(engine: Engine, ident: str, status: str, *, note: str | None = None, 
             id=d.id, run_id=d.run_id, kind=d.kind, by=d.by, key=d.key, up=d.up, status=d.status, note=d.note,
             who=d.who, decided_at=datetime.fromisoformat(d.decided_at)))
     return d
+
+
+def clear(engine: Engine, ident: str) -> Decision:
+    """Remove the decision about ``ident``; the decision that was removed."""
+    ident = normalise(ident)
+    with write_tx(engine) as conn:
+        found = [d for d in decisions(conn) if d.id == ident]
+        if not found:
+            raise NotFound(f"no decision about {ident}; `warehouse triage` lists them")
+        conn.execute(delete(t.triage).where(t.triage.c.id == ident))
+    return found[0]
 
 
 def decisions(conn: Connection, run_ids: list[int] | None = None) -> list[Decision]:

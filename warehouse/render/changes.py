@@ -87,4 +87,4 @@ def markdown(res: ChangesResult, budget: int = MD_BUDGET) -> str:
 
 
 def to_json(res: ChangesResult) -> str:
-    return json.dumps(res.to_json(), indent=1, ensure_ascii=False)
+    return json.dumps(render.json_safe(res.to_json()), indent=1, ensure_ascii=False)

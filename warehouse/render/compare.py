@@ -37,7 +37,7 @@ def markdown(res: Comparison, top: int | None = 30) -> str:
              f"| {res.by} | A {u} | B {u} | Δ {u} | Δ % | A ops | B ops |", "|---|---:|---:|---:|---:|---:|---:|"]
     shown = res.rows[: top if top else None]
     for r in [t] + shown:
-        key = r.key.replace("|", "\\|") + ("" if r.status == "both" else f" *({r.status})*")
+        key = rowfmt.md_text(r.key) + ("" if r.status == "both" else f" *({r.status})*")
         p = f"{r.delta_pct:+.2f}" if r.delta_pct is not None else ""
         lines.append(f"| {key} | {r.a_us:.1f} | {r.b_us:.1f} | {r.delta_us:+.1f} | {p} | {r.a_ops:g} | {r.b_ops:g} |")
     if len(res.rows) > len(shown):

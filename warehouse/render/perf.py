@@ -50,11 +50,7 @@ def render(table: PerfTable, fmt: str, summary: list[dict] | None = None) -> str
     return f"{head}\n\n{body}"
 
 
-def _safe(v: object) -> object:
-    # A spreadsheet runs a cell starting with one of these as a formula (tt-perf-report escapes them too).
-    if isinstance(v, str) and v.startswith(("=", "+", "-", "@", "\t", "\r")):
-        return f"'{v}"
-    return "" if v is None else v
+_safe = r.csv_safe
 
 
 def to_csv(table: PerfTable) -> str:

@@ -70,7 +70,7 @@ MD_BUDGET = 60_000  # GitHub refuses a comment over 65,536 characters
 
 
 def _md(s: str) -> str:
-    return s.replace("|", "\\|")
+    return rowfmt.md_text(s)
 
 
 def text(res: Gate) -> str:

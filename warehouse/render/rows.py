@@ -11,6 +11,41 @@ from typing import Any
 from collections.abc import Callable, Iterable, Sequence
 
 
+# A spreadsheet runs a cell that starts with one of these as a formula (=HYPERLINK(...) from a tag or a label
+# reaches whoever opens the CSV): such a text is written with a leading ' (tt-perf-report escapes them too).
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_safe(v: Any) -> Any:
+    """A CSV cell that no spreadsheet runs: a text that looks like a formula gets a leading ``'``; None is empty."""
+    if isinstance(v, str) and v.startswith(FORMULA_START):
+        return "'" + v
+    return "" if v is None else v
+
+
+_MD = str.maketrans({"|": "\\|", "<": "&lt;", ">": "&gt;", "&": "&amp;", "\n": " ", "\r": " "})
+
+
+def md_text(s: Any) -> str:
+    """A text for a Markdown table cell: ``|`` escaped, HTML's ``<``, ``>`` and ``&`` as entities (a label or a key
+    of ``<script>`` stays text wherever the Markdown is rendered), one line."""
+    return str(s).translate(_MD)
+
+
+def json_safe(obj: Any) -> Any:
+    """``obj`` with every float that is not finite made None: JSON has no NaN or Infinity, and readers refuse them
+    (1e308 durations sum to inf)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if hasattr(obj, "to_json"):  # a result of the application layer: its document
+        return json_safe(obj.to_json())
+    return obj
+
+
 def plain(v: Any) -> Any:
     """A value as both back ends print it: a float to 15 significant digits (the digits a double holds exactly:
     ``69557.18100000001`` prints ``69557.181``, as sqlite3 does, whatever order a back end added in), a whole
@@ -91,7 +126,7 @@ def within_budget(head: list[str], rows: list[str], budget: int, full: str, rese
 def markdown(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A GitHub Markdown table."""
     out = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
-    out += ["| " + " | ".join(_cell(v).replace("|", "\\|") for v in r) + " |" for r in rows]
+    out += ["| " + " | ".join(md_text(_cell(v)) for v in r) + " |" for r in rows]
     return "\n".join(out)
 
 
@@ -99,7 +134,7 @@ def to_csv(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(columns)
-    w.writerows([[("" if v is None else v) for v in plain_row(r)] for r in rows])
+    w.writerows([[csv_safe(v) for v in plain_row(r)] for r in rows])
     return buf.getvalue().rstrip("\n")
 
 
@@ -116,7 +151,8 @@ def _default(v: Any) -> Any:
 
 
 def to_json(obj: Any) -> str:
-    return json.dumps(obj, indent=1, default=_default, ensure_ascii=False)
+    """``obj`` as indented JSON (numbers that are not finite as null)."""
+    return json.dumps(json_safe(obj), indent=1, default=_default, ensure_ascii=False)
 
 
 def records(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
@@ -132,7 +168,7 @@ def stream(columns: Sequence[str], rows: Iterable[Sequence[Any]], fmt: str, writ
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(columns)
         for r in rows:
-            w.writerow(["" if v is None else v for v in plain_row(r)])
+            w.writerow([csv_safe(v) for v in plain_row(r)])
             if buf.tell() > 1 << 16:
                 write(buf.getvalue())
                 buf.seek(0)
@@ -143,7 +179,7 @@ def stream(columns: Sequence[str], rows: Iterable[Sequence[Any]], fmt: str, writ
         if fmt == "json":
             write("[")
         for r in rows:
-            obj = json.dumps(dict(zip(columns, plain_row(r))), default=_default, ensure_ascii=False)
+            obj = json.dumps(dict(zip(columns, json_safe(plain_row(r)))), default=_default, ensure_ascii=False)
             if fmt == "nl":
                 write(obj + "\n")
             else:
@@ -162,7 +198,8 @@ def render(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str) -> s
     if fmt == "json":
         return to_json(records(columns, rows))
     if fmt == "nl":
-        return "\n".join(json.dumps(d, default=_default, ensure_ascii=False) for d in records(columns, rows))
+        return "\n".join(json.dumps(json_safe(d), default=_default, ensure_ascii=False)
+                         for d in records(columns, rows))
     if fmt == "md":
         return markdown(columns, rows)
     return table(columns, rows)

@@ -22,6 +22,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from warehouse.errors import NotFound, UsageError, WarehouseError
+from warehouse.render import rows as render
 from warehouse.measures import METRIC, grouping_keys
 
 HERE = Path(__file__).parent
@@ -43,8 +44,8 @@ def _json_default(v: Any) -> Any:
 
 
 def _json(data: Any, status: int = 200) -> Response:
-    return Response(json.dumps(data, default=_json_default, ensure_ascii=False), status_code=status,
-                    media_type="application/json")
+    return Response(json.dumps(render.json_safe(data), default=_json_default, ensure_ascii=False),
+                    status_code=status, media_type="application/json")
 
 
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1", "[::1]"]

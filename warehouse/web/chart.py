@@ -3,6 +3,8 @@ a <title> (the browser shows run, date and value on hover) and links to its run'
 marked; a change point is drawn as a line at its first night with the levels before and after it."""
 from __future__ import annotations
 
+import math
+
 from collections.abc import Callable
 from dataclasses import dataclass
 from html import escape
@@ -41,10 +43,13 @@ def svg(series: list[Series], unit: str, width: int = 900, height: int = 360, ma
     left, right, top, bottom = 70, 50, 20, 60
     marks = marks or []
     n = max((len(s.points) for s in series), default=0)
+    # (a value that is not finite, 1e308 durations summed, is not drawn: no point, no axis stretched to it)
+    series = [Series(s.key, [(t, r, v if v is not None and math.isfinite(v) else None, b) for t, r, v, b in s.points])
+              for s in series]
     values = [v for s in series for (_, _, v, _) in s.points if v is not None]
     if not n or not values:
         return '<p class="empty">No values to draw.</p>'
-    values += [v for mk in marks for v in (mk.before, mk.after) if v is not None]
+    values += [v for mk in marks for v in (mk.before, mk.after) if v is not None and math.isfinite(v)]
     lo, hi = min(values), max(values)
     if from_zero:
         lo = min(0.0, lo)
@@ -76,10 +81,10 @@ def svg(series: list[Series], unit: str, width: int = 900, height: int = 360, ma
         xm = x(mk.index)
         out.append(f'<line class="step" x1="{xm:.1f}" x2="{xm:.1f}" y1="{top}" y2="{top + h}"/>')
         out.append(f'<text class="step-label" x="{xm + 4:.1f}" y="{top + 12}">{escape(mk.label)}</text>')
-        if mk.before is not None:
+        if mk.before is not None and math.isfinite(mk.before):
             out.append(f'<line class="level" x1="{x(0):.1f}" x2="{xm:.1f}" y1="{y(mk.before):.1f}" '
                        f'y2="{y(mk.before):.1f}"/>')
-        if mk.after is not None:
+        if mk.after is not None and math.isfinite(mk.after):
             out.append(f'<line class="level" x1="{xm:.1f}" x2="{x(n - 1):.1f}" y1="{y(mk.after):.1f}" '
                        f'y2="{y(mk.after):.1f}"/>')
     for j, s in enumerate(series):
