@@ -500,7 +500,7 @@ def test_a_warehouse_on_a_read_only_mount(tmp_path):
 
 
 def test_dashboard_checks_the_host_header_and_never_sniffs(tmp_path):
-    pytest.importorskip("httpx")
+    pytest.importorskip("starlette")
     from starlette.testclient import TestClient
     from warehouse.web.app import allowed_hosts_for, create_app
     db = str(tmp_path / "w.db")

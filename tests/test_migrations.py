@@ -24,7 +24,7 @@ def revisions() -> list[str]:
 
 
 def test_revision_files_are_named_and_reversible():
-    for f in (ROOT / "migrations" / "versions").glob("0*.py"):
+    for f in (ROOT / "warehouse" / "migrations" / "versions").glob("0*.py"):
         assert f.name[:4].isdigit() and f.name[4] == "_"
         src = f.read_text()
         assert "def downgrade() -> None:\n    pass" not in src

@@ -11,11 +11,11 @@ DEFAULT_DB = "warehouse.db"
 
 
 def migrations_dir() -> Path:
-    """The Alembic script directory: inside the installed package, or ``migrations/`` of a source checkout."""
+    """The Alembic script directory (``warehouse/migrations``, in a source checkout and an installed wheel alike)."""
     here = Path(__file__).resolve().parent
-    for cand in (here / "migrations", here.parent / "migrations"):
-        if (cand / "env.py").exists():
-            return cand
+    cand = here / "migrations"
+    if (cand / "env.py").exists():
+        return cand
     raise WarehouseError("the Alembic migrations are missing from this installation; reinstall the package")
 
 
