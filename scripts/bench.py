@@ -486,8 +486,8 @@ def history_and_dashboard(a, out: Path) -> list[dict]:
     # 6. the dashboard's server time on 40 runs, against one `warehouse report` of such a run (the process)
     for name in ("runs", "run"):
         if t[f"page_{name}"] is None:
-            print(f"   (skipped: the dashboard's server time needs the web extra and httpx2: pip install "
-                  f"'tt-profile-warehouse[web,test]')")
+            print("   (skipped: the dashboard's server time needs the web extra and httpx2: pip install "
+                  "'tt-profile-warehouse[web,test]')")
             continue
         r = t[f"page_{name}"] / t_rep20
         results.append(line(f"6. server time of {'/' if name == 'runs' else '/runs/<id>'} (40 runs) / report",
