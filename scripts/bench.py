@@ -46,7 +46,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from warehouse.synthetic import scale_csv  # noqa: E402
+from warehouse.capture.synthetic import scale_csv  # noqa: E402
 
 SECTIONED = ROOT / "tests" / "data" / "seedfmt" / "dlv3_same" / "ops_perf_results_2026_11_01_02_00_00.csv"
 OFT = ROOT / "tests" / "data" / "seedfmt" / "oft_mismatch" / "ops_perf_results_2026_11_02_02_00_00.csv"
@@ -499,11 +499,11 @@ INPROCESS = """
 import json, sys, time
 from pathlib import Path
 out = Path(sys.argv[1])
-from warehouse.db import open_db
-from warehouse.regressions import find_regressions
+from warehouse.store.db import open_db
+from warehouse.history.gate import find_regressions
 from warehouse.render.report import text as render_text, to_json as render_json
-from warehouse.report import build_report, compute_parts
-from warehouse.trend import trend
+from warehouse.analysis.report import build_report, compute_parts
+from warehouse.history.trend import trend
 
 def best(fn, n=3):
     ts = []
@@ -519,7 +519,7 @@ def computed():
     with e8.connect() as c:
         compute_parts(c, 1, 1000.0)
 res["computed"] = best(computed)
-from warehouse.changes import find_changes
+from warehouse.history.changes import find_changes
 e365 = open_db(str(out / "history365.db"), create=False)
 res["changes8"] = best(lambda: find_changes(e8))
 res["changes40"] = best(lambda: find_changes(e40))
@@ -619,7 +619,7 @@ def big_memory(a, out: Path) -> list[dict]:
         big_db = out / "big.db"
         for p in out.glob("big.db*"):
             p.unlink()
-        # the ingest is two processes (warehouse/rowprep.py): their summed memory is the figure
+        # the ingest is two processes (warehouse/capture/rowprep.py): their summed memory is the figure
         secs, pss_kib, rss_kib = timed_tree(WAREHOUSE + ["--db", str(big_db), "ingest", str(big)])
         mib = pss_kib / 1024
         results.append(line(f"3. peak memory, ingest of {n_big} ops ({big.stat().st_size / 2**30:.1f} GiB, "

@@ -75,8 +75,8 @@ def main() -> int:
     a = ap.parse_args()
     from score_changes import score
 
-    from warehouse.changes import find_changes
-    from warehouse.db import open_db
+    from warehouse.history.changes import find_changes
+    from warehouse.store.db import open_db
 
     names = a.only or list(HISTORIES)
     out = Path(a.out)

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Generate the README's table and view reference from the code (schema.TABLE_DOCS, views.VIEWS, the columns of
-a database built at head), the command list from the CLI, the typed op columns from warehouse.columns, the
-family views' columns from warehouse.families and the metrics from warehouse.measures, so that the docs cannot drift.
+a database built at head), the command list from the CLI, the typed op columns from warehouse.registry.columns, the
+family views' columns from warehouse.registry.families and the metrics from warehouse.registry.measures, so that the
+docs cannot drift.
 
     python scripts/gen_docs.py           # rewrite the generated parts of README.md
     python scripts/gen_docs.py --check   # exit 1 when README.md differs from what the code says (CI runs this)
@@ -24,9 +25,9 @@ def reference() -> str:
     """The tables and views with their one-liners and columns, as Markdown."""
     from sqlalchemy import inspect
 
-    from warehouse.db import open_db
-    from warehouse.schema import TABLE_DOCS, metadata
-    from warehouse.views import VIEWS
+    from warehouse.store.db import open_db
+    from warehouse.store.schema import TABLE_DOCS, metadata
+    from warehouse.store.views import VIEWS
 
     out = ["| table | what it holds | columns |", "|---|---|---|"]
     for name, table in metadata.tables.items():
@@ -64,9 +65,9 @@ def commands() -> str:
 
 
 def render(text: str) -> str:
-    from warehouse.columns import markdown_table
-    from warehouse.families import markdown_table as family_table
-    from warehouse.measures import metrics_markdown
+    from warehouse.registry.columns import markdown_table
+    from warehouse.registry.families import markdown_table as family_table
+    from warehouse.registry.measures import metrics_markdown
     for part, body in (("reference", reference()), ("commands", commands()), ("typed columns", markdown_table()),
                        ("family columns", family_table()), ("metrics", metrics_markdown())):
         b, e = BEGIN.format(part), END.format(part)

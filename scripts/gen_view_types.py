@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerate ``warehouse/view_types.py`` (the declared SQL types of every view column, which ``warehouse schema``
+"""Regenerate ``warehouse/store/view_types.py`` (the declared SQL types of every view column, which ``warehouse schema``
 prints: SQLite declares none for computed columns) from what PostgreSQL infers for the views.
 
     python scripts/gen_view_types.py --url postgresql+psycopg://user@host/empty_db
@@ -18,9 +18,9 @@ from sqlalchemy import inspect
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from warehouse.db import open_db  # noqa: E402
-from warehouse.view_types import generic  # noqa: E402
-from warehouse.views import VIEWS  # noqa: E402
+from warehouse.store.db import open_db  # noqa: E402
+from warehouse.store.view_types import generic  # noqa: E402
+from warehouse.store.views import VIEWS  # noqa: E402
 
 
 def main() -> int:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import random
 
-from warehouse import history
-from warehouse.history import HistoryTracker, align
+from warehouse.capture import alignment as history
+from warehouse.capture.alignment import HistoryTracker, align
 
 
 def test_align_handles_missing_extra_and_replaced_ops():

@@ -1,4 +1,4 @@
-"""The columnar path (warehouse.arrowprep) gives exactly the batches of the line path, on every corpus capture
+"""The columnar path (warehouse.capture.arrowprep) gives exactly the batches of the line path, on every corpus capture
 and on files that send it back to the line path in the middle (a short row, a cell that needs escaping)."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from warehouse import rowprep
-from warehouse.csvfile import scan_file
+from warehouse.capture import prepared, rowprep
+from warehouse.capture.csvfile import scan_file
 
 pytest.importorskip("pyarrow")
 DATA = Path(__file__).parent / "data"
@@ -18,7 +18,7 @@ CAPTURES = sorted(DATA.glob("real/*.csv")) + sorted(DATA.glob("seedfmt/**/ops_pe
 def _items(path: Path, columnar: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[list, int | None]:
     """Every item of prepare() (progress left out) and where the columnar path stopped (None: it read all)."""
     monkeypatch.setattr(rowprep, "COLUMNAR_MIN_BYTES", 0 if columnar else None)
-    from warehouse import arrowprep
+    from warehouse.capture import arrowprep
     stops: list[int | None] = []
     real = arrowprep.columnar_batches
 
@@ -27,7 +27,7 @@ def _items(path: Path, columnar: bool, monkeypatch: pytest.MonkeyPatch) -> tuple
         stops.append(stopped)
         return stopped
     monkeypatch.setattr(arrowprep, "columnar_batches", spy)
-    out = [dataclasses.replace(i, bytes_read=0) if isinstance(i, rowprep.Batch) else i
+    out = [dataclasses.replace(i, bytes_read=0) if isinstance(i, prepared.Batch) else i
            for i in rowprep.prepare(path)]
     assert bool(stops) == columnar
     return out, stops[0] if stops else None
@@ -62,7 +62,7 @@ def test_short_row_hands_over_to_line_path(tmp_path, monkeypatch):
     path.write_bytes(b"\r\n".join(lines) + b"\r\n")
     # (pyarrow parses a block ahead, so the row it stops at is a multiple of BATCH before the short one)
     stopped = _same(path, monkeypatch)
-    assert stopped is not None and stopped % rowprep.BATCH == 0 and stopped <= 9_500
+    assert stopped is not None and stopped % prepared.BATCH == 0 and stopped <= 9_500
     fast, _ = _items(path, True, monkeypatch)
     assert any("padded" in w.message for w in fast[-1].warnings)
 
@@ -93,7 +93,7 @@ def test_odd_numbers_are_read_as_python_reads_them(tmp_path, monkeypatch, column
     or 64 bits) or refuses (a sign, blanks, underscores, non-ASCII digits) is typed as the line path types it,
     and counted alike when it is not a number; the columnar path reads the file whole all the same. (One odd
     cell a file: its column's other cells are all plain, so the cast alone decides.)"""
-    path, lines = _long(tmp_path, rowprep.BATCH + 77)
+    path, lines = _long(tmp_path, prepared.BATCH + 77)
     header = lines[0].decode().split(",")
     col, kind = header.index(column), header.index("OP TYPE")
     at = next(k for k in range(1_000, len(lines)) if lines[k].decode().split(",")[kind] != "signpost")
@@ -119,22 +119,22 @@ def test_scan_sees_line_ends(tmp_path, body, mixed, blank):
 def test_whole_batches_and_empty_export_cells(tmp_path, monkeypatch):
     """A file of whole batches ends with an empty one, as the line path's does; a row whose export cells are
     all empty is '[]'."""
-    path, lines = _long(tmp_path, 4 * rowprep.BATCH)
-    from warehouse.csvfile import VOLATILE
+    path, lines = _long(tmp_path, 4 * prepared.BATCH)
+    from warehouse.capture.csvfile import VOLATILE
     header = lines[0].decode().split(",")
     cells = lines[100].decode().split(",")
     lines[100] = ",".join("" if VOLATILE.search(h) else c for h, c in zip(header, cells)).encode()
     path.write_bytes(b"\r\n".join(lines) + b"\r\n")
     assert _same(path, monkeypatch) is None
     fast, _ = _items(path, True, monkeypatch)
-    batches = [i for i in fast if isinstance(i, rowprep.Batch)]
+    batches = [i for i in fast if isinstance(i, prepared.Batch)]
     assert len(batches) == 5 and not batches[-1].rows
     assert "[]" in [t for b in batches for c in b.chunks for t in c.texts]
 
 
 def test_small_blocks_make_the_same_windows(tmp_path, monkeypatch):
     """Windows put together from many blocks (each cut at its last line end) are the windows of one block."""
-    from warehouse import arrowprep
+    from warehouse.capture import arrowprep
     path, lines = _long(tmp_path, 9_000)
     path.write_bytes(b"\r\n".join(lines))  # (the last line without its line end, in a block of its own)
     monkeypatch.setattr(arrowprep, "BLOCK", 10_000)
@@ -145,7 +145,7 @@ def test_small_blocks_make_the_same_windows(tmp_path, monkeypatch):
 def test_long_lines(tmp_path, monkeypatch, length, hands_over):
     """A line longer than a block is parsed whole with the next block; one that outgrows that is the line
     path's, from a whole batch before it."""
-    from warehouse import arrowprep
+    from warehouse.capture import arrowprep
     path, lines = _long(tmp_path, 9_000)
     header = lines[0].split(b",")
     col = header.index(b"ATTRIBUTES")
@@ -156,6 +156,6 @@ def test_long_lines(tmp_path, monkeypatch, length, hands_over):
     monkeypatch.setattr(arrowprep, "BLOCK", 64 << 10)
     stopped = _same(path, monkeypatch)
     if hands_over:
-        assert stopped is not None and stopped % rowprep.BATCH == 0 and stopped <= 6_100
+        assert stopped is not None and stopped % prepared.BATCH == 0 and stopped <= 6_100
     else:
         assert stopped is None

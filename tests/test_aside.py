@@ -1,5 +1,5 @@
-"""The end of an ingest on both cores (warehouse.aside), and an ingest's inserts without SQLite's per-row
-foreign-key checks (warehouse.db.write_tx(inserts_only=True)): the same stored run either way."""
+"""The end of an ingest on both cores (warehouse.workers.fork), and an ingest's inserts without SQLite's per-row
+foreign-key checks (warehouse.store.db.write_tx(inserts_only=True)): the same stored run either way."""
 from __future__ import annotations
 
 import os
@@ -11,11 +11,11 @@ import pytest
 from sqlalchemy import text
 
 from corpus import cases
-from warehouse import dialect
-from warehouse.aside import Aside, streamed
-from warehouse.db import open_db, write_tx
+from warehouse.store import dialect
+from warehouse.workers.fork import Aside, streamed
+from warehouse.store.db import open_db, write_tx
 from warehouse.errors import WarehouseError
-from warehouse.ingest import ingest_file
+from warehouse.runs.ingest import ingest_file
 
 
 def test_aside_computes_in_a_forked_process():

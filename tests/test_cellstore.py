@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import text
 
 from corpus import cases
-from warehouse.cellstore import CHUNK_ROWS, pack, sqlar_uncompress, unpack
-from warehouse.db import open_db
+from warehouse.store.cells import CHUNK_ROWS, pack, sqlar_uncompress, unpack
+from warehouse.store.db import open_db
 
 ROWS = [(1, 7, '["a","b"]'), (2, 7, "[]"), (3, 9, '["1.5","","x"]')]
 
@@ -100,7 +100,7 @@ def test_static_tuples_leave_out_their_trailing_empty_cells(wh, db_url, tmp_path
     """A signpost row's static tuple is its name and then empty cells: stored without them (compact JSON), read
     back whole by export (byte for byte) and csv_cell (every cell, empty ones as '')."""
     from warehouse.api import Warehouse
-    from warehouse.ingest import tuple_json
+    from warehouse.store.interning import tuple_json
 
     assert tuple_json(["m:a", "signpost", "", "x", "", ""]) == '["m:a","signpost","","x"]'
     assert tuple_json(["", ""]) == "[]"
@@ -122,7 +122,7 @@ def test_static_tuples_leave_out_their_trailing_empty_cells(wh, db_url, tmp_path
 def test_text_packed_in_pieces_is_the_text():
     """A long text compressed as its pieces come (report documents of big runs) reads back whole with
     sqlar_uncompress; a short one that does not shrink is stored as it is."""
-    from warehouse.packing import pack_pieces, unpack_text
+    from warehouse.capture.packing import pack_pieces, unpack_text
 
     pieces = [f'{{"layer": "stage{i}.block{i % 7}", "kernel_us": {i * 1.5}}}, ' for i in range(60_000)]
     packed, size = pack_pieces(iter(pieces))

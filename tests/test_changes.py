@@ -13,7 +13,7 @@ import pytest
 
 from conftest import BACKENDS, _new_url, make_invoke
 from score_changes import score
-from warehouse.changepoints import analyse, prepare, prepare_many, row_medians
+from warehouse.history.changepoints import analyse, prepare, prepare_many, row_medians
 
 HERE = Path(__file__).parent
 DATA = HERE / "data"
@@ -102,7 +102,7 @@ def test_row_medians_are_numpys_medians_of_the_finite_values():
 def test_window_medians_are_the_medians_of_each_windows_finite_values(before, after):
     """The sliding medians of the cleaning step (a sorting network inside, a sort at the ends and around gaps)
     against np.median of each window, row by row."""
-    from warehouse.changepoints import _window_medians_rows
+    from warehouse.history.changepoints import _window_medians_rows
 
     rng = np.random.default_rng(before * 10 + after)
     for n in (1, 3, 5, 6, 30):
@@ -268,8 +268,8 @@ def test_gate_one_slowed_block_is_one_cause_with_its_insides(gate_series):
 
 def test_gate_every_op_slower_is_one_whole_run_cause_quickly(gate_series):
     import time
-    from warehouse.db import open_db
-    from warehouse.regressions import find_regressions
+    from warehouse.store.db import open_db
+    from warehouse.history.gate import find_regressions
     wh, db = gate_series
     doc = json.loads(wh("regressions", "--label", "every_op", "--format", "json").stdout)
     regs = [c for c in doc["findings"] if c["kind"] == "regression"]
@@ -284,7 +284,7 @@ def test_gate_every_op_slower_is_one_whole_run_cause_quickly(gate_series):
 
 
 def test_gate_markdown_stays_within_a_pr_comment():
-    from warehouse.regressions import Gate
+    from warehouse.history.gate import Gate
     from warehouse.render.regressions import markdown
     cause = {"id": "r-x", "kind": "regression", "by": "block", "key": "b" * 200, "time": "2026-11-09 02:00:00",
              "run_id": 9, "before": 1.0, "after": 2.0, "change_pct": 100.0, "delta_us": 1.0, "confidence": 1.0,
@@ -448,7 +448,7 @@ def test_triage_moves_the_baseline_and_invalid_nights_leave_it(backend, tmp_path
 def test_contributors_that_tie_are_ordered_by_name_on_every_back_end():
     """Two contributors whose printed changes are equal come in the order of their names, not in the order a back
     end hands rows over (PostgreSQL's string_agg and SQLite's scan once ordered one such tie differently)."""
-    from warehouse.changes import _by_impact
+    from warehouse.history.changes import _by_impact
 
     cs = [{"by": "op-code", "key": k, "section": "eager", "delta_us": d}
           for k, d in (("Unary", 0.029), ("Reshape", -0.029), ("Matmul", 1.5), ("Add", 0.01))]

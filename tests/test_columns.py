@@ -86,13 +86,14 @@ def test_tensor_descriptors(corpus_wh, case):
 
 
 def test_the_op_table_is_the_declared_typed_columns():
-    """warehouse.columns declares the typed op columns: the op table has each, with the SQL type of its kind, in
+    """warehouse.registry.columns declares the typed op columns: the op table has each, with the SQL type of its kind,
+    in
     the order ingest writes them."""
     from sqlalchemy import BigInteger, Double, Integer, Text
 
-    from warehouse.columns import FLOAT, INT32, INT64, OP_COLUMNS, TEXT
-    from warehouse.ingest import OP_COLUMNS as WRITTEN
-    from warehouse.schema import op
+    from warehouse.registry.columns import FLOAT, INT32, INT64, OP_COLUMNS, TEXT
+    from warehouse.runs.ingest import OP_COLUMNS as WRITTEN
+    from warehouse.store.schema import op
     types = {FLOAT: Double, INT64: BigInteger, INT32: Integer, TEXT: Text}
     for c in OP_COLUMNS:
         col = op.c[c.name]

@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import text
 
 from corpus import cases
-from warehouse.db import head_revision, open_db
-from warehouse.synthetic import nightly_series
+from warehouse.store.db import head_revision, open_db
+from warehouse.capture.synthetic import nightly_series
 
 
 def _spawn(url: str, *args: str) -> subprocess.Popen:
@@ -39,7 +39,7 @@ def test_eight_processes_forty_files(db_url, forty):
         assert c.execute(text("SELECT COUNT(*) FROM op")).scalar() == 40 * 774
         assert c.execute(text("SELECT COUNT(DISTINCT sha256) FROM run")).scalar() == 40
     eng.dispose()
-    from warehouse.maintenance import check_warehouse
+    from warehouse.runs.maintenance import check_warehouse
     assert check_warehouse(open_db(db_url)) == []
 
 
@@ -80,8 +80,8 @@ _READER = """
 import sys, time
 from pathlib import Path
 from sqlalchemy import text
-from warehouse.db import open_db
-from warehouse.report import build_report
+from warehouse.store.db import open_db
+from warehouse.analysis.report import build_report
 stop = Path(sys.argv[2])
 while not stop.exists():
     try:
@@ -143,5 +143,5 @@ def test_ingest_with_readers_loses_nothing(db_url, mixed, tmp_path, round_):
         assert c.execute(text("SELECT COUNT(*) FROM run")).scalar() == 16
         assert c.execute(text("SELECT COUNT(DISTINCT sha256) FROM run")).scalar() == 16
     eng.dispose()
-    from warehouse.maintenance import check_warehouse
+    from warehouse.runs.maintenance import check_warehouse
     assert check_warehouse(open_db(db_url)) == []

@@ -1,4 +1,5 @@
-"""The CSV reader's two ways of cutting a file into lines (warehouse/csvfile.py): binary lines decoded one by one
+"""The CSV reader's two ways of cutting a file into lines (warehouse/capture/csvfile.py): binary lines decoded one by
+one
 (files without a CR alone, which is every file tt-metal writes) and the text reader (files with one). For a file
 without a CR alone both give the same rows, warnings, errors and exactness; the scan's count of lone CRs, which
 chooses between them, is right across its block boundaries."""
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from warehouse.csvfile import CsvReader, scan_file
+from warehouse.capture.csvfile import CsvReader, scan_file
 from warehouse.errors import InputError
 
 HEADER = b"OP CODE,OP TYPE,X\n"
@@ -102,10 +103,10 @@ def _reference_line_ends(data: bytes) -> tuple[bool, bool, bool, bool]:
 
 
 def test_scan_line_ends_equal_the_definitions_across_block_edges(tmp_path, monkeypatch):
-    """The scan finds line ends a block at a time (numpy, warehouse/csvfile.py): with 1 to 7-byte blocks, so
+    """The scan finds line ends a block at a time (numpy, warehouse/capture/csvfile.py): with 1 to 7-byte blocks, so
     that every pattern falls across an edge somewhere, 4,000 random files give what the whole-file definitions
     give (a CR alone, a line end unlike the first line's, an empty line, a byte JSON escapes)."""
-    import warehouse.csvfile as csvfile
+    import warehouse.capture.csvfile as csvfile
 
     rng = random.Random(11)
     alphabet = [b"a", b",", b"\n", b"\r\n", b"\r", b"\n\n", b"\r\n\r\n", b"\n\r\n", b"\\", b"\t", b"\x1f"]

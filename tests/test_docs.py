@@ -44,8 +44,8 @@ def test_every_command_has_help_and_is_in_the_readme():
 def test_postgresql_tables_and_views_carry_their_docs(pg_url):
     from sqlalchemy import text
 
-    from warehouse.db import open_db
-    from warehouse.schema import TABLE_DOCS
+    from warehouse.store.db import open_db
+    from warehouse.store.schema import TABLE_DOCS
     eng = open_db(pg_url)
     with eng.connect() as c:
         got = dict(c.execute(text("SELECT c.relname, obj_description(c.oid, 'pg_class') FROM pg_class c "

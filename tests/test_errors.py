@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy import text
 
 from corpus import cases
-from warehouse.db import open_db
+from warehouse.store.db import open_db
 
 HEADER = "OP CODE,OP TYPE,GLOBAL CALL COUNT,DEVICE KERNEL DURATION [ns]\r\n"
 

@@ -77,7 +77,7 @@ def test_quote_free_records_are_split_lines():
     every mix of line ends (CR alone, CRLF, LF), blank lines, empty cells, NULs and non-ASCII text."""
     import io
     import random
-    from warehouse.csvfile import _split_lines
+    from warehouse.capture.csvfile import _split_lines
     rng = random.Random(5)
     alphabet = ["a", "7", ",", ",", "\r", "\n", "\r\n", " ", "\0", "é", "\x1f", ""]
     for _ in range(3000):

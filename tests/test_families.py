@@ -1,4 +1,4 @@
-"""Every numeric column of every corpus era has a typed home (warehouse.families, the typed op columns, or a
+"""Every numeric column of every corpus era has a typed home (warehouse.registry.families, the typed op columns, or a
 documented reason), and each family view gives every op's cells typed, exactly as the file has them, on both
 back ends."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from corpus import DATA, cases, number
-from warehouse.families import FAMILIES, FLAG, NUMBER, TEXT, home_of
+from warehouse.registry.families import FAMILIES, FLAG, NUMBER, TEXT, home_of
 
 EXTRA = sorted((DATA / "ttperf_extra").glob("*.csv"))  # newer tt-metal: PROGRAM HASH, CACHE HIT, ERISC ...
 

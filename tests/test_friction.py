@@ -191,7 +191,7 @@ def test_json_documents_are_the_same_text_on_both_back_ends(tmp_path):
     order) and the same numbers."""
     import re
 
-    from warehouse.synthetic import nightly_series
+    from warehouse.capture.synthetic import nightly_series
     (tmp_path / "nights").mkdir()
     data = list(nightly_series(cases()["dlv3_same"], tmp_path / "nights", 10, noise=0.03,
                                slow={8: ("Conv", 1.3)}, seed=4))

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import BACKENDS, _new_url, make_invoke
 from corpus import cases
-from warehouse.synthetic import nightly_series
+from warehouse.capture.synthetic import nightly_series
 
 NIGHTS = 12
 SLOW_NIGHT = 10  # from this night on, every Conv2d is 25 % slower
@@ -153,8 +153,8 @@ def test_readme_sql_examples(nightly, tmp_path):
 
 def test_replays_are_iterations(wh, db_url):
     """Three replay sessions: the trace figures are per replay (the mean), their spread is the noise."""
-    from warehouse.db import open_db
-    from warehouse.series import fetch
+    from warehouse.store.db import open_db
+    from warehouse.history.series import fetch
     assert wh("ingest", cases()["clip_replays3"]).exit_code == 0
     eng = open_db(db_url)
     with eng.connect() as c:
@@ -205,9 +205,9 @@ def _replay_without_a_layer(tmp_path: Path) -> Path:
 def test_a_layer_drill_down_of_some_layers_equals_the_whole_ones(wh, db_url, case, tmp_path):
     """The layer / op code rows computed for a few layers (what regressions asks) are those of the whole run's
     computation for these layers, per iteration of every iteration of the section (not only of theirs)."""
-    from warehouse.db import open_db
-    from warehouse.measures import GROUPINGS
-    from warehouse.rollups import computed_rows
+    from warehouse.store.db import open_db
+    from warehouse.registry.measures import GROUPINGS
+    from warehouse.analysis.rollups import computed_rows
 
     src = _replay_without_a_layer(tmp_path) if case == "replay_without_a_layer" else cases()[case]
     assert wh("ingest", src).exit_code == 0

@@ -15,9 +15,9 @@ from sqlalchemy import text
 
 from corpus import cases
 from warehouse.cli import cli
-from warehouse.db import open_db
+from warehouse.store.db import open_db
 from warehouse.errors import InputError
-from warehouse.ingest import ingest_file
+from warehouse.runs.ingest import ingest_file
 
 HEAD = "OP CODE,OP TYPE,GLOBAL CALL COUNT,ATTRIBUTES,DEVICE KERNEL DURATION [ns],OP TO OP LATENCY [ns],CORE COUNT"
 ROW = 'Matmul,tt_dnn_device,1,"{\'a\': 1; \'b\': 2}",1000,50,64'
@@ -104,7 +104,7 @@ def test_hostile(kind, tmp_path, sqlite_db):
         assert r.exit_code == 0, r.output
         assert counts["run"] == 1
         # the whole run is there: the counts the run claims are the rows stored
-        from warehouse.maintenance import check_warehouse
+        from warehouse.runs.maintenance import check_warehouse
         assert check_warehouse(open_db(sqlite_db)) == []
         out = tmp_path / "back.csv"
         assert CliRunner().invoke(cli, ["--db", sqlite_db, "export", "1", "-o", str(out)]).exit_code == 0
@@ -189,7 +189,7 @@ def test_parser_fuzz(tmp_path_factory, data):
     except InputError:
         assert all(v == 0 for v in _counts(str(folder / "w.db")).values())
         return
-    from warehouse.export import export_run
+    from warehouse.runs.export import export_run
     out = io.BytesIO()
     export_run(eng, r.run_id, out)
     got = list(csv.reader(io.StringIO(out.getvalue().decode("utf-8", "surrogatepass"), newline="")))
@@ -197,7 +197,7 @@ def test_parser_fuzz(tmp_path_factory, data):
     want = [header] + [row + [""] * (len(header) - len(row)) for row in
                        csv.reader(io.StringIO(content.decode("utf-8", "surrogatepass"), newline="")) if row][1:]
     assert got == want
-    from warehouse.report import build_report
+    from warehouse.analysis.report import build_report
     build_report(eng, r.run_id)
     eng.dispose()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from sqlalchemy import text
 
 from corpus import cases
-from warehouse.db import open_db
+from warehouse.store.db import open_db
 
 
 def q(url: str, sql: str, **p):
@@ -188,7 +188,7 @@ def test_pandas_resaved(wh, db_url, tmp_path):
 def test_progress_bar_on_a_terminal(db_url, monkeypatch):
     from click.testing import CliRunner
     from warehouse.cli import cli
-    monkeypatch.setattr("warehouse.cli._stderr_terminal", lambda: True)
+    monkeypatch.setattr("warehouse.cli.base._stderr_terminal", lambda: True)
     data = Path(cases()["dlv3_same"]).parent.parent
     r = CliRunner().invoke(cli, ["--db", db_url, "ingest", str(data)])
     assert r.exit_code == 0
@@ -203,7 +203,7 @@ def test_check_shows_progress_over_runs(db_url, monkeypatch):
     library reports progress over those steps, and the CLI draws a bar on a terminal (none in a pipe)."""
     from click.testing import CliRunner
     from warehouse.cli import cli
-    from warehouse.maintenance import check_warehouse
+    from warehouse.runs.maintenance import check_warehouse
     data = Path(cases()["dlv3_same"]).parent.parent
     assert CliRunner().invoke(cli, ["--db", db_url, "ingest", str(data)]).exit_code == 0
     seen: list[tuple[int, int]] = []
@@ -211,7 +211,7 @@ def test_check_shows_progress_over_runs(db_url, monkeypatch):
     assert seen == [(k, 15) for k in range(1, 16)]  # 5 runs: rollups, report parts, then export hashes
     r = CliRunner().invoke(cli, ["--db", db_url, "check"])
     assert r.exit_code == 0 and r.stdout.strip() == "warehouse ok" and r.stderr == ""
-    monkeypatch.setattr("warehouse.cli._stderr_terminal", lambda: True)
+    monkeypatch.setattr("warehouse.cli.base._stderr_terminal", lambda: True)
     r = CliRunner().invoke(cli, ["--db", db_url, "check"])
     assert r.exit_code == 0 and r.stdout.strip() == "warehouse ok" and r.stderr.startswith("check"), r.stderr
 
@@ -234,8 +234,9 @@ def test_implausible_measurements_from_the_kept_columns_are_the_sqls(tmp_path, c
     """Ingest finds implausible measurements in the op columns it kept for the rollups (no pass over the run's
     ops): the same counts and first rows as the SQL's conditions, on every corpus capture and the odd file
     above, run before history's corrections or after."""
-    from warehouse import ingest as ing
-    from warehouse.db import open_db
+    from warehouse.runs import ingest as ing
+    from warehouse.runs import notices
+    from warehouse.store.db import open_db
 
     head = "OP CODE,OP TYPE,DEVICE ID,DEVICE KERNEL DURATION [ns],DEVICE FW DURATION [ns],OP TO OP LATENCY [ns]," \
            "DEVICE FW START CYCLE,DEVICE FW END CYCLE"
@@ -245,29 +246,29 @@ def test_implausible_measurements_from_the_kept_columns_are_the_sqls(tmp_path, c
                                "E,tt_dnn_device,0,50,50,0,60,60"]) + "\n")
     eng = open_db(str(tmp_path / "w.db"))
     seen: list[tuple[list, list]] = []
-    real = ing.implausible
+    real = notices.implausible
 
     def both(conn, run_id, captured=None):
         got = real(conn, run_id, captured)
         seen.append((got, real(conn, run_id, None)))
         assert captured is not None and captured.columns() is not None
         return got
-    ing.implausible = both
+    notices.implausible = both
     try:
         stored = [not ing.ingest_file(eng, f).existing for f in [odd, *(corpus_copy(name) for name in cases())]]
     finally:
-        ing.implausible = real
+        notices.implausible = real
     assert all(kept == sql for kept, sql in seen) and len(seen) == sum(stored) > 10
     assert sum(len(kept) for kept, _ in seen) >= 5  # (the odd file's five kinds at least)
     eng.dispose()
 
 
 def test_occurrences_are_the_running_counts_of_their_keys(tmp_path, corpus_copy):
-    """An op's occurrence (ingest counts it a batch at a time, warehouse.occurrence) is the number of ops before
+    """An op's occurrence (ingest counts it a batch at a time, warehouse.capture.occurrence) is the number of ops before
     it in its run with its section name, place and op code: SQL's row number over the same keys, on every corpus
     capture (a trace that inherits the eager attribution takes the eager op's at its position instead)."""
-    from warehouse.codes import ATTRIBUTION
-    from warehouse.ingest import ingest_file
+    from warehouse.registry.codes import ATTRIBUTION
+    from warehouse.runs.ingest import ingest_file
 
     eng = open_db(str(tmp_path / "w.db"))
     for name in cases():
@@ -287,8 +288,8 @@ def test_a_run_foreseen_big_keeps_no_per_op_state_and_stores_the_same(tmp_path, 
     """A file that foretells more ops than ingest.BIG_OPS (here made small) keeps no per-op state for its end:
     its report parts, rollup keys and by-id rows are read back there. What it stores is what `check` computes
     from its ops, and the connection's page cache is as it was."""
-    from warehouse import ingest as ing
-    from warehouse.maintenance import check_warehouse
+    from warehouse.runs import ingest as ing
+    from warehouse.runs.maintenance import check_warehouse
 
     monkeypatch.setattr(ing, "BIG_OPS", 100)
     monkeypatch.setattr(ing, "BATCH", 64)  # (foreseen after two of these)
@@ -299,7 +300,7 @@ def test_a_run_foreseen_big_keeps_no_per_op_state_and_stores_the_same(tmp_path, 
         real(self, b)
         seen.append(self.big)
     monkeypatch.setattr(ing._FileIngest, "_foresee", foresee)
-    from warehouse import report
+    from warehouse.analysis import report
     read_back = []
     real_scan = report._scan
     monkeypatch.setattr(report, "_scan", lambda *a, **k: (read_back.append(a[2]), real_scan(*a, **k))[1])

@@ -14,9 +14,9 @@ from sqlalchemy.engine import make_url
 
 from conftest import make_invoke
 from corpus import cases
-from warehouse.db import open_db
+from warehouse.store.db import open_db
 from warehouse.errors import UsageError
-from warehouse.query import stream_sql
+from warehouse.store.query import stream_sql
 
 SMALL = "ttperfreport__bh20_oft_integral_image_trace"
 
@@ -174,9 +174,9 @@ MID = "ttperfreport__bh_64_clip_encoder_1"
 def _rm_midway(monkeypatch, url: str, after_rows: int):
     """Make the export read one chunk at a time and, after ``after_rows`` rows, delete the run it reads from
     another connection (committed while the export goes on)."""
-    import warehouse.export as ex
-    from warehouse.cellstore import iter_chunk_rows
-    from warehouse.maintenance import remove_runs
+    import warehouse.runs.export as ex
+    from warehouse.store.cells import iter_chunk_rows
+    from warehouse.runs.maintenance import remove_runs
 
     def chunks(conn, run_id, batch=16):
         for i, row in enumerate(iter_chunk_rows(conn, run_id, batch=1)):
@@ -342,7 +342,7 @@ def test_device_minus_one_is_its_files_warning_not_the_commands_end(db_url, tmp_
 def test_an_unexpected_failure_is_one_files_error(db_url, tmp_path, monkeypatch):
     """Any exception while one file is ingested (here: a bug, simulated) is that file's one Error: line naming
     it; the other files still go in, and nothing of the failed one is stored."""
-    import warehouse.ingest as ing
+    import warehouse.runs.ingest as ing
     real = ing.build_rollups
     calls = {"n": 0}
 
@@ -377,7 +377,7 @@ def test_an_unexpected_failure_is_one_files_error(db_url, tmp_path, monkeypatch)
 def test_scratch_folders_of_a_killed_parallel_ingest_are_cleaned(tmp_path):
     import subprocess
     import time as _time
-    from warehouse.parallel import SCRATCH_PREFIX, clean_scratch
+    from warehouse.runs.folder import SCRATCH_PREFIX, clean_scratch
     dead = subprocess.Popen(["true"])
     dead.wait()
     stale = tmp_path / f"{SCRATCH_PREFIX}{dead.pid}-abc"
@@ -395,7 +395,7 @@ def test_scratch_folders_of_a_killed_parallel_ingest_are_cleaned(tmp_path):
 
 # ================================================================================ 5. bounds
 def test_a_header_past_the_column_cap_is_one_error(db_url, tmp_path):
-    from warehouse.csvfile import MAX_COLUMNS
+    from warehouse.capture.csvfile import MAX_COLUMNS
     p = tmp_path / "ops_perf_results_wide.csv"
     cols = ["OP CODE", "OP TYPE"] + [f"C{i}" for i in range(MAX_COLUMNS)]
     p.write_text(",".join(cols) + "\n" + ",".join(["x", "tt_dnn_device"] + ["1"] * MAX_COLUMNS) + "\n")
@@ -407,7 +407,7 @@ def test_distinct_attributes_cost_one_analysis_per_distinct_shape(tmp_path, monk
     """Rows that differ only in an ATTRIBUTES that the per-op analysis ignores share one computed shape (a
     capture whose every row has its own ATTRIBUTES was 5 times slower than the same rows repeated)."""
     import csv as _csv
-    from warehouse.perffacts import Analyzer
+    from warehouse.capture.perffacts import Analyzer
     rows = list(_csv.reader(cases()["ttperfreport__bh_64_clip_encoder_1"].open(newline="", encoding="utf-8-sig")))
     head = rows[0]
     a_i, c_i, t_i = head.index("ATTRIBUTES"), head.index("OP CODE"), head.index("OP TYPE")
@@ -453,7 +453,7 @@ def _files(folder: Path) -> set[str]:
 def test_a_warehouse_in_an_unwritable_folder_is_readable(tmp_path, monkeypatch):
     """Every reading command works on a warehouse whose folder cannot be written (WAL cannot make its -shm
     there): opened immutable, nothing is created beside it."""
-    import warehouse.db as dbmod
+    import warehouse.store.db as dbmod
     folder = tmp_path / "share"
     folder.mkdir()
     db = str(folder / "warehouse.db")
@@ -621,8 +621,8 @@ def test_where_the_report_is_saner_than_the_oracle(db_url, tmp_path):
 
 def test_check_racing_rm_reports_no_damage(db_url, monkeypatch):
     """`check` reads one snapshot: a run removed while it runs is not corruption (PostgreSQL said so 3 of 8 tries)."""
-    import warehouse.maintenance as mt
-    from warehouse.maintenance import check_warehouse, remove_runs
+    import warehouse.runs.maintenance as mt
+    from warehouse.runs.maintenance import check_warehouse, remove_runs
     wh = make_invoke(db_url)
     assert wh("ingest", cases()[SMALL]).exit_code == 0
     assert wh("ingest", cases()["dlv3_same"]).exit_code == 0
@@ -669,9 +669,9 @@ def test_interned_values_get_the_ids_they_are_stored_with(db_url):
     read back, not given an id of ours."""
     from sqlalchemy import text
 
-    from warehouse import dialect
-    from warehouse import schema as t
-    from warehouse.db import open_db, write_tx
+    from warehouse.store import dialect
+    from warehouse.store import schema as t
+    from warehouse.store.db import open_db, write_tx
 
     eng = open_db(db_url)
 

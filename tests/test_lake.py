@@ -14,9 +14,9 @@ import pytest
 from conftest import BACKENDS, _new_url, make_invoke
 from corpus import cases
 from test_series_kinds import eight_devices
-from warehouse import lake
+from warehouse.runs import lake
 from warehouse.api import Warehouse
-from warehouse.synthetic import nightly_series
+from warehouse.capture.synthetic import nightly_series
 
 NIGHTS = 12
 

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import make_invoke
 from corpus import cases
-from warehouse import lake
+from warehouse.runs import lake
 from warehouse.api import Warehouse
 
 pytest.importorskip("pyarrow")

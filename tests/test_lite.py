@@ -1,4 +1,4 @@
-"""The light read path (warehouse.lite): `warehouse runs` without SQLAlchemy, the same answer as the full path."""
+"""The light read path (warehouse.store.lite): `warehouse runs` without SQLAlchemy, the same answer as the full path."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ from pathlib import Path
 from conftest import make_invoke
 from corpus import cases
 
-from warehouse import lite
+from warehouse.store import lite
 from warehouse.api import Warehouse
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,8 +21,8 @@ def _filled(wh) -> None:
 
 
 def test_the_light_path_knows_this_versions_views():
-    from warehouse.views import VIEWS_HASH, _STAMP
-    assert lite.VIEWS_HASH == VIEWS_HASH, "a view changed: set warehouse/lite.py VIEWS_HASH to views.VIEWS_HASH"
+    from warehouse.store.views import VIEWS_HASH, _STAMP
+    assert lite.VIEWS_HASH == VIEWS_HASH, "a view changed: set warehouse/store/lite.py VIEWS_HASH to views.VIEWS_HASH"
     assert lite.VIEWS_STAMP == _STAMP
 
 

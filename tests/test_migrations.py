@@ -12,8 +12,8 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 
 from corpus import cases
-from warehouse.db import alembic_config, downgrade, head_revision, make_engine, open_db, resolve_url, upgrade
-from warehouse.views import VIEW_NAMES
+from warehouse.store.db import alembic_config, downgrade, head_revision, make_engine, open_db, resolve_url, upgrade
+from warehouse.store.views import VIEW_NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -132,16 +132,16 @@ def test_wheel_carries_migrations(tmp_path):
 
 
 def test_fast_head_is_alembics_head():
-    from warehouse.db import head_revision_fast
+    from warehouse.store.db import head_revision_fast
     assert head_revision_fast() == head_revision()
     assert revisions() == [f"{i:04d}" for i in range(1, len(revisions()) + 1)]
 
 
 def _assert_layer_op_codes_as_computed(engine, stored: list) -> None:
     """``stored`` (rows of the old rollup table, grouping layer/op-code) equal to what the head computes when a
-    command asks (warehouse.rollups.computed_rows)."""
-    from warehouse.measures import GROUPINGS
-    from warehouse.rollups import computed_rows
+    command asks (warehouse.analysis.rollups.computed_rows)."""
+    from warehouse.registry.measures import GROUPINGS
+    from warehouse.analysis.rollups import computed_rows
 
     grouping = next(g for g in GROUPINGS if g.key == "layer/op-code")
     want = []
@@ -197,7 +197,7 @@ def test_upgrade_rebuilds_rollups_and_check_guards_them(wh, db_url):
 def test_rollup_keys_are_found_by_their_digest(wh, db_url, tmp_path):
     """Revision 0016 gives stored keys their digest; a new night of the same model finds every key by it (no
     key twice); `warehouse check` names a key whose digest is not its texts'."""
-    from warehouse.dialect import key_digest
+    from warehouse.store.dialect import key_digest
 
     src = cases()["clip_replays3"]
     assert wh("ingest", src).exit_code == 0
@@ -228,7 +228,7 @@ def test_rollup_keys_are_found_by_their_digest(wh, db_url, tmp_path):
 
 
 def test_report_parts_stored_rebuilt_by_upgrade_and_guarded_by_check(wh, db_url, tmp_path):
-    from warehouse.packing import unpack_text
+    from warehouse.capture.packing import unpack_text
 
     """`report` reads the parts stored at ingest; a warehouse from before them (revision 0006) gets the same
     parts from `db upgrade`; `warehouse check` fails when they disagree with the ops."""

@@ -23,8 +23,9 @@ MKSERIES = Path(__file__).parent / "mkseries.py"
 def test_bound_is_at_or_above_65_percent(db_url, dram, flops, bound):
     """tt-perf-report: DRAM % or FLOPs % at or above 65 bounds the op; no real capture has an op in [65, 66),
     so the boundary is held here, in Python and in the op_perf view's SQL on each back end."""
-    from warehouse.db import open_db
-    from warehouse.perf import bound_of, bound_sql
+    from warehouse.store.db import open_db
+    from warehouse.analysis.perf import bound_of
+    from warehouse.store.perfsql import bound_sql
     assert bound_of(dram, flops) == bound
     with open_db(db_url).connect() as conn:
         assert conn.execute(text(f"SELECT {bound_sql(repr(dram), repr(flops))}")).scalar() == bound
@@ -34,7 +35,7 @@ def test_bound_is_at_or_above_65_percent(db_url, dram, flops, bound):
 def test_a_read_only_sqlite_engine_cannot_write(tmp_path):
     """The read-only engine (`warehouse sql`, the dashboard, every reading command) is refused writes by SQLite
     itself, below the authorizer: the file is opened with mode=ro."""
-    from warehouse.db import make_engine
+    from warehouse.store.db import make_engine
     db = tmp_path / "w.db"
     sqlite3.connect(db).execute("CREATE TABLE x (a INTEGER)").connection.commit()
     engine = make_engine(str(db), readonly=True)
@@ -51,7 +52,7 @@ def test_warehouse_sql_cannot_write_even_without_the_guard(tmp_path, monkeypatch
     db = tmp_path / "w.db"
     wh = make_invoke(str(db))
     assert wh("ingest", cases()["ttperfreport__bh20_oft_integral_image_trace"], "--label", "a").exit_code == 0
-    from warehouse import sqlguard
+    from warehouse.store import sqlguard
     monkeypatch.setattr(sqlguard.SqliteAuthorizer, "__call__", lambda self, *a: sqlite3.SQLITE_OK)
     r = wh("sql", "UPDATE run SET label = 'x'")
     assert r.exit_code != 0
@@ -60,7 +61,7 @@ def test_warehouse_sql_cannot_write_even_without_the_guard(tmp_path, monkeypatch
 
 # ----------------------------------------------------------------------------- the gate's band: 3 robust sigmas
 def test_the_gate_band_is_three_robust_sigmas():
-    from warehouse.regressions import SIGMAS, _noise
+    from warehouse.history.gate import SIGMAS, _noise
     window = [100.0, 101.0, 99.0, 100.0, 102.0, 98.0, 100.0]  # median 100, MAD 1
     assert SIGMAS == 3.0
     assert _noise(window, [None]) == pytest.approx(3 * 1.4826)

@@ -1,4 +1,4 @@
-"""Ops' occurrences counted a batch at a time by numpy (warehouse.occurrence) are the running counts a dict of
+"""Ops' occurrences counted a batch at a time by numpy (warehouse.capture.occurrence) are the running counts a dict of
 keys gives, whatever the batches' sizes and the keys' order."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from warehouse.occurrence import Occurrences
+from warehouse.capture.occurrence import Occurrences
 
 
 def _by_dict(ops: list[tuple[int, int | None, int]]) -> list[int]:

@@ -1,4 +1,4 @@
-"""Folder ingest on several cores (`warehouse ingest --jobs N`, warehouse/parallel.py) stores exactly what a
+"""Folder ingest on several cores (`warehouse ingest --jobs N`, warehouse/runs/folder.py) stores exactly what a
 sequential ingest stores: every table, compared through natural keys (ids differ only where interned rows were
 already there), run ids in file order, the same errors and duplicates."""
 from __future__ import annotations
@@ -12,9 +12,9 @@ from sqlalchemy import text
 
 from conftest import BACKENDS, _new_url, make_invoke
 from corpus import DATA
-from warehouse import schema as t
-from warehouse.db import open_db
-from warehouse.parallel import AUTO_MIN_BYTES, MERGED_TABLES, auto_jobs
+from warehouse.store import schema as t
+from warehouse.store.db import open_db
+from warehouse.runs.folder import AUTO_MIN_BYTES, MERGED_TABLES, auto_jobs
 
 FILES = [DATA / "real" / n for n in ("ttperfreport__bh20_oft.csv",
                                       "ttperfreport__ops_perf_results_2025_09_18_11_39_20.csv",
@@ -152,7 +152,7 @@ def test_a_merge_that_fails_is_that_file_only(tmp_path, monkeypatch):
 
     from sqlalchemy.exc import OperationalError
 
-    import warehouse.parallel as par
+    import warehouse.runs.folder as par
     from warehouse.api import Warehouse
 
     real = par.merge_run

@@ -255,7 +255,7 @@ def test_readme_worked_example(wh, db_url, tmp_path):
 
 def test_upgrade_from_0005_fills_the_facts(db_url, tmp_path):
     """Runs stored before revision 0006 get their perf facts from their cells: the same table as at ingest."""
-    from warehouse.db import downgrade, make_engine, resolve_url, upgrade
+    from warehouse.store.db import downgrade, make_engine, resolve_url, upgrade
 
     inv = make_invoke(db_url)
     name = "oft2025_8dev"
@@ -280,8 +280,8 @@ def test_upgrade_from_0005_fills_the_facts(db_url, tmp_path):
                                                         (64, 64, "SLOW")])
 def test_bound_thresholds(dram_pct, flops_pct, bound):
     """tt-perf-report's Bound: DRAM % or FLOPs % at 65 or more (the corpus has no op near the line)."""
-    from warehouse.perf import figures
-    from warehouse.perffacts import ARCHS
+    from warehouse.analysis.perf import figures
+    from warehouse.capture.perffacts import ARCHS
 
     _, _, bandwidth, hifi4, *_ = ARCHS["blackhole"]
     dur_s = 1e-3
@@ -322,7 +322,7 @@ def test_advice_equals_tt_perf_reports_on_every_branch():
     if not TTPERF:
         pytest.skip("needs WAREHOUSE_TTPERF, tt-perf-report 1.4.1 in a venv of its own (.ci/run installs it)")
     import random
-    from warehouse.perfadvice import advice
+    from warehouse.analysis.perfadvice import advice
     rng = random.Random(11)
     dtypes = ["FLOAT32", "BFLOAT16", "BFLOAT8_B", "BFLOAT4_B", "UINT32", "INT32", "UINT8", None]
     rows = []

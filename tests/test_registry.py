@@ -12,7 +12,7 @@ from corpus import cases
 # Runs in a fresh interpreter: the entry is added before the rest of the package reads the registry.
 SCRIPT = """
 import json, sys
-from warehouse import measures
+from warehouse.registry import measures
 measures.GROUPINGS.append(measures.Grouping("fidelity-class", "fidelity class",
     "CASE WHEN op_code LIKE '%Matmul%' OR op_code LIKE '%Conv%' THEN 'compute' ELSE 'other' END",
     "compute op codes apart from the rest"))
@@ -37,7 +37,7 @@ print(json.dumps(out))
 
 
 def test_new_grouping_is_one_entry(tmp_path):
-    from warehouse.synthetic import nightly_series
+    from warehouse.capture.synthetic import nightly_series
     (tmp_path / "n").mkdir()
     files = list(nightly_series(cases()["dlv3_same"], tmp_path / "n", 9, noise=0.01,
                                 slow={8: ("Conv2d", 1.5)}, seed=5))

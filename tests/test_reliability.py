@@ -17,7 +17,7 @@ from sqlalchemy import text
 
 from corpus import cases
 from warehouse.cli import cli
-from warehouse.synthetic import scale_csv
+from warehouse.capture.synthetic import scale_csv
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def _write_locked(db: Path) -> bool:
 
 def _read_bytes(pid: int) -> int:
     """Bytes the process and its children have read so far (Linux /proc/PID/io): ingest reads the file in a
-    worker process (warehouse/rowprep.py)."""
+    worker process (warehouse/capture/rowprep.py)."""
     with open(f"/proc/{pid}/task/{pid}/children") as f:
         children = [int(c) for c in f.read().split()]
     total = 0
@@ -77,8 +77,8 @@ def test_sigkill_during_ingest(tmp_path, large_csv):
     assert CliRunner().invoke(cli, ["--db", str(db), "ingest", str(small)]).exit_code == 0
     size = large_csv.stat().st_size
     # what starting Python and importing the ingest code reads, measured: the kill point is past it
-    start = int(subprocess.run([sys.executable, "-c", "import warehouse.cli, warehouse.ingest, sqlalchemy.dialects."
-                                "sqlite; print(open('/proc/self/io').read().split()[1])"],
+    start = int(subprocess.run([sys.executable, "-c", "import warehouse.cli, warehouse.runs.ingest, "
+                                "sqlalchemy.dialects.sqlite; print(open('/proc/self/io').read().split()[1])"],
                                capture_output=True, text=True, check=True).stdout)
     rng = random.Random(11)
     landed = 0
@@ -134,7 +134,7 @@ def test_every_earlier_revision_upgrades_with_data(db_url, tmp_path):
     """For each earlier revision: runs stored, the database taken down to it, then up to head: every run's
     report and export are unchanged."""
     from alembic.script import ScriptDirectory
-    from warehouse.db import alembic_config, downgrade, make_engine, resolve_url, upgrade
+    from warehouse.store.db import alembic_config, downgrade, make_engine, resolve_url, upgrade
 
     script = ScriptDirectory.from_config(alembic_config("sqlite://"))
     revs = [r.revision for r in reversed(list(script.walk_revisions()))]
@@ -197,10 +197,10 @@ def test_rm(db_url):
     r = inv("rm", "1", "--yes")
     assert r.exit_code == 0 and r.output.strip() == "deleted 1 run(s): 1"
     assert [x["id"] for x in json.loads(inv("runs", "--json").output)] == [2]
-    from warehouse.db import open_db
+    from warehouse.store.db import open_db
     eng = open_db(db_url)
     with eng.connect() as c:
-        from warehouse.schema import metadata
+        from warehouse.store.schema import metadata
         for table in [n for n, tb in metadata.tables.items() if "run_id" in tb.c]:  # every table a run owns
             assert c.execute(text(f"SELECT COUNT(*) FROM {table} WHERE run_id = 1")).scalar() == 0, table
     eng.dispose()
@@ -211,7 +211,7 @@ def test_rm(db_url):
 def test_rm_asks_on_a_terminal(sqlite_db, monkeypatch):
     CliRunner().invoke(cli, ["--db", sqlite_db, "ingest", str(cases()["dlv3_same"])])
     runner = CliRunner()
-    monkeypatch.setattr("warehouse.cli._interactive", lambda: True)
+    monkeypatch.setattr("warehouse.cli.base._interactive", lambda: True)
     r = runner.invoke(cli, ["--db", sqlite_db, "rm", "1"], input="n\n")
     assert "Delete run(s) 1" in r.output and r.exit_code == 1  # aborted
     r = runner.invoke(cli, ["--db", sqlite_db, "rm", "1"], input="y\n")

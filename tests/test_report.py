@@ -10,7 +10,7 @@ import pytest
 
 from corpus import GOLDEN, cases
 
-from warehouse.packing import unpack_text
+from warehouse.capture.packing import unpack_text
 
 PARITY = Path(__file__).parent / "parity.py"
 
@@ -57,7 +57,7 @@ def test_views_equal_the_oracle(corpus_wh, case):
     """The summary views give the oracle's tables: every number, rounded as the oracle prints it (1 decimal for
     us, 2 for medians, 4 for shares), equals the oracle's golden JSON; counts and keys exactly."""
     from sqlalchemy import text
-    from warehouse.db import open_db
+    from warehouse.store.db import open_db
 
     _, ids, url = corpus_wh
     run_id = ids[case]
@@ -186,7 +186,7 @@ def test_the_cores_median_from_a_tally_is_statistics_median():
     import statistics
     from collections import Counter
 
-    from warehouse.report import _tally_median
+    from warehouse.analysis.report import _tally_median
 
     rng = random.Random(7)
     for _ in range(3000):
@@ -199,9 +199,9 @@ def test_gap_median_sorted_here_or_by_the_database(db_url, corpus_copy, monkeypa
     the same report parts either way, on both back ends (sections with odd and even gap counts)."""
     import json
     from sqlalchemy import text
-    from warehouse import report
-    from warehouse.db import open_db
-    from warehouse.ingest import ingest_file
+    from warehouse.analysis import report
+    from warehouse.store.db import open_db
+    from warehouse.runs.ingest import ingest_file
 
     eng = open_db(db_url)
     ids = [ingest_file(eng, corpus_copy(c)).run_id for c in ("dlv3_same", "oft_mismatch", "segenc_notrace")]
@@ -239,9 +239,9 @@ def test_report_parts_fed_at_ingest_equal_parts_read_back(db_url, tmp_path, corp
     the database's keys), or, for an expression without one ("sql_keys"), from the database; "small_batches":
     read in batches of 16 rows, by a worker process (batches across a section's end)."""
     import json
-    from warehouse import report
-    from warehouse.db import open_db
-    from warehouse.ingest import ingest_file
+    from warehouse.analysis import report, reportscan
+    from warehouse.store.db import open_db
+    from warehouse.runs.ingest import ingest_file
 
     from sqlalchemy import text
     f = _sectioned_odd(tmp_path / "ops_perf_results_odd.csv")
@@ -254,9 +254,9 @@ def test_report_parts_fed_at_ingest_equal_parts_read_back(db_url, tmp_path, corp
     files = [f] + ([corpus_copy(c) for c in ("dlv3_same", "oft_mismatch", "clip_replays3")]
                    if order in ("eager_first", "sql_keys", "small_batches") else [])
     if order == "sql_keys":
-        monkeypatch.setattr(report, "KEY_TEXTS", {})
+        monkeypatch.setattr(reportscan, "KEY_TEXTS", {})
     if order == "small_batches":
-        from warehouse import rowprep
+        from warehouse.capture import rowprep
         monkeypatch.setattr(rowprep, "BATCH", 16)
     read_back = []
     real_scan = report._scan
@@ -266,9 +266,10 @@ def test_report_parts_fed_at_ingest_equal_parts_read_back(db_url, tmp_path, corp
         return real_scan(*a, **k)
     monkeypatch.setattr(report, "_scan", counting)
     if order == "capped":  # a run past the feed's memory budget is read back, as before
-        monkeypatch.setattr(report.ReportFeed, "MAX_OPS", 10)
-    # the fed parts' database-free half is computed in a forked process (warehouse.aside): record its results
-    from warehouse import aside, ingest
+        monkeypatch.setattr(reportscan.ReportFeed, "MAX_OPS", 10)
+    # the fed parts' database-free half is computed in a forked process (warehouse.workers.fork): record its results
+    from warehouse.workers import fork as aside
+    from warehouse.runs import ingest
     forked = []
 
     class Recorded(aside.Aside):
@@ -300,9 +301,9 @@ def test_feed_past_its_budget_keeps_no_per_key_state(tmp_path, monkeypatch):
     ingest, kept until the end, before)."""
     from sqlalchemy import text
 
-    from warehouse import report
-    from warehouse.columns import AT, OP_COLUMNS
-    from warehouse.db import open_db
+    from warehouse.analysis import report
+    from warehouse.registry.columns import AT, OP_COLUMNS
+    from warehouse.store.db import open_db
 
     eng = open_db(str(tmp_path / "w.db"))
     monkeypatch.setattr(report.ReportFeed, "MAX_OPS", 50)

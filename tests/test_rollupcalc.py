@@ -1,5 +1,5 @@
-"""The stored rollups that ingest computes with numpy (warehouse.rollupcalc) equal the rollups' SQL definition
-(warehouse.rollups.build_sql) row for row, on every corpus capture (sections, replays, custom sections, several
+"""The stored rollups that ingest computes with numpy (warehouse.analysis.rollupcalc) equal the rollups' SQL definition
+(warehouse.analysis.rollups.build_sql) row for row, on every corpus capture (sections, replays, custom sections, several
 devices, a device -1) and on both back ends; a grouping or metric numpy does not mirror falls back to the SQL."""
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from sqlalchemy import text
 
 from conftest import BACKENDS, _new_url, make_invoke
 from corpus import DATA, cases
-from warehouse import measures, rollupcalc, rollups
-from warehouse.db import open_db
+from warehouse.registry import measures
+from warehouse.analysis import rollupcalc, rollups
+from warehouse.store.db import open_db
 
 
 def _device_variant(folder: Path) -> Path:
@@ -103,7 +104,7 @@ def test_rows_made_aside_with_the_keys_ingest_interned(backend, tmp_path, monkey
     bring some; here the layers' are forgotten too) are found at the end. The stored rows are the SQL's on every
     corpus capture, on both back ends."""
     monkeypatch.setattr(rollupcalc, "ASIDE_ROWS", 0)  # (every run's rows made aside, however small)
-    import warehouse.aside as aside
+    import warehouse.workers.fork as aside
     real_streamed, real_add, real_key_ids, real_build = (aside.streamed, rollups.KnownKeys.add, rollups._key_ids,
                                                          rollups.build_rollups)
     streams: list[int] = []
@@ -126,10 +127,10 @@ def test_rows_made_aside_with_the_keys_ingest_interned(backend, tmp_path, monkey
             return real_build(*a, **k)
         finally:
             building.clear()
-    monkeypatch.setattr(aside, "streamed", lambda make: (streams.append(1), real_streamed(make))[1])
+    monkeypatch.setattr(rollupcalc, "streamed", lambda make: (streams.append(1), real_streamed(make))[1])
     monkeypatch.setattr(rollups.KnownKeys, "add", add)
     monkeypatch.setattr(rollups, "_key_ids", key_ids)
-    import warehouse.ingest as ingest
+    import warehouse.runs.ingest as ingest
     monkeypatch.setattr(ingest, "build_rollups", build)
     urls = _new_url(backend, tmp_path)
     url = next(urls)

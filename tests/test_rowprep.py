@@ -1,4 +1,4 @@
-"""Ingest's two halves (warehouse/rowprep.py): a file read in a worker process stores exactly what the same file
+"""Ingest's two halves (warehouse/capture/rowprep.py): a file read in a worker process stores exactly what the same file
 read in-process stores (every table through natural keys, warnings and errors included), the token table can
 restart mid-file, and a worker that dies or is left behind never leaves a process or half a run."""
 from __future__ import annotations
@@ -14,10 +14,10 @@ from sqlalchemy import text
 
 from conftest import make_invoke
 from test_parallel import FILES, _dump
-from warehouse import rowprep
-from warehouse.db import open_db
+from warehouse.capture import prepared, rowprep
+from warehouse.store.db import open_db
 from warehouse.errors import InputError, WarehouseError
-from warehouse.ingest import ingest_file
+from warehouse.runs.ingest import ingest_file
 
 HEAD = "OP CODE,OP TYPE,ATTRIBUTES,DEVICE KERNEL DURATION [ns],OP TO OP LATENCY [ns],CORE COUNT,HOST START TS"
 
@@ -85,7 +85,7 @@ def test_token_table_restarts(tmp_path, monkeypatch):
     src = FILES[0]
     stored = []
     for cap in (3, 1 << 30):
-        monkeypatch.setattr(rowprep, "MAX_TOKENS", cap)
+        monkeypatch.setattr(prepared, "MAX_TOKENS", cap)
         monkeypatch.setattr(rowprep, "BATCH", 200)
         url = str(tmp_path / f"w{cap}.db")
         eng = open_db(url)
@@ -110,7 +110,7 @@ def test_duplicate_stops_the_worker(tmp_path):
 
 def test_worker_killed_is_one_error_and_nothing_stored(tmp_path, monkeypatch):
     """A reader that dies (out of memory, killed) fails the file with a sentence, and rolls it back."""
-    from warehouse.synthetic import scale_csv
+    from warehouse.capture.synthetic import scale_csv
     big = tmp_path / "ops_perf_results_big.csv"
     # (dlv3, sectioned) 60 batches: far more than the pipe holds, so the reader cannot be done
     assert scale_csv(FILES[-2], big, 6000) > 5000
@@ -153,23 +153,23 @@ def test_typing_by_column_is_typing_by_cell():
     """The column-wise fast path types every cell as its column's parser does alone, and counts the same cells
     as not numbers (random rows, fixed seed)."""
     import random
-    from warehouse.csvfile import Layout
-    header = ["OP CODE"] + [k.csv for k in rowprep.TYPED]
+    from warehouse.capture.csvfile import Layout
+    header = ["OP CODE"] + [k.csv for k in prepared.TYPED]
     lay = Layout("x", header, "OP CODE", "\n", False, [0], list(range(1, len(header))),
                  {h: i for i, h in enumerate(header)})
     pool = ["", "12", "-3", "1.5", "nan", "inf", "x", " 7 ", "1e400", "99999999999", "12345678901234567890", "3.0",
             "2147483648", "1_000", "  "]
     rng = random.Random(3)
     for _ in range(300):
-        cells = rowprep._Cells(lay)
+        cells = prepared.Cells(lay)
         rows = [["Add"] + [rng.choice(pool) if rng.random() < 0.3 else str(rng.randint(0, 9))
-                           for _ in rowprep.TYPED] + [""] for _ in range(rng.randint(1, 20))]
+                           for _ in prepared.TYPED] + [""] for _ in range(rng.randint(1, 20))]
         got = cells.typed([cells.raw(r) for r in rows])
         want, bad = [], {}
         for r in rows:
             vals = []
-            for k, cell in zip(rowprep.TYPED, r[1:]):
-                h, v = k.csv, rowprep.PARSE[k.kind](cell)
+            for k, cell in zip(prepared.TYPED, r[1:]):
+                h, v = k.csv, prepared.PARSE[k.kind](cell)
                 vals.append(None if v in (None, "") else v)
                 if v is None and cell.strip():
                     bad[h] = bad.get(h, 0) + 1
@@ -196,7 +196,7 @@ def test_a_reader_failure_that_does_not_pickle_is_one_line(tmp_path, monkeypatch
 
     def boom(self):
         raise Odd("boom")
-    monkeypatch.setattr(rowprep._Preparer, "finish", boom)
+    monkeypatch.setattr(prepared.Preparer, "finish", boom)
     eng = open_db(str(tmp_path / "w.db"))
     with pytest.raises(WarehouseError, match=r"reading failed \(Odd\('boom'\) at test_rowprep.py:\d+\)$"):
         ingest_file(eng, FILES[0], worker=True)
@@ -283,7 +283,7 @@ def test_read_ahead_is_claimed_by_the_ingest(tmp_path, monkeypatch):
         got = real(path, compress)
         claimed.append(got is not None and got.worker)
         return got
-    monkeypatch.setattr("warehouse.ingest.claim", spy)
+    monkeypatch.setattr("warehouse.runs.ingest.claim", spy)
     wh = Warehouse(str(tmp_path / "w.db"))
     (out,) = wh.ingest(FILES[0])
     assert out.error is None and claimed == [True]

@@ -18,7 +18,7 @@ from sqlalchemy.engine import make_url
 from conftest import PG_URL, make_invoke
 from corpus import cases
 from warehouse.cli import cli
-from warehouse.db import open_db
+from warehouse.store.db import open_db
 
 HEAD = "OP CODE,OP TYPE,GLOBAL CALL COUNT,ATTRIBUTES,DEVICE KERNEL DURATION [ns],OP TO OP LATENCY [ns],CORE COUNT"
 ROW = "Matmul,tt_dnn_device,{i},{{'a': 1; 'b': 2}},1000,50,64"
@@ -162,7 +162,7 @@ def test_sql_streams_with_row_cap_and_time_limit(wh):
 
 def test_sql_result_memory_does_not_follow_its_size(sqlite_db):
     """A result far larger than the row cap streams: rows are produced one batch at a time."""
-    from warehouse.query import stream_sql
+    from warehouse.store.query import stream_sql
     wh = make_invoke(sqlite_db)
     assert wh("ingest", cases()["ttperfreport__bh20_oft_integral_image_trace"]).exit_code == 0
     eng = open_db(sqlite_db, readonly=True)
@@ -206,7 +206,7 @@ def _big(path: Path, rows: int = 12_000) -> Path:
 @pytest.mark.parametrize("change", ["truncate", "append"])
 def test_file_changed_during_ingest_is_refused(db_url, tmp_path, change):
     from warehouse.errors import InputError
-    from warehouse.ingest import ingest_file
+    from warehouse.runs.ingest import ingest_file
     f = _big(tmp_path / "ops_perf_results_growing.csv")
     whole = f.read_bytes()
     eng = open_db(db_url)
@@ -345,7 +345,7 @@ def test_fifo_and_devices_never_hang(tmp_path):
 def test_many_unclosed_markers_and_unmatched_ends_match_correctly():
     """Markers that never close and `_end`s without a start: each close finds its start by name (O(1)); the
     nesting is right however many are open."""
-    from warehouse.signposts import Attribution
+    from warehouse.capture.signposts import Attribution
     a = Attribution()
     for i in range(50_000):
         a.signpost(2 * i, f"marker {i}")
@@ -377,8 +377,8 @@ def test_a_line_longer_than_the_bound_is_an_error(wh, db_url, tmp_path, where):
 
 # ================================================================================ 13. distinct static cells
 def test_distinct_static_cells_on_every_row(wh, db_url, tmp_path, monkeypatch):
-    from warehouse import ingest
-    monkeypatch.setattr(ingest._Interner, "MAX_CACHED", 50)  # caches are cleared again and again
+    from warehouse.store import interning
+    monkeypatch.setattr(interning.Interner, "MAX_CACHED", 50)  # caches are cleared again and again
     long = "L" * 60
     f = tmp_path / "ops_perf_results_distinct.csv"
     f.write_text("\r\n".join([HEAD] + [f"Op{i % 7},tt_dnn_device,{i},{long}{i},5,1,{i}" for i in range(12_000)])
@@ -496,10 +496,11 @@ def test_bad_run_ids_and_outputs(wh, db_url, tmp_path):
         assert r.exit_code == 2 and len(_errors(r.output)) == 1, (ref, r.output)
     r = wh("report", "1", "--json", tmp_path / "missing" / "r.json")
     assert r.exit_code == 2 and "folder" in r.output and "does not exist" in r.output
+    # a full disk is the disk's problem, not a usage error: exit 1
     r = wh("report", "1", "--json", "/dev/full", "--quiet")
-    assert r.exit_code == 2 and "No space left on device" in r.output
+    assert r.exit_code == 1 and "No space left on device" in r.output
     r = wh("export", "1", "-o", "/dev/full")
-    assert r.exit_code == 2 and "No space left on device" in r.output
+    assert r.exit_code == 1 and "No space left on device" in r.output
 
 
 def test_trend_plot_with_dollar_keys(wh, tmp_path):
@@ -583,7 +584,7 @@ def test_database_errors_keep_their_own_message():
 
     from sqlalchemy.exc import OperationalError
 
-    from warehouse import dialect
+    from warehouse.store import dialect
 
     def err(msg: str) -> OperationalError:
         return OperationalError("INSERT", {}, s3.OperationalError(msg))
@@ -600,7 +601,7 @@ def test_ingest_reports_the_real_database_error(wh, db_url, tmp_path, monkeypatc
 
     from sqlalchemy.exc import OperationalError
 
-    from warehouse import ingest
+    from warehouse.runs import ingest
     f = _csv(tmp_path / "ops_perf_results_a.csv", 2)
     assert wh("db", "upgrade").exit_code == 0
 
@@ -612,6 +613,6 @@ def test_ingest_reports_the_real_database_error(wh, db_url, tmp_path, monkeypatc
 
 
 def test_multi_line_database_messages_are_one_line():
-    from warehouse.cli import one_line
+    from warehouse.cli.base import one_line
     assert one_line("insert violates foreign key\nDETAIL:  Key (run_id)=(9) is not present.\nHINT: x") == \
         "insert violates foreign key; DETAIL:  Key (run_id)=(9) is not present.; HINT: x"

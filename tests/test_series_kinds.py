@@ -125,7 +125,7 @@ def test_regressed_block_lists_its_op_codes(series_wh):
 
 
 def test_regressed_layer_lists_its_op_codes_computed_from_ops(series_wh):
-    """A layer's op codes are not stored in the rollups (warehouse.measures: layer/op-code): the drill-down
+    """A layer's op codes are not stored in the rollups (warehouse.registry.measures: layer/op-code): the drill-down
     computes them from the ops of the window's runs, and names op codes that run in that layer."""
     res = json.loads(series_wh("regressions", "--label", "block_in_replayed_trace", "--format", "json").stdout)
     layers = [f for f in res["regressions"] if f["by"] == "layer" and f["section"] == "trace"]

@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from warehouse.views import VIEWS
+from warehouse.store.views import VIEWS
 
 from corpus import cases
 
@@ -59,8 +59,8 @@ def _view_values() -> dict[str, dict[str, Any]]:
     import tempfile
     from pathlib import Path
 
-    from warehouse.db import open_db
-    from warehouse.ingest import ingest_file
+    from warehouse.store.db import open_db
+    from warehouse.runs.ingest import ingest_file
 
     tensor = ["TILE", "BFLOAT16", "DEV_0_DRAM_INTERLEAVED"]
     header = ["OP CODE", "OP TYPE", "GLOBAL CALL COUNT", "DEVICE ID", "DEVICE ARCH", "ATTRIBUTES", "MATH FIDELITY",
@@ -123,13 +123,13 @@ _ALLOWED = {"INTEGER": (int,), "REAL": (float, int), "TEXT": (str,), "BOOLEAN": 
 
 
 def test_view_types_are_declared_and_true(tmp_path):
-    """`schema` prints the declared view types (warehouse/view_types.py) without ingesting anything; every view
+    """`schema` prints the declared view types (warehouse/store/view_types.py) without ingesting anything; every view
     and column is declared, and every value a view gives on SQLite has its declared type."""
     from sqlalchemy import inspect
 
-    from warehouse.db import open_db
-    from warehouse.view_types import VIEW_TYPES
-    from warehouse.views import VIEWS
+    from warehouse.store.db import open_db
+    from warehouse.store.view_types import VIEW_TYPES
+    from warehouse.store.views import VIEWS
     values = _view_values()
     assert set(VIEW_TYPES) == {name for name, _, _ in VIEWS}
     for name, cols in values.items():
@@ -138,7 +138,7 @@ def test_view_types_are_declared_and_true(tmp_path):
             assert v is None or isinstance(v, _ALLOWED[VIEW_TYPES[name][col]]), (name, col, v)
     eng = open_db(str(tmp_path / "w.db"))
     shown = {o["name"]: {c["name"]: c["type"] for c in o["columns"]}
-             for o in __import__("warehouse.query", fromlist=["x"]).describe_schema(eng) if o["type"] == "view"}
+             for o in __import__("warehouse.store.query", fromlist=["x"]).describe_schema(eng) if o["type"] == "view"}
     assert all(shown[n] == VIEW_TYPES[n] for n in VIEW_TYPES)
     assert inspect(eng).get_view_names()
     eng.dispose()
@@ -149,8 +149,8 @@ def test_view_types_equal_postgres_inference(pg_url):
     scripts/gen_view_types.py after changing a view)."""
     from sqlalchemy import inspect
 
-    from warehouse.db import open_db
-    from warehouse.view_types import VIEW_TYPES, generic
+    from warehouse.store.db import open_db
+    from warehouse.store.view_types import VIEW_TYPES, generic
     eng = open_db(pg_url)
     insp = inspect(eng)
     for name, cols in VIEW_TYPES.items():

@@ -11,7 +11,7 @@ import zlib
 import pytest
 
 from corpus import cases
-from warehouse.sqlguard import SQLITE_FUNCTIONS
+from warehouse.store.sqlguard import SQLITE_FUNCTIONS
 
 
 def _bomb_sql(declared: int) -> str:

@@ -13,11 +13,11 @@ from sqlalchemy import text
 from conftest import make_invoke
 from corpus import cases
 
-from warehouse.cellstore import iter_chunk_rows
-from warehouse.columns import StoredOnce, stored_once
-from warehouse.columns import OP_COLUMNS
-from warehouse.csvfile import NULL, encode_volatile
-from warehouse.db import open_db
+from warehouse.store.cells import iter_chunk_rows
+from warehouse.registry.columns import StoredOnce, stored_once
+from warehouse.registry.columns import OP_COLUMNS
+from warehouse.capture.cellcodec import NULL, encode_volatile
+from warehouse.store.db import open_db
 
 KERNEL = next(c for c in OP_COLUMNS if c.csv == "DEVICE KERNEL DURATION [ns]")
 CYCLE = next(c for c in OP_COLUMNS if c.csv == "DEVICE FW START CYCLE")
@@ -120,7 +120,7 @@ def test_check_sees_a_typed_value_that_no_longer_prints_the_cell(db_url):
 
 def test_the_downgrade_prints_every_null_back(db_url, tmp_path):
     """Revision 0013's downgrade: the revisions before keep every cell as text, so the nulls are filled in."""
-    from warehouse.db import downgrade, make_engine, resolve_url
+    from warehouse.store.db import downgrade, make_engine, resolve_url
     wh = make_invoke(db_url)
     src = cases()["oft_mismatch"]
     assert wh("ingest", src).exit_code == 0

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from corpus import cases
-from warehouse.synthetic import KERNEL, scale_csv
+from warehouse.capture.synthetic import KERNEL, scale_csv
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 

@@ -16,27 +16,39 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from warehouse.capture.files import DEFAULT_GLOB, output_stream, shown, write_output  # noqa: F401 (for adapters)
 from warehouse.errors import InputError, WarehouseError
 
 if TYPE_CHECKING:  # (imported lazily at run time: a one-line answer pays only for what it uses)
     from sqlalchemy import Engine
 
-    from warehouse.changes import ChangesResult
-    from warehouse.compare import Comparison
-    from warehouse.copy import Copied
-    from warehouse.lake import LakeExport
-    from warehouse.perf import PerfTable
-    from warehouse.query import SqlResult
-    from warehouse.regressions import Gate
-    from warehouse.runs import RunInfo
-    from warehouse.trend import Trend
-    from warehouse.triage import Decision
+    from warehouse.history.changes import ChangesResult
+    from warehouse.history.compare import Comparison
+    from warehouse.runs.copy import Copied
+    from warehouse.runs.lake import LakeExport
+    from warehouse.analysis.perf import PerfTable
+    from warehouse.store.query import SqlResult
+    from warehouse.history.gate import Gate
+    from warehouse.store.listing import RunInfo
+    from warehouse.history.trend import Trend
+    from warehouse.history.triage import Decision
+
+
+def database_error(e: BaseException) -> str | None:
+    """What a database error means, on one line, when ``e`` is one (None otherwise). SQLAlchemy is imported only by
+    the commands that use it, so it is looked for, not imported, here: a one-line answer never pays for it."""
+    exc = sys.modules.get("sqlalchemy.exc")
+    if exc is None or not isinstance(e, exc.DBAPIError):
+        return None
+    from warehouse.store import dialect  # (lazy: the database layer, loaded already when the error is one of its)
+    return dialect.explain(e)
 
 
 @dataclass
@@ -86,12 +98,12 @@ class Warehouse:
     @cached_property
     def engine(self) -> Engine:
         """The read-write engine (a new database is created at head when needed)."""
-        from warehouse.db import open_db
+        from warehouse.store.db import open_db
         return open_db(self.url)
 
     def _writer(self) -> Engine:
         """A read-write engine on an existing warehouse (a writing command never creates one by accident)."""
-        from warehouse.db import open_db
+        from warehouse.store.db import open_db
         if "engine" in self.__dict__:
             return self.__dict__["engine"]
         if "_write_engine" not in self.__dict__:
@@ -102,7 +114,7 @@ class Warehouse:
         # reads never write: a read-only opening never recreates the views (a reader role could not, and a
         # dashboard host on another release would fight the writers over them); it warns when they are stale
         # (opened once and kept: a notebook's hundredth query costs the query, not a new engine)
-        from warehouse.db import open_db
+        from warehouse.store.db import open_db
         if "engine" in self.__dict__:
             return self.__dict__["engine"]
         if "_read_engine" not in self.__dict__:
@@ -110,9 +122,9 @@ class Warehouse:
         return self.__dict__["_read_engine"]
 
     def _light(self) -> contextlib.AbstractContextManager[Any]:
-        """A connection of the light read path (:mod:`warehouse.lite`: no SQLAlchemy to import) while this
+        """A connection of the light read path (:mod:`warehouse.store.lite`: no SQLAlchemy to import) while this
         Warehouse has no engine yet and the warehouse is a SQLite file at head; else None (use an engine)."""
-        from warehouse.lite import reader
+        from warehouse.store.lite import reader
         if any(k in self.__dict__ for k in ("engine", "_read_engine", "_write_engine")):
             return contextlib.nullcontext(None)
         return reader(self.url)
@@ -125,12 +137,12 @@ class Warehouse:
         """Store CSVs (files, folders searched recursively, globs) as runs; one :class:`IngestOutcome` per file
         (a file that fails is an outcome with ``error``; the others are still ingested). ``jobs`` > 1 ingests
         several files in that many worker processes (call it from a script's ``if __name__ == "__main__":``);
-        0 picks by size (:func:`warehouse.parallel.auto_jobs`). ``progress(bytes done, bytes in all, files)``
+        0 picks by size (:func:`warehouse.runs.folder.auto_jobs`). ``progress(bytes done, bytes in all, files)``
         follows the bytes read; ``each(outcome)`` is called as each file is done."""
         # (light imports only until the first file's reader is forked: see _read_ahead)
-        from warehouse.devicelog import check_freq_option
-        from warehouse.files import DEFAULT_GLOB, find_csvs
-        from warehouse.runs import check_names
+        from warehouse.capture.devicelog import check_freq_option
+        from warehouse.capture.files import find_csvs
+        from warehouse.store.listing import check_names
 
         check_names(label, tags)
         check_freq_option(freq_mhz)
@@ -153,25 +165,25 @@ class Warehouse:
             self._read_ahead(files, jobs)
             return self._ingest(files, out, done, label, tags, freq_mhz, jobs, progress)
         finally:
-            from warehouse.rowprep import drop_ahead
+            from warehouse.capture.rowprep import drop_ahead
             drop_ahead()
 
     def _read_ahead(self, files: list[Path], jobs: int) -> None:
         """Start reading the first file before the database layers are imported and the warehouse opened, when
         the files are ingested one after the other here (the reader's scan and first batches then cost the
         writer no wait: ~0.4 s of a 100k-op capture). Its chunks are packed for the back end the URL names; an
-        ingest that finds otherwise reads the file again (see :func:`warehouse.rowprep.claim`)."""
+        ingest that finds otherwise reads the file again (see :func:`warehouse.capture.rowprep.claim`)."""
         if len(files) > 1 and jobs != 1 or not isinstance(self.url, (str, type(None))):
             return
         url = self.url or os.environ.get("WAREHOUSE_DB") or ""
         scheme = url.split("://")[0].split("+")[0].lower() if "://" in url else "sqlite"
-        from warehouse.rowprep import read_ahead
+        from warehouse.capture.rowprep import read_ahead
         read_ahead(files[0], compress=scheme not in ("postgresql", "postgres"))
 
     def _ingest(self, files: list[Path], out: list[IngestOutcome], done: Callable[[IngestOutcome], None],
                 label: str | None, tags: dict[str, str] | None, freq_mhz: float | None, jobs: int,
                 progress: Callable[[int, int, int], None] | None) -> list[IngestOutcome]:
-        from warehouse.parallel import auto_jobs, ingest_files
+        from warehouse.runs.folder import auto_jobs, ingest_files
 
         engine = self.engine
 
@@ -204,7 +216,7 @@ class Warehouse:
         """An existing run's label when it differs from the one asked for ('' for none), else None."""
         if label is None:
             return None
-        from warehouse.runs import list_runs
+        from warehouse.store.listing import list_runs
         old = list_runs(self.engine, run_id=run_id)[0].label
         return None if old == label else (old or "")
 
@@ -212,7 +224,7 @@ class Warehouse:
             untag: list[str] | None = None) -> dict[str, Any]:
         """Change a run's label (``''`` removes it) and tags; ``{"id", "label", "tags"}`` after."""
         from warehouse.errors import UsageError
-        from warehouse.runs import retag
+        from warehouse.store.listing import retag
         if label is None and not tags and not untag:
             raise UsageError("nothing to change: pass label, tags or untag")
         return retag(self._writer(), str(run), label=label, tags=tags, untag=untag)
@@ -221,29 +233,32 @@ class Warehouse:
                who: str | None = None) -> Decision:
         """Record what was decided about a change (``c-...``), a gate finding (``r-...``) or a night
         (``run:ID``): acknowledged, expected or invalid."""
-        from warehouse.triage import record
-        return record(self._writer(), ident, status, note=note, label=label, who=who)
+        from warehouse.history.lookup import find  # (lazy: the detectors, for one command only)
+        from warehouse.history.triage import normalise, record  # (lazy: the database layers, see above)
+        ident = normalise(ident)
+        found = None if ident.startswith("run:") else find(self._reader(), ident, label)
+        return record(self._writer(), ident, status, note=note, who=who, found=found)
 
     def untriage(self, ident: str) -> Decision:
         """Remove the decision about ``ident`` (what :meth:`triage` recorded); the decision removed."""
-        from warehouse.triage import clear
+        from warehouse.history.triage import clear
         return clear(self._writer(), ident)
 
     def remove(self, run_ids: Iterable[int]) -> int:
         """Delete runs completely (ids from :meth:`resolve`); how many were deleted."""
-        from warehouse.maintenance import remove_runs
+        from warehouse.runs.maintenance import remove_runs
         return remove_runs(self._writer(), list(dict.fromkeys(run_ids)))
 
     def copy_to(self, dst: str, runs: list[str] | None = None,
                 progress: Callable[[Copied], None] | None = None) -> list[Copied]:
         """Copy runs (ids or 'latest'; all when None) into the warehouse at ``dst``, lossless and idempotent."""
-        from warehouse.copy import copy_runs
-        from warehouse.db import open_db
+        from warehouse.runs.copy import copy_runs
+        from warehouse.store.db import open_db
         return copy_runs(self._reader(), open_db(dst), runs or None, progress=progress)
 
     def upgrade(self, revision: str = "head") -> str | None:
         """Upgrade (or create) the schema to ``revision``; the revision after."""
-        from warehouse.db import current_revision, make_engine, upgrade
+        from warehouse.store.db import current_revision, make_engine, upgrade
         engine = make_engine(self.url)
         upgrade(engine, revision)
         with engine.connect() as conn:
@@ -251,28 +266,28 @@ class Warehouse:
 
     def create_reader(self, role: str, password: str | None = None) -> list[str]:
         """PostgreSQL: create (or refresh) a login that can only SELECT; what stays open to every role."""
-        from warehouse.roles import create_reader
+        from warehouse.store.roles import create_reader
         return create_reader(self._writer(), role, password)
 
     # ------------------------------------------------------------------------------------------- runs
     def resolve(self, run: str | int, label: str | None = None) -> int:
         """The id of a run reference: a number, or ``latest`` (the newest capture, with ``label`` when given)."""
-        from warehouse.runs import resolve_run
+        from warehouse.store.listing import resolve_run
         with self._reader().connect() as conn:
             return resolve_run(conn, str(run), label)
 
     def runs(self, label: str | None = None, warnings: bool = False) -> list[RunInfo]:
         """Every run, oldest capture first, with tags, history attribution (and warnings)."""
-        from warehouse.runs import list_runs
+        from warehouse.store.listing import list_runs
         with self._light() as conn:
             return list_runs(conn or self._reader(), label=label, warnings=warnings)
 
     def run(self, run: str | int) -> RunDetail:
         """One run with its warnings, its sections and the runs before and after it among its label's."""
-        from warehouse.contract import SECTIONS
+        from warehouse.registry.contract import SECTIONS
         from sqlalchemy import text
 
-        from warehouse.runs import list_runs
+        from warehouse.store.listing import list_runs
         run_id = self.resolve(run)
         eng = self._reader()
         info = list_runs(eng, warnings=True, run_id=run_id)[0]
@@ -303,14 +318,14 @@ class Warehouse:
 
     def export(self, run: str | int, out: IO[bytes]) -> int:
         """Write a run back as its original CSV (checked against its hash); the bytes written."""
-        from warehouse.export import export_run
+        from warehouse.runs.export import export_run
         return export_run(self._reader(), self.resolve(run), out)
 
     def export_lake(self, dest: str | Path, *, label: str | None = None,
                     progress: Callable[[int, int, int, bool], None] | None = None) -> LakeExport:
         """Export every run (of ``label``) into the Parquet lake at ``dest``, incrementally (see
-        :mod:`warehouse.lake`); ``progress(done, total, run_id, written)`` after each run."""
-        from warehouse.lake import export_lake
+        :mod:`warehouse.runs.lake`); ``progress(done, total, run_id, written)`` after each run."""
+        from warehouse.runs.lake import export_lake
         return export_lake(self._reader(), dest, label=label, progress=progress)
 
     # ------------------------------------------------------------------------------------------- one run
@@ -319,12 +334,12 @@ class Warehouse:
         contract, so it stays a dict: :mod:`warehouse.render.report` prints it)."""
         with self._light() as conn:  # (a SQLite file at head: no SQLAlchemy to import)
             if conn is not None:
-                from warehouse.reportdoc import report_doc
-                from warehouse.runs import resolve_run
+                from warehouse.store.reportdoc import report_doc
+                from warehouse.store.listing import resolve_run
                 doc = report_doc(conn, resolve_run(conn, str(run), label))
                 if doc is not None:
                     return doc
-        from warehouse.report import build_report
+        from warehouse.analysis.report import build_report
         return build_report(self._reader(), self.resolve(run, label))
 
     def perf_table(self, run: str | int = "latest", label: str | None = None, *, section: str | None = None,
@@ -333,17 +348,17 @@ class Warehouse:
         """tt-perf-report's per-op table of a run: the ops of ``section`` (or after signpost ``start`` / before
         ``end``), devices merged unless not ``merge``, peaks of ``arch`` (default: the file's), sorted by host
         start unless not ``sort``; ``id_range`` (``5-10``, ``31-``, ``-12``): only those row IDs."""
-        from warehouse.perf import parse_id_range, perf_table
+        from warehouse.analysis.perf import parse_id_range, perf_table
         ids = parse_id_range(id_range) if id_range is not None else None
         with self._reader().connect() as conn:
-            from warehouse.runs import resolve_run
+            from warehouse.store.listing import resolve_run
             return perf_table(conn, resolve_run(conn, str(run), label), section=section, start=start, end=end,
                               merge=merge, arch=arch, sort=sort, id_range=ids)
 
     def perf_summary(self, table: PerfTable, by: str = "memory", per_device: bool = False) -> list[dict[str, Any]]:
         """tt-perf-report's summary (its stacked report) of a :meth:`perf_table`: device time and FLOPs % by op and
         input 0 layout (``by="memory"``), by op or by category; per device with ``per_device``."""
-        from warehouse.perfsummary import stacked
+        from warehouse.analysis.perfsummary import stacked
         return stacked(table, by, per_device=per_device)
 
     def perf(self, run: str | int = "latest", label: str | None = None, *, section: str | None = None,
@@ -351,7 +366,7 @@ class Warehouse:
              sort: bool = True, id_range: str | None = None) -> dict[str, Any]:
         """:meth:`perf_table` (same arguments) as a document: ``summary`` and ``rows`` (tt-perf-report's
         column names)."""
-        from warehouse.perf import summary
+        from warehouse.analysis.perf import summary
         t = self.perf_table(run, label, section=section, start=start, end=end, merge=merge, arch=arch, sort=sort,
                             id_range=id_range)
         return {"summary": summary(t), "rows": t.rows}
@@ -371,7 +386,7 @@ class Warehouse:
                 metric: str = "kernel", keys: list[str] | None = None) -> Comparison:
         """Run ``b`` against run ``a`` (ids or 'latest'), per key of grouping ``by`` in ``section`` (default:
         trace when present; 'all': the whole run), by ``metric``; only ``keys`` when given."""
-        from warehouse.compare import compare_runs
+        from warehouse.history.compare import compare_runs
         return compare_runs(self._reader(), str(a), str(b), by=by, section=section, metric=metric, keys=keys)
 
     def regressions(self, *, label: str | None = None, tags: dict[str, str] | None = None, last: int = 1,
@@ -381,8 +396,8 @@ class Warehouse:
                     baseline_tags: dict[str, str] | None = None) -> Gate:
         """The gate: each of the ``last`` newest runs (``label``, ``tags``) against the ``window`` valid runs
         before it, or one ``run`` against a baseline (``baseline_label`` / ``baseline_tags``); changes over
-        ``threshold`` (a fraction) and ``min_us``. See :func:`warehouse.regressions.find_regressions`."""
-        from warehouse.regressions import find_regressions
+        ``threshold`` (a fraction) and ``min_us``. See :func:`warehouse.history.gate.find_regressions`."""
+        from warehouse.history.gate import find_regressions
         return find_regressions(self._reader(), label=label, tags=tags, last=last, window=window,
                                 threshold=threshold, min_us=min_us, by=by, section=section, metrics=metrics,
                                 keys=keys, run=run, baseline_label=baseline_label, baseline_tags=baseline_tags)
@@ -390,9 +405,9 @@ class Warehouse:
     def changes(self, *, label: str | None = None, tags: dict[str, str] | None = None, since: str | None = None,
                 until: str | None = None, fdr: float = 0.01, min_sigmas: float = 6.0, min_change: float = 0.01,
                 min_us: float = 1.0, metrics: list[str] | None = None) -> ChangesResult:
-        """The change points of a label's history, one per cause: a :class:`warehouse.changes.ChangesResult`
-        (``.changes``, ``.outliers``, ``.to_json()``). See :func:`warehouse.changes.find_changes`."""
-        from warehouse.changes import find_changes
+        """The change points of a label's history, one per cause: a :class:`warehouse.history.changes.ChangesResult`
+        (``.changes``, ``.outliers``, ``.to_json()``). See :func:`warehouse.history.changes.find_changes`."""
+        from warehouse.history.changes import find_changes
         return find_changes(self._reader(), label=label, tags=tags, since=since, until=until, fdr=fdr,
                             min_sigmas=min_sigmas, min_change=min_change, min_us=min_us, metrics=metrics)
 
@@ -401,13 +416,13 @@ class Warehouse:
               keys: list[str] | None = None, all_models: bool = False) -> Trend:
         """A metric of ``keys`` (else the ``top`` keys of the newest run) over the ``last`` runs (None: all);
         runs of another model are left out unless ``all_models``."""
-        from warehouse.trend import trend
+        from warehouse.history.trend import trend
         return trend(self._reader(), by=by, section=section, top=top, label=label, tags=tags, last=last,
                      metric=metric, keys=keys, all_models=all_models)
 
     def decisions(self, run_ids: list[int] | None = None) -> list[Decision]:
         """Every triage decision (about ``run_ids`` only, when given), oldest night first."""
-        from warehouse.triage import decisions
+        from warehouse.history.triage import decisions
         with self._reader().connect() as conn:
             return decisions(conn, run_ids)
 
@@ -418,14 +433,14 @@ class Warehouse:
             ) -> Iterator[SqlResult]:
         """One read-only statement, streamed: ``with wh.sql(s) as res: res.columns, res.rows``. Refused: writes,
         ATTACH, COPY, SET, server functions; stopped after ``max_rows`` (``res.truncated``) or ``timeout_s``."""
-        from warehouse.query import stream_sql
+        from warehouse.store.query import stream_sql
         with stream_sql(self._reader(), statement, timeout_s=timeout_s, max_rows=max_rows,
                         max_value_bytes=max_value_bytes, max_result_bytes=max_result_bytes) as res:
             yield res
 
     def query(self, sql: str, max_rows: int | None = None, **params: Any) -> list[dict[str, Any]]:
         """One read-only SELECT (``:name`` parameters); a list of dicts."""
-        from warehouse.query import stream_sql
+        from warehouse.store.query import stream_sql
         with stream_sql(self._reader(), sql, params, max_rows=max_rows) as res:
             return [dict(zip(res.columns, r)) for r in res.rows]
 
@@ -436,24 +451,24 @@ class Warehouse:
 
     def schema(self) -> list[dict[str, Any]]:
         """Tables and views with their columns and declared types."""
-        from warehouse.query import describe_schema
+        from warehouse.store.query import describe_schema
         return describe_schema(self._reader())
 
     # ------------------------------------------------------------------------------------------- upkeep
     def check(self, progress: Callable[[int, int], None] | None = None) -> list[str]:
         """Verify storage, counts, orphans, rollups, reports and exports; the problems found (none: ok)."""
-        from warehouse.maintenance import check_warehouse
+        from warehouse.runs.maintenance import check_warehouse
         return check_warehouse(self._reader(), progress)
 
     def check_schema(self) -> list[str]:
         """The differences between the tables and the models (alembic check)."""
-        from warehouse.db import check_schema
+        from warehouse.store.db import check_schema
         return check_schema(self._writer())
 
     def revision(self) -> tuple[str | None, str, bool]:
         """(the warehouse's revision or None, the code's head, whether this code knows the revision)."""
-        from warehouse.db import current_revision, make_engine
-        from warehouse.revisions import head_revision_fast, known_revisions
+        from warehouse.store.db import current_revision, make_engine
+        from warehouse.store.revisions import head_revision_fast, known_revisions
         with make_engine(self.url).connect() as conn:
             rev = current_revision(conn)
         return rev, head_revision_fast(), rev is None or rev in known_revisions()

@@ -1,7 +1,7 @@
 """Alembic environment: drop every view, run the migrations, recreate the views when at head (and then build the
 derived rows that are computed through them, for runs that lack them).
 
-Views are not in ``target_metadata``; they are defined once in :mod:`warehouse.views`. Dropping them first lets
+Views are not in ``target_metadata``; they are defined once in :mod:`warehouse.store.views`. Dropping them first lets
 batch mode on SQLite rebuild a table that a view reads (alembic issue 1207).
 """
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine, pool
 
-from warehouse.schema import metadata
-from warehouse.views import create_views, drop_views, not_a_view
+from warehouse.store.schema import metadata
+from warehouse.store.views import create_views, drop_views, not_a_view
 
 config = context.config
 
@@ -27,7 +27,7 @@ def _run(connection) -> None:
         if context.get_context().get_current_revision() == script.get_current_head():
             create_views(connection)
             # derived rows of older runs, computed by the head's code (the rollups, the stored report parts)
-            from warehouse.derived import backfill
+            from warehouse.runs.derived import backfill
             backfill(connection)
 
 

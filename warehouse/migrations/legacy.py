@@ -9,15 +9,16 @@ from collections.abc import Iterator
 
 from sqlalchemy import Column, Connection, Integer, MetaData, Table, Text, bindparam, select, text, update
 
-from warehouse import dialect
-from warehouse import schema as t
-from warehouse.cellstore import CHUNK_ROWS, ChunkWriter, compresses, iter_chunk_rows, pack_cells, unpack
-from warehouse.contract import EAGER, TRACE
-from warehouse.csvfile import decode_inline, decode_volatile, encode_inline, encode_volatile
-from warehouse.export import iter_numbered_rows
-from warehouse.history import SIGNPOST, Attributed, HistoryTracker, summarize
+from warehouse.store import dialect
+from warehouse.store import schema as t
+from warehouse.store.cells import CHUNK_ROWS, ChunkWriter, compresses, iter_chunk_rows, pack_cells, unpack
+from warehouse.registry.contract import EAGER, TRACE
+from warehouse.capture.cellcodec import decode_inline, decode_volatile, encode_inline, encode_volatile
+from warehouse.runs.export import iter_numbered_rows
+from warehouse.capture.alignment import SIGNPOST, Attributed, HistoryTracker
+from warehouse.store.attribution import summarize
 
-from warehouse.perfstore import ShapeCache, column_rows, perf_arch
+from warehouse.store.perfstore import ShapeCache, column_rows, perf_arch
 
 
 
@@ -147,7 +148,7 @@ def attribute_run_v8(conn: Connection, run_id: int) -> None:
 
 def backfill_v8(conn: Connection) -> None:
     """History attribution for every stored run (migration 0005; the rollups are built at head, see
-    :func:`warehouse.derived.backfill`)."""
+    :func:`warehouse.runs.derived.backfill`)."""
     for (run_id,) in conn.execute(text("SELECT id FROM run ORDER BY id")).all():
         attribute_run_v8(conn, run_id)
         summarize(conn, run_id, as_text=True)
@@ -236,8 +237,8 @@ def fill_stored_once(conn: Connection) -> int:
 def store_layer_op_code_rollups(conn: Connection) -> None:
     """Revision 0013's rollups of the grouping ``layer/op-code`` for every run (0014 stopped storing them),
     computed from the ops by the head's rollup SQL for that one grouping, keys and rows."""
-    from warehouse.measures import GROUPINGS
-    from warehouse.rollups import build_sql
+    from warehouse.registry.measures import GROUPINGS
+    from warehouse.analysis.rollups import build_sql
 
     grouping = next(g for g in GROUPINGS if g.key == "layer/op-code")
     sql = build_sql([grouping])

@@ -8,8 +8,8 @@ from warehouse.render import rows as rowfmt
 
 if TYPE_CHECKING:
     from warehouse.api import IngestOutcome
-    from warehouse.runs import RunInfo
-    from warehouse.triage import Decision
+    from warehouse.store.listing import RunInfo
+    from warehouse.history.triage import Decision
 
 RUN_COLUMNS = ["id", "captured", "label", "tags", "file", "ops", "history attribution"]
 DECISION_COLUMNS = ["id", "run", "status", "kind", "by", "key", "who", "when", "note"]

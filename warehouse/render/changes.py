@@ -1,4 +1,4 @@
-"""Text, Markdown and JSON of :class:`warehouse.changes.ChangesResult` (and of cause trees in general).
+"""Text, Markdown and JSON of :class:`warehouse.history.changes.ChangesResult` (and of cause trees in general).
 
 Markdown always fits a pull-request comment: causes are listed by impact until the budget is spent, then
 "N more" with the command that lists them all.
@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from warehouse.boundchange import describe
+from warehouse.history.boundchange import describe
 from warehouse.render import rows as render
-from warehouse.changes import Change, ChangesResult
+from warehouse.history.changes import Change, ChangesResult
 
 # GitHub refuses a comment over 65,536 characters; leave room for what a CI job adds around it
 MD_BUDGET = 60_000

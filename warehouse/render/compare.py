@@ -1,10 +1,10 @@
-"""A :class:`warehouse.compare.Comparison` as a text table or a pull-request comment."""
+"""A :class:`warehouse.history.compare.Comparison` as a text table or a pull-request comment."""
 from __future__ import annotations
 
 from typing import Any
 
-from warehouse.compare import Comparison, CompareRow
-from warehouse.measures import METRIC
+from warehouse.history.compare import Comparison, CompareRow
+from warehouse.registry.measures import METRIC
 from warehouse.render import rows as rowfmt
 
 COLUMNS = ["key", "status", "a_us", "b_us", "delta_us", "delta_pct", "a_ops", "b_ops"]

@@ -1,4 +1,4 @@
-"""tt-perf-report's per-op table (:class:`warehouse.perf.PerfTable`) as a terminal table, Markdown, JSON or its
+"""tt-perf-report's per-op table (:class:`warehouse.analysis.perf.PerfTable`) as a terminal table, Markdown, JSON or its
 ``--csv`` layout."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import csv
 import io
 from typing import Any
 
-from warehouse.perf import COLUMNS, VISIBLE, PerfTable
-from warehouse.perf import summary as totals
+from warehouse.analysis.perf import COLUMNS, VISIBLE, PerfTable
+from warehouse.analysis.perf import summary as totals
 from warehouse.render import rows as r
 
 
@@ -20,7 +20,7 @@ def _fmt(v: object, unit: str | None, decimals: int | None) -> str:
 
 def render(table: PerfTable, fmt: str, summary: list[dict] | None = None) -> str:
     """The table as ``table`` (terminal), ``md``, ``json`` or ``csv`` (tt-perf-report's --csv columns); with
-    ``summary`` (:func:`warehouse.perfsummary.stacked`), the summary after it (in JSON: ``stacked``)."""
+    ``summary`` (:func:`warehouse.analysis.perfsummary.stacked`), the summary after it (in JSON: ``stacked``)."""
     if fmt == "json":
         doc: dict = {"summary": totals(table), "rows": table.rows}
         if summary is not None:

@@ -1,12 +1,12 @@
-"""A :class:`warehouse.regressions.Gate` as text lines, a pull-request comment within GitHub's limit, or rows of
+"""A :class:`warehouse.history.gate.Gate` as text lines, a pull-request comment within GitHub's limit, or rows of
 every series that moved."""
 from __future__ import annotations
 
 from typing import Any
 
-from warehouse.boundchange import describe
-from warehouse.measures import METRIC
-from warehouse.regressions import Gate
+from warehouse.history.boundchange import describe
+from warehouse.registry.measures import METRIC
+from warehouse.history.gate import Gate
 from warehouse.render import rows as rowfmt
 
 COLUMNS = ["kind", "run_id", "time", "section", "by", "key", "device", "metric", "value_us", "baseline_us",

@@ -1,4 +1,5 @@
-"""The OPT_BASELINE report document (:func:`warehouse.report.build_report`) as profile_summary.py writes it: its
+"""The OPT_BASELINE report document (:func:`warehouse.analysis.report.build_report`) as profile_summary.py writes it:
+its
 text (stdout and the Markdown file) and its JSON, to the byte."""
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from warehouse.measures import REPORT_TABLES
-from warehouse.contract import SECTIONS
+from warehouse.registry.measures import REPORT_TABLES
+from warehouse.registry.contract import SECTIONS
 
 
 def md_table(rows: list[dict[str, Any]], n: int, label: str) -> str:

@@ -1,4 +1,5 @@
-"""A :class:`warehouse.trend.Trend` as a table (any row format) or a line plot over capture time (matplotlib, the
+"""A :class:`warehouse.history.trend.Trend` as a table (any row format) or a line plot over capture time (matplotlib,
+the
 ``plot`` extra)."""
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from warehouse.errors import UsageError
-from warehouse.measures import METRIC
+from warehouse.registry.measures import METRIC
 from warehouse.render import rows as rowfmt
-from warehouse.trend import Trend
+from warehouse.history.trend import Trend
 
 
 def table(res: Trend) -> tuple[list[str], list[list[Any]]]:

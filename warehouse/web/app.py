@@ -23,7 +23,7 @@ from starlette.templating import Jinja2Templates
 
 from warehouse.errors import NotFound, UsageError, WarehouseError
 from warehouse.render import rows as render
-from warehouse.measures import METRIC, grouping_keys
+from warehouse.registry.measures import METRIC, grouping_keys
 
 HERE = Path(__file__).parent
 SQL_TIMEOUT_S = 10.0

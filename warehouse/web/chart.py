@@ -11,7 +11,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from warehouse.trend import Trend
+    from warehouse.api import Trend
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f",
            "#bcbd22"]
@@ -108,7 +108,7 @@ def svg(series: list[Series], unit: str, width: int = 900, height: int = 360, ma
 
 
 def from_trend(res: Trend, regressed: set[tuple[int, str]]) -> list[Series]:
-    """Series of a :class:`warehouse.trend.Trend`; ``regressed`` holds (run id, key) pairs to mark."""
+    """Series of a :class:`warehouse.history.trend.Trend`; ``regressed`` holds (run id, key) pairs to mark."""
     out = []
     for k in res.keys:
         pts = [(res.meta[r]["time"] or "", r, v, (r, k) in regressed) for r, v in zip(res.runs, res.values[k])]

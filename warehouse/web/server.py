@@ -95,6 +95,10 @@ class RateLimited(logging.Filter):
             self._seen.clear()
         if n > self.burst:
             return False
+        if record.exc_info and isinstance(record.exc_info[1], OSError):
+            # (the system said no: out of descriptors, a reset connection; its one line says all a traceback would)
+            record.msg = f"{record.msg}: {record.exc_info[1]}"
+            record.exc_info = None
         if n == self.burst:
             record.exc_info = None  # (one traceback of a kind is enough)
         return True
@@ -106,9 +110,11 @@ def run(app: Any, host: str, port: int, *, max_connections: int | None = None,
     import uvicorn
 
     limit = max_connections or default_max_connections()
+    # (the backlog bounds how many connections one turn of the event loop accepts: a burst larger than the file
+    # limit would run out of descriptors before the ones over the cap are closed)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning",
                             http=guarded_protocol(limit, header_timeout_s), limit_concurrency=limit,
-                            timeout_keep_alive=5)
+                            timeout_keep_alive=5, backlog=limit)
     flt = RateLimited()  # (after the Config: it sets uvicorn's logging up)
     for name in ("asyncio", "uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(name).addFilter(flt)

@@ -1,7 +1,7 @@
 """run ids are never reused (SQLite AUTOINCREMENT); arch and tag keys of any length
 
 On SQLite a rowid table gives a deleted run's id to the next run unless the table is declared AUTOINCREMENT,
-which only a rebuild can add (foreign keys are off during migrations, see ``warehouse.db._migrating``).
+which only a rebuild can add (foreign keys are off during migrations, see ``warehouse.store.db._migrating``).
 PostgreSQL's identity columns never reuse ids; there only the column types change.
 
 Revision ID: 0004

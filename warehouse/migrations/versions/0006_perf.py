@@ -3,7 +3,7 @@
 Adds the interned perf_shape table (with its perf_tensor rows), op.perf_shape_id, run.perf_arch and run_column,
 and stores the volatile cells of row_cells as JSON arrays (SQL reads them: view csv_cell). Existing runs are
 converted and get their facts here, from their stored cells, by the same code as ingest
-(warehouse.perfstore.backfill).
+(warehouse.store.perfstore.backfill).
 
 Revision ID: 0006
 Revises: 0005

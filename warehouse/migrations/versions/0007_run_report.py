@@ -1,7 +1,7 @@
 """stored report parts: the OPT_BASELINE report's figures computed from a run's ops, once, at ingest
 
 Adds ``run_report``. The parts of runs stored before are computed when the upgrade reaches head (migrations/env.py
-calls ``warehouse.report.backfill_parts`` after the views are back: the computation reads them).
+calls ``warehouse.analysis.report.backfill_parts`` after the views are back: the computation reads them).
 
 Revision ID: 0007
 Revises: 0006

@@ -1,6 +1,6 @@
 """cell chunks: the export cells of consecutive rows stored together, compressed (SQLite) or left to TOAST (PostgreSQL)
 
-Replaces the per-row ``row_cells`` with ``cell_chunk`` (see warehouse.cellstore): a run's database growth halves
+Replaces the per-row ``row_cells`` with ``cell_chunk`` (see warehouse.store.cells): a run's database growth halves
 and export stays byte for byte. Both ways convert every stored run.
 
 Revision ID: 0008

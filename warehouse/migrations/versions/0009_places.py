@@ -23,7 +23,7 @@ _PAIRS = (("place_id", "block", "layer"), ("hist_place_id", "hist_block", "hist_
 
 
 def upgrade() -> None:
-    from warehouse.places import place_digest
+    from warehouse.capture.places import place_digest
 
     op.create_table(
         "place",

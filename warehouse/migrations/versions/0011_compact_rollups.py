@@ -5,7 +5,7 @@ and its times as doubles: on a realistic 100,000-op capture it was 39 MB of a 72
 rows move to ``rollup_row`` (a ``rollup_key`` id instead of the two texts, ``WITHOUT ROWID`` on SQLite so that the
 primary key is the table) and ``rollup`` becomes a view with the same columns, so that SQL over it and every
 reader stay as they were. The rows of existing runs are computed again from their ops when the upgrade reaches
-head (migrations/env.py calls ``warehouse.derived.backfill``, the head's code): exact sums in ns, not the old
+head (migrations/env.py calls ``warehouse.runs.derived.backfill``, the head's code): exact sums in ns, not the old
 doubles converted.
 
 Revision ID: 0011

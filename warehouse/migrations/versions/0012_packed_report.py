@@ -27,7 +27,7 @@ _OLD_DOC = "JSON: trace_ids, replay_sessions and the eager / trace sections of t
 
 
 def _pack(text: str, compress: bool) -> tuple[bytes, int]:
-    # (a copy of warehouse.cellstore.pack_text as it is at this revision: a migration never follows later code)
+    # (a copy of warehouse.store.cells.pack_text as it is at this revision: a migration never follows later code)
     raw = text.encode("utf-8", "surrogatepass")
     if compress:
         packed = zlib.compress(raw, 6)

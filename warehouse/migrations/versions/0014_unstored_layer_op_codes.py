@@ -3,7 +3,7 @@
 The rollups of the drill-down grouping ``layer/op-code`` (which op codes of a moved layer moved) were 61 % of the
 rollup rows of a realistic capture and about a quarter of a night's growth: a layer holds few ops, so its op codes
 are nearly a key per op. Only ``regressions`` reads them, to explain a moved layer over the few runs of its window,
-and from this revision it computes them from those runs' ops (warehouse.rollups.computed_rows). The upgrade
+and from this revision it computes them from those runs' ops (warehouse.analysis.rollups.computed_rows). The upgrade
 deletes the stored rows and their keys; the downgrade computes them again for every run.
 
 Revision ID: 0014

@@ -2,7 +2,7 @@
 
 Every op row repeated the text of how its block and layer were attributed, twice (``signpost``,
 ``eager_position``, ``position`` ...): 8 to 14 bytes each, about 2 MB of a realistic 100,000-op capture (a fifth
-of the op table). They become the codes of ``warehouse.codes`` (0 and 1 take no byte in SQLite's record); the
+of the op table). They become the codes of ``warehouse.registry.codes`` (0 and 1 take no byte in SQLite's record); the
 views ``op_detail`` and ``op_history`` give the texts as before. The codes are written out here (a migration
 must not follow the head's modules).
 
@@ -23,7 +23,7 @@ depends_on = None
 _CODES = {"attribution": {"eager_position": 0, "signpost": 1},
           "hist_how": {"position": 0, "signpost": 1, "aligned": 2, "unmatched": 3}}
 _COMMENTS = {
-    "attribution": ("the report's: 0 eager_position | 1 signpost (warehouse.codes; op_detail gives the text)",
+    "attribution": ("the report's: 0 eager_position | 1 signpost (warehouse.registry.codes; op_detail gives the text)",
                     "signpost | eager_position"),
     "hist_how": ("how history attributed it: 0 position | 1 signpost | 2 aligned | 3 unmatched (NULL: no signpost; "
                  "op_history gives the text)",

@@ -2,7 +2,7 @@
 
 The unique constraint on ``rollup_key (grouping, key)`` kept every key's texts a second time, in its index: half
 of the table's bytes (1.6 of 3.0 MB on a realistic 100,000-op capture's first night). Keys get ``digest`` (the
-first 8 bytes of md5(grouping, x'1f', key), as ``warehouse.dialect.key_digest`` computes it; written out here,
+first 8 bytes of md5(grouping, x'1f', key), as ``warehouse.store.dialect.key_digest`` computes it; written out here,
 a migration must not follow the head's modules), unique, and the constraint on the texts goes.
 
 Revision ID: 0016

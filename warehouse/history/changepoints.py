@@ -1,0 +1,399 @@
+"""Change points of one nightly series: pure functions, a series in, its steps, creep and outliers out.
+
+The database never reaches this module (:mod:`warehouse.history.changes` feeds it). The method, for a series ``x`` of
+positive per-iteration figures (one a night, already divided by the night's run-wide level):
+
+1. **Log scale**: ``log(x)``, so a change is relative and noise is comparable across keys.
+2. **Noise**: ``sigma`` is the series' own robust night-to-night noise (1.4826 x the median absolute first
+   difference / sqrt 2: a step moves one difference, an outlier two, neither moves the median), floored by the
+   noise the trace replays show within each night (their spread) and by ``floor``.
+3. **Outliers**: a night more than ``OUTLIER_SIGMAS`` from the level of the nights before it and from that of
+   the nights after it, on the same side, is a one-night outlier: reported apart and replaced before steps are
+   looked for, so that a hiccup is never a change and never hides one. Timing noise only slows things down, so a
+   night above its neighbours' median counts at most ``HICCUP_SIGMAS`` above it.
+4. **Steps**: binary segmentation: the split is where the two-sample statistic ``|mean(after) - mean(before)| /
+   (sigma * sqrt(1/n1 + 1/n2))`` peaks (every split at once, with cumulative sums), and it counts when the same
+   statistic on lower quartiles (noise 1.3626 sigma / sqrt n: hiccuped nights cannot move them) passes
+   ``tau`` (which :mod:`warehouse.history.changes` sets so that the false-discovery rate over all of a model's series
+   stays under control) and the relative change passes ``min_change``. A new level must hold ``MIN_AFTER``
+   nights: the newest night alone is the gate's business (``warehouse regressions``), not a change yet.
+5. **Creep**: when a ramp (flat, then a constant rate per night) explains the series better than its steps do,
+   by ``CREEP_GAIN``, it is one creep from the first night its excess passes the noise, not many small steps.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+OUTLIER_SIGMAS = 6.0
+HICCUP_SIGMAS = 2.0
+MIN_AFTER = 3  # nights a new level must hold before it is a change (fewer: the gate's business)
+MIN_BEFORE = 5  # nights of the old level a change needs (a median of fewer is moved by two hiccups)
+CREEP_GAIN = 0.6  # a ramp must leave at most this share of the steps' squared residual
+CREEP_MIN_NIGHTS = 5
+MAX_EXCURSION = 4  # nights a level may last and return before it is a change
+
+
+@dataclass
+class Step:
+    """A lasting change: ``index`` is the first night of the new level; levels are medians (not logs)."""
+
+    index: int
+    before: float
+    after: float
+    z: float  # the split statistic, in noise units
+
+    @property
+    def change(self) -> float:
+        return self.after / self.before - 1 if self.before else 0.0
+
+
+@dataclass
+class Creep:
+    """A slow drift: from ``index`` (the first night its excess passes the noise) to the end of the series."""
+
+    index: int
+    start_index: int  # where the fitted ramp begins
+    before: float
+    after: float  # the fitted level on the last night
+    per_night: float  # relative change a night
+    z: float
+
+    @property
+    def change(self) -> float:
+        return self.after / self.before - 1 if self.before else 0.0
+
+
+@dataclass
+class Outlier:
+    index: int
+    value: float
+    expected: float
+    z: float
+
+
+@dataclass
+class SeriesChanges:
+    """What a series holds: its noise (relative), steps, creep (or None) and one-night outliers."""
+
+    sigma: float
+    steps: list[Step] = field(default_factory=list)
+    creep: Creep | None = None
+    outliers: list[Outlier] = field(default_factory=list)
+    best_z: float = 0.0  # the largest split statistic of the whole series (for the false-discovery rule)
+
+
+def robust_sigma(z: np.ndarray) -> float:
+    """Night-to-night noise of a log series: 1.4826 x median |first difference| / sqrt 2."""
+    if len(z) < 3:
+        return 0.0
+    return float(1.4826 * np.median(np.abs(np.diff(z))) / math.sqrt(2))
+
+
+def row_medians(m: np.ndarray) -> np.ndarray:
+    """The median of the finite values of each row of ``m`` (NaN for a row with none): the same number as
+    ``np.median`` of the row's finite values (the middle value, or the mean of the two middle ones), for every row
+    at once. A sort puts NaN last, so each row's finite values lead it."""
+    if m.ndim != 2 or not m.shape[0] or not m.shape[1]:
+        return np.full(m.shape[0] if m.ndim == 2 else 0, np.nan)
+    s = np.sort(m, axis=1)
+    cnt = np.isfinite(s).sum(axis=1)
+    rows = np.arange(len(s))
+    lo = s[rows, np.maximum(cnt - 1, 0) // 2]
+    hi = s[rows, np.minimum(cnt // 2, s.shape[1] - 1)]
+    with np.errstate(all="ignore"):
+        out = np.where(cnt % 2 == 1, lo, (lo + hi) / 2)
+    out[cnt == 0] = np.nan
+    return out
+
+
+def _window_medians_rows(m: np.ndarray, before: int, after: int) -> np.ndarray:
+    """For each row and night i, the median of the finite values of the row's nights i - before .. i + after
+    (fewer at the ends, NaN when none), every row and night at once. The windows inside the row go through a
+    sorting network of element-wise minima and maxima (a sort of a million windows of five is far slower), the
+    windows at the ends and any holding a NaN through :func:`row_medians`: the same numbers either way."""
+    k, n = m.shape
+    w = before + after + 1
+    out = np.full((k, n), np.nan)
+    redo = np.ones((k, n), dtype=bool)
+    if n >= w:
+        v = [m[:, t:t + n - w + 1] for t in range(w)]
+        for r in range(w):  # odd-even transposition: w rounds sort w values
+            for i in range(r % 2, w - 1, 2):
+                v[i], v[i + 1] = np.minimum(v[i], v[i + 1]), np.maximum(v[i], v[i + 1])
+        out[:, before:n - after] = v[w // 2] if w % 2 else (v[w // 2 - 1] + v[w // 2]) / 2
+        # (a window holding a NaN: its finite values, below; the NaNs of each window counted by cumulative sums)
+        holes = np.concatenate([np.zeros((k, 1), dtype=np.intp), np.cumsum(~np.isfinite(m), axis=1)], axis=1)
+        redo[:, before:n - after] = holes[:, w:] - holes[:, :n - w + 1] > 0
+    rows, cols = np.nonzero(redo)
+    if len(rows):
+        padded = np.concatenate([np.full((k, before), np.nan), m, np.full((k, after), np.nan)], axis=1)
+        win = np.lib.stride_tricks.sliding_window_view(padded, w, axis=1)  # (k, n, w)
+        out[rows, cols] = row_medians(win[rows, cols])
+    return out
+
+
+def clean(z: np.ndarray, sigma: float) -> tuple[np.ndarray, list[int]]:
+    """The series with its one-night outliers replaced, and their indices. A night is an outlier when it stands
+    ``OUTLIER_SIGMAS`` from the level of the three nights before it *and* from that of the three after it, on the
+    same side (a step's first night agrees with the nights after it, so it is never taken for one); the first
+    and the newest night have one side only and are judged by it."""
+    n = len(z)
+    if sigma <= 0 or n < 4:
+        return z.copy(), []
+    out, bad = clean_rows(z[None, :], np.array([sigma]))
+    return out[0], [int(i) for i in np.nonzero(bad[0])[0]]
+
+
+def clean_rows(z: np.ndarray, sigma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`clean` of every row of ``z`` (series of one length, at least 4 nights, each with its noise
+    ``sigma`` > 0) at once: the cleaned rows, and where their outliers were (a mask)."""
+    k = len(z)
+    lim = OUTLIER_SIGMAS * sigma[:, None]
+    gap = np.full((k, 1), np.nan)
+    left = _window_medians_rows(np.concatenate([gap, z[:, :-1]], axis=1), 2, 0)  # nights i-3 .. i-1
+    right = _window_medians_rows(np.concatenate([z[:, 1:], gap], axis=1), 0, 2)  # nights i+1 .. i+3
+    dl, dr = z - left, z - right
+    has_l, has_r = np.isfinite(left), np.isfinite(right)
+    far_l = ~has_l | (np.abs(np.where(has_l, dl, 0)) > lim)
+    far_r = ~has_r | (np.abs(np.where(has_r, dr, 0)) > lim)
+    same = ~(has_l & has_r) | (np.where(has_l, dl, 0) * np.where(has_r, dr, 0) > 0)
+    bad_mask = far_l & far_r & same & (has_l | has_r)
+    out = z.copy()
+    pick = np.where(~has_r | (has_l & (np.abs(np.where(has_l, dl, np.inf)) <= np.abs(np.where(has_r, dr, np.inf)))),
+                    left, right)
+    out[bad_mask] = pick[bad_mask]
+    # Timing noise is one-sided: interference, throttling and a hiccuped op only ever slow a night down. A night
+    # above the median of the five around it by more than HICCUP_SIGMAS counts at that bound: a few slow nights
+    # in a row cannot fake a level (a step's nights agree with their neighbours, so a step is untouched).
+    roll = _window_medians_rows(out, 2, 2)
+    return np.minimum(out, roll + HICCUP_SIGMAS * sigma[:, None]), bad_mask
+
+
+def split_stats(z: np.ndarray, a: int, b: int) -> np.ndarray:
+    """The two-sample statistic (unit noise) of every split k of z[a:b] into z[a:k], z[k:b]; NaN where a side is
+    shorter than its minimum."""
+    seg = z[a:b]
+    n = len(seg)
+    out = np.full(n, np.nan)
+    if n < MIN_BEFORE + MIN_AFTER:
+        return out
+    c = np.cumsum(seg)
+    k = np.arange(MIN_BEFORE, n - MIN_AFTER + 1)
+    left = c[k - 1] / k
+    right = (c[-1] - c[k - 1]) / (n - k)
+    out[k] = np.abs(right - left) / np.sqrt(1.0 / k + 1.0 / (n - k))
+    return out
+
+
+def split_stats_rows(z: np.ndarray) -> np.ndarray:
+    """:func:`split_stats` of every row of ``z`` (series of one length, at least ``MIN_BEFORE + MIN_AFTER``
+    nights) over the whole row."""
+    n = z.shape[1]
+    out = np.full(z.shape, np.nan)
+    c = np.cumsum(z, axis=1)
+    k = np.arange(MIN_BEFORE, n - MIN_AFTER + 1)
+    left = c[:, k - 1] / k
+    right = (c[:, -1:] - c[:, k - 1]) / (n - k)
+    out[:, k] = np.abs(right - left) / np.sqrt(1.0 / k + 1.0 / (n - k))
+    return out
+
+
+def segment(z: np.ndarray, sigma: float, tau: float, min_change: float) -> list[int]:
+    """Binary segmentation: the first indices of each new level whose split passes ``tau`` and
+    ``min_change`` (log units), in order."""
+    found: list[int] = []
+    stack = [(0, len(z))]
+    while stack:
+        a, b = stack.pop()
+        st = split_stats(z, a, b)
+        if not np.isfinite(st).any():
+            continue
+        k = _refine(z[a:b], int(np.nanargmax(st)))
+        left, right = z[a:a + k], z[a + k:b]
+        if median_z(left, right, sigma) < tau:
+            continue
+        if abs(float(np.median(right) - np.median(left))) < min_change:
+            continue
+        found.append(a + k)
+        stack += [(a, a + k), (a + k, b)]
+    return sorted(found)
+
+
+def _refine(seg: np.ndarray, k: int, reach: int = 2) -> int:
+    """The split near ``k`` (means chose it) that leaves the least absolute deviation from the two sides'
+    medians: a hiccup next to a step cannot pull the first night of the new level to its side."""
+    n = len(seg)
+
+    def cost(j: int) -> float:
+        return float(np.abs(seg[:j] - np.median(seg[:j])).sum() + np.abs(seg[j:] - np.median(seg[j:])).sum())
+    cands = [j for j in range(k - reach, k + reach + 1) if MIN_BEFORE <= j <= n - MIN_AFTER]
+    return min(cands, key=lambda j: (cost(j), abs(j - k))) if cands else k
+
+
+def _drop_excursions(z: np.ndarray, cps: list[int]) -> tuple[list[int], list[int]]:
+    """A level that lasts at most ``MAX_EXCURSION`` nights and returns to where it came from (up, then down as
+    far) is a passing excursion, not two changes: its split points are dropped and its nights returned."""
+    keep, nights = list(cps), []
+    i = 0
+    while i + 1 < len(keep):
+        a, b = keep[i], keep[i + 1]
+        prev = keep[i - 1] if i else 0
+        nxt = keep[i + 2] if i + 2 < len(keep) else len(z)
+        before, inside, after = np.median(z[prev:a]), np.median(z[a:b]), np.median(z[b:nxt])
+        up, back = inside - before, inside - after
+        if b - a <= MAX_EXCURSION and up * back > 0 and abs(after - before) < 0.5 * min(abs(up), abs(back)):
+            nights += list(range(a, b))
+            del keep[i:i + 2]
+            continue
+        i += 1
+    return keep, nights
+
+
+def median_z(before: np.ndarray, after: np.ndarray, sigma: float) -> float:
+    """The split's statistic on medians (a median's noise is 1.2533 sigma / sqrt n): the split is chosen on means,
+    which cumulative sums make cheap, and judged on medians, which a few hiccuped nights cannot move."""
+    if not len(before) or not len(after) or sigma <= 0:
+        return 0.0
+    # the lower quartile, not the median: slow nights (the noise is one-sided) move it least; its noise is
+    # 1.3626 sigma / sqrt n
+    lo_a, lo_b = np.percentile(after, 25), np.percentile(before, 25)
+    return float(abs(lo_a - lo_b) / (1.3626 * sigma * math.sqrt(1 / len(before) + 1 / len(after))))
+
+
+def _sse_steps(z: np.ndarray, cps: list[int]) -> float:
+    edges = [0, *cps, len(z)]
+    return float(sum(((z[s:e] - z[s:e].mean()) ** 2).sum() for s, e in zip(edges, edges[1:]) if e > s))
+
+
+def fit_creep(z: np.ndarray, sigma: float, tau: float) -> tuple[int, float, float, float] | None:
+    """The best ramp (flat until c, then a constant slope): ``(c, slope, sse, z)``, or None when no ramp of at
+    least ``CREEP_MIN_NIGHTS`` nights has a slope that passes ``tau``."""
+    n = len(z)
+    best = None
+    t = np.arange(n, dtype=float)
+    for c in range(MIN_BEFORE, n - CREEP_MIN_NIGHTS + 1):
+        h = np.maximum(0.0, t - c + 1)  # night c is the first above the flat level
+        X = np.column_stack([np.ones(n), h])
+        coef, *_ = np.linalg.lstsq(X, z, rcond=None)
+        sse = float(((z - X @ coef) ** 2).sum())
+        if best is None or sse < best[2]:
+            # the slope's standard error with the series' own noise
+            hc = h - h.mean()
+            se = sigma / math.sqrt(float((hc ** 2).sum())) if (hc ** 2).sum() > 0 else math.inf
+            best = (c, float(coef[1]), sse, abs(float(coef[1])) / se if se > 0 else 0.0)
+    if best is None or best[3] < tau:
+        return None
+    return best
+
+
+@dataclass
+class Prepared:
+    """A series made ready once (log scale, noise, outliers out) for :func:`analyse` to judge at any threshold."""
+
+    idx: np.ndarray
+    z: np.ndarray
+    zc: np.ndarray
+    bad: list[int]
+    sigma: float
+    best_z: float
+
+
+def prepare(values: np.ndarray, *, floor: float = 0.0, replay_noise: float = 0.0) -> Prepared:
+    """Log scale, noise and cleaning of a series, and the statistic of its best split (what the false-discovery
+    rule ranks), computed once."""
+    ok = np.isfinite(values) & (values > 0)
+    idx = np.nonzero(ok)[0]
+    z = np.log(values[ok])
+    sigma = max(robust_sigma(z), floor, replay_noise)
+    if len(z) < MIN_BEFORE + MIN_AFTER or sigma <= 0:
+        return Prepared(idx, z, z, [], sigma, 0.0)
+    zc, bad = clean(z, sigma)
+    best = 0.0
+    st = split_stats(zc, 0, len(zc))
+    if np.isfinite(st).any():
+        k = int(np.nanargmax(st))
+        best = median_z(zc[:k], zc[k:], sigma)
+    return Prepared(idx, z, zc, bad, sigma, best)
+
+
+def prepare_many(series: list[np.ndarray], *, floor: float = 0.0, replay_noise: list[float] | None = None
+                 ) -> list[Prepared]:
+    """:func:`prepare` of many series, the same numbers: the series of one length with every night a positive
+    figure (most of a history's) as matrices, a row each, in a few array operations; the others one by one."""
+    noise = replay_noise if replay_noise is not None else [0.0] * len(series)
+    out: list[Prepared | None] = [None] * len(series)
+    whole: dict[int, list[int]] = {}
+    for i, v in enumerate(series):
+        if len(v) >= MIN_BEFORE + MIN_AFTER and bool(np.all(np.isfinite(v) & (v > 0))):
+            whole.setdefault(len(v), []).append(i)
+        else:
+            out[i] = prepare(v, floor=floor, replay_noise=noise[i])
+    for n, rows in whole.items():
+        z = np.log(np.vstack([series[i] for i in rows]))
+        sigma = np.maximum(np.maximum(1.4826 * row_medians(np.abs(np.diff(z, axis=1))) / math.sqrt(2), floor),
+                           np.array([noise[i] for i in rows]))
+        idx = np.arange(n)
+        live = np.nonzero(sigma > 0)[0]
+        for q in np.nonzero(~(sigma > 0))[0]:
+            out[rows[q]] = Prepared(idx, z[q], z[q], [], float(sigma[q]), 0.0)
+        if not len(live):
+            continue
+        zl, sl = z[live], sigma[live]
+        zc, bad = clean_rows(zl, sl)
+        st = split_stats_rows(zc)
+        ks = np.nanargmax(st, axis=1)
+        best = np.zeros(len(live))
+        # the best split judged on lower quartiles (median_z), the rows that split at one night together
+        for k in np.unique(ks):
+            at = np.nonzero(ks == k)[0]
+            lo_b = np.percentile(zc[at, :k], 25, axis=1)
+            lo_a = np.percentile(zc[at, k:], 25, axis=1)
+            best[at] = np.abs(lo_a - lo_b) / (1.3626 * sl[at] * math.sqrt(1 / int(k) + 1 / (n - int(k))))
+        for j, r in enumerate(live):
+            out[rows[r]] = Prepared(idx, zl[j], zc[j], [int(i) for i in np.nonzero(bad[j])[0]], float(sl[j]),
+                                    float(best[j]))
+    return out  # type: ignore[return-value]
+
+
+def analyse(values: np.ndarray | Prepared, *, tau: float, min_change: float = 0.01, floor: float = 0.0,
+            replay_noise: float = 0.0) -> SeriesChanges:
+    """Steps, creep and outliers of one series of positive values (NaN or <= 0 nights are left out and the
+    indices still count nights), or of a :func:`prepare`d one."""
+    p = values if isinstance(values, Prepared) else prepare(values, floor=floor, replay_noise=replay_noise)
+    idx, z, zc, bad, sigma = p.idx, p.z, p.zc, p.bad, p.sigma
+    res = SeriesChanges(sigma)
+    if len(z) < MIN_BEFORE + MIN_AFTER or sigma <= 0:
+        return res
+    res.best_z = p.best_z
+    res.outliers = [Outlier(int(idx[i]), float(math.exp(z[i])), float(math.exp(zc[i])),
+                            float(abs(z[i] - zc[i]) / sigma)) for i in bad]
+    if p.best_z < 0.5 * tau:  # (no split of the series comes near: nothing to segment)
+        return res
+    cps = segment(zc, sigma, tau, math.log1p(min_change))
+    cps, bumps = _drop_excursions(zc, cps)
+    for i in bumps:
+        res.outliers.append(Outlier(int(idx[i]), float(math.exp(z[i])), float(math.exp(np.median(zc))), 0.0))
+    edges = [0, *cps, len(zc)]
+    for j, k in enumerate(cps):
+        before = zc[edges[j]:k]
+        after = zc[k:edges[j + 2]]
+        zstat = median_z(before, after, sigma)
+        res.steps.append(Step(int(idx[k]), float(math.exp(np.median(before))), float(math.exp(np.median(after))),
+                              float(zstat)))
+    if cps:
+        ramp = fit_creep(zc, sigma, tau)
+        same_way = len({s.after > s.before for s in res.steps}) == 1
+        if ramp is not None and same_way and (len(cps) > 1 or ramp[0] < cps[0] - 1) \
+                and ramp[2] <= CREEP_GAIN * _sse_steps(zc, cps):
+            c, slope, _, zr = ramp
+            # the first night the ramp's excess passes twice the noise: never before the drift began
+            rise = max(1, math.ceil(2 * sigma / abs(slope))) if slope else 1
+            first = min(len(zc) - 1, c - 1 + rise)
+            base = float(np.median(zc[:c])) if c > 0 else float(zc[0])
+            res.creep = Creep(int(idx[first]), int(idx[c]), math.exp(base),
+                              math.exp(base + slope * (len(zc) - c)), math.expm1(slope), zr)
+            res.steps = []
+    return res

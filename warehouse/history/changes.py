@@ -1,0 +1,580 @@
+"""The change points of a label's whole history, one finding per cause.
+
+Fed from the rollups (runs x keys, never ops) and handed to the pure detector of :mod:`warehouse.history.changepoints`:
+
+1. **Series**: per section (eager, trace, custom; the whole run for captures without sections), the section total
+   (all devices, and each device of a multi-device capture), every block and every op code, on every metric
+   (kernel, FW, op-to-op; span for totals), per iteration (the mean over trace replays; the replays' spread is
+   the night's own noise).
+2. **The run-wide level**: each night's level is the median, over every (block, op code) pair, of its value
+   against its own median over the history: a clock, firmware or driver change moves every pair, one slowed block
+   or op code moves few. Series are divided by it (devices by the median over devices), so that a night where
+   everything is 0.4 % faster is one whole-run change, not one per key; the level itself is a series too.
+3. **False alarms controlled over the model**: every series gets the p-value of its best split (Bonferroni over
+   the splits, normal noise), and the threshold is the Benjamini-Hochberg cut at ``fdr`` over all series, never
+   below ``min_sigmas``: more keys do not mean more false alarms.
+4. **Causes**: detections on the same night and in the same direction are nested: the whole run over everything,
+   a device over everything, then by impact (us per iteration), a block over the op codes inside it and an op code
+   over the blocks it runs in; the same key seen in several sections or metrics is one finding listing where it
+   shows. Contributors (the op codes of a block, the blocks of an op code) come from the same rows, in one pass.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Connection, Engine
+
+from warehouse.registry.contract import SECTIONS  # the oracle's sections, which run the same ops
+from warehouse.history.changepoints import MIN_AFTER, MIN_BEFORE, analyse, prepare_many
+from warehouse.errors import NotFound, UsageError
+from warehouse.registry.measures import METRIC, is_metric, nests_under, ordered, part_rank
+from warehouse.history.levels import _level, _replay_noise, _robust_night, _without_outliers
+from warehouse.history.series import HISTORY_METRICS, RunMeta, fetch_history, run_meta, select_runs
+from warehouse.history.boundchange import of_cause
+from warehouse.history.quality import judge, other_models
+from warehouse.history.triage import decisions, invalid_runs
+
+METRICS = HISTORY_METRICS  # the stored ones, read by default; any of METRIC when asked
+TOP_CONTRIBUTORS = 5
+PAIRS_SEEN = 3  # a block or op code with this many (block, op code) pairs is also seen through their median
+NEST_SLACK = 1.25  # a candidate is explained by a cause whose change is at least this share of its own
+NEST_NIGHTS = 3
+CORROBORATE = 2.0  # ... and whose night is this close to its own (a noisy child may name a neighbouring night)
+
+
+@dataclass
+class Change:
+    """One cause: a lasting step, a creep, or (in ``outliers``) a one-night outlier."""
+
+    id: str
+    kind: str  # step | creep | outlier
+    by: str  # section | device | block | op-code
+    key: str
+    time: str | None  # the first night of the new level (a creep: the first night past the noise)
+    run_id: int
+    before: float  # us per iteration, before and after (medians of the levels)
+    after: float
+    change_pct: float
+    delta_us: float
+    confidence: float
+    z: float
+    sections: list[str]
+    metrics: list[str]
+    devices: list[str]
+    tags: dict[str, str] = field(default_factory=dict)
+    since: str | None = None  # a creep: where its fitted ramp begins
+    per_night_pct: float | None = None
+    contributors: list[dict[str, Any]] = field(default_factory=list)
+    triage: str | None = None  # what a person decided (`warehouse triage`): acknowledged, expected, invalid
+    # a cause's series over the history's runs (us per iteration, None where a night lacks it): what the
+    # dashboard draws with the step marked; contributors and outliers have none
+    series: list[float | None] | None = None
+    series_of: str | None = None  # which series that is: its section and metric ("trace kernel")
+    unit: str = "us"  # of before, after and delta_us: the metric's (us for times; %, ops for computed ones)
+    worse: bool | None = None  # the change is for the worse (slower; a utilisation that fell, ...)
+    # a change of a Bound count: the op identities whose Bound moved in or out of the class that night
+    bound_changes: list[dict[str, Any]] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ChangesResult:
+    """``changes`` (causes, by impact), ``outliers`` (one-night), what was read and the warnings."""
+
+    label: str | None
+    runs: list[dict[str, Any]]
+    series: int
+    threshold_sigmas: float | None  # None: no series passed the false-discovery rule
+    fdr: float
+    changes: list[Change]
+    outliers: list[Change]
+    warnings: list[str]
+    invalid: list[dict[str, Any]] = field(default_factory=list)  # invalid captures left out (newest last)
+    newest_invalid: bool = False  # the history's newest night is an invalid capture (the CLI exits 4)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"label": self.label, "runs": self.runs, "series": self.series, "invalid": self.invalid,
+                "newest_invalid": self.newest_invalid,
+                "threshold_sigmas": self.threshold_sigmas, "fdr": self.fdr,
+                "changes": [c.to_json() for c in self.changes], "outliers": [c.to_json() for c in self.outliers],
+                "warnings": self.warnings}
+
+
+@dataclass
+class _Detection:
+    section: str
+    by: str
+    key: str
+    device: int
+    metric: str
+    kind: str
+    night: int
+    before: float
+    after: float
+    z: float
+    p: float
+    start: int | None = None
+    per_night: float | None = None
+
+    @property
+    def up(self) -> bool:
+        return self.after > self.before
+
+    @property
+    def delta(self) -> float:
+        return self.after - self.before
+
+
+def _p(z: float, n: int) -> float:
+    """The p-value of the best of ``n`` splits reaching ``z`` (two-sided normal, Bonferroni over the splits)."""
+    return min(1.0, max(1, n - MIN_BEFORE - MIN_AFTER + 1) * math.erfc(z / math.sqrt(2)))
+
+
+def _bh_threshold(best: list[tuple[float, int]], fdr: float, floor: float) -> float:
+    """The smallest split statistic the Benjamini-Hochberg rule at ``fdr`` accepts over all series (never below
+    ``floor``)."""
+    if not best:
+        return floor
+    ps = sorted((_p(z, n), z) for z, n in best)
+    m = len(ps)
+    cut = None
+    for i, (p, z) in enumerate(ps, 1):
+        if p <= fdr * i / m:
+            cut = z
+    return max(floor, cut if cut is not None else math.inf)
+
+
+def find_changes(engine: Engine, *, label: str | None = None, tags: dict[str, str] | None = None,
+                 since: str | None = None, until: str | None = None, fdr: float = 0.01, min_sigmas: float = 6.0,
+                 min_change: float = 0.01, min_us: float = 1.0, metrics: list[str] | None = None,
+                 excluded: set[int] | None = None) -> ChangesResult:
+    """The change points of the history of ``label`` (and ``tags``), between ``since`` and ``until`` (ISO dates,
+    inclusive), one :class:`Change` per cause. ``min_change`` is the smallest relative change and ``min_us`` the
+    smallest change in us per iteration reported; ``excluded`` run ids are left out of every series (invalid
+    captures, nights triaged as invalid)."""
+    metrics = list(metrics or METRICS)
+    for m in metrics:
+        if not is_metric(m):
+            raise UsageError(f"metric {m!r}: expected one of {', '.join(METRIC)}, or col:<CSV column name>")
+    warnings: list[str] = []
+    with engine.connect() as conn:
+        runs = select_runs(conn, label, tags)
+        if not runs:
+            raise NotFound("no runs in the warehouse; ingest a CSV first")
+        meta = run_meta(conn, runs)
+        runs = [r for r in runs if _in_range(meta[r], since, until)]
+        quality = judge(conn, runs)
+        strangers = other_models(conn, runs)
+        triaged = {d.id: d.status for d in decisions(conn, runs)}
+        for r, why in invalid_runs(conn, runs).items():
+            quality[r] = [why]
+        for r in sorted(strangers):
+            warnings.append(f"{meta[r].short()} {strangers[r]}: left out")
+        bad = {r for r, p in quality.items() if p} | set(excluded or ()) | set(strangers)
+        for r in sorted(bad & set(runs)):
+            if quality.get(r):
+                warnings.append(f"{meta[r].short()} is an invalid capture ({'; '.join(quality[r])}): left out")
+        invalid = [{**meta[r].as_dict(), "problems": quality[r]} for r in runs if quality.get(r)]
+        newest_invalid = bool(runs) and bool(quality.get(runs[-1]))
+        runs = [r for r in runs if r not in bad]
+        if len(runs) < MIN_BEFORE + MIN_AFTER:
+            raise NotFound(f"{len(runs)} valid run(s) in the history; changes need at least "
+                           f"{MIN_BEFORE + MIN_AFTER} nights")
+        data = fetch_history(conn, runs, tuple(m for m in metrics if not METRIC[m].stored))
+        res = _detect(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_us, warnings)
+        _with_bound_changes(conn, res.changes, runs)
+    res.invalid, res.newest_invalid = invalid, newest_invalid
+    for c in res.changes:
+        c.triage = triaged.get(c.id)
+    return res
+
+
+def _with_bound_changes(conn: Connection, changes: list[Change], runs: list[int]) -> None:
+    """A change of a Bound count (``bound_dram`` ...) names the op identities whose Bound changed on its night
+    against the nights before it (:func:`warehouse.history.boundchange.bound_changes`)."""
+
+    for c in changes:
+        if c.run_id in runs:
+            i = runs.index(c.run_id)
+            c.bound_changes = of_cause(conn, c.run_id, runs[max(0, i - NEST_NIGHTS - 4):i], c.sections, c.by,
+                                       c.key, c.metrics)
+
+
+def _in_range(m: RunMeta, since: str | None, until: str | None) -> bool:
+    day = (m.time or "")[:10]
+    return (since is None or day >= since[:10]) and (until is None or day <= until[:10])
+
+
+def _detect(data: dict[tuple[str, str, str, int], dict[str, np.ndarray]], runs: list[int], meta: dict[int, RunMeta],
+            label: str | None, metrics: list[str], fdr: float, min_sigmas: float, min_change: float,
+            min_us: float, warnings: list[str]) -> ChangesResult:
+    n = len(runs)
+    sections = sorted({s for (s, _, _, _) in data})
+    if any(s for s in sections):
+        sections = [s for s in sections if s]  # the whole run would count replays k times
+    parts: dict[tuple[str, str, str, str], np.ndarray] = {}  # (the second pass reads the first's part levels)
+    first = _pass(data, n, sections, metrics, fdr, min_sigmas, min_change, min_us, set(), parts)
+    moved = {(d.section, d.by, d.key) for d in first[1]}
+    return _finish(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_us, warnings, sections, moved,
+                   first, parts)
+
+
+def _finish(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_us, warnings, sections, moved,
+            first, parts=None):
+    n = len(runs)
+    # nothing moved in the first pass: the level had nothing to leave out, the second pass would be the same
+    todo, found, outliers, tau = (_pass(data, n, sections, metrics, fdr, min_sigmas, min_change, min_us, moved,
+                                        parts) if moved else first)
+    changes = _causes(found, data, runs, meta, label, tau)
+    outs = _outlier_nights(outliers, runs, meta, label)
+    return ChangesResult(label, [meta[r].as_dict() for r in runs], len(todo),
+                         round(tau, 2) if math.isfinite(tau) else None, fdr, changes, outs, warnings)
+
+
+def _pass(data, n: int, sections: list[str], metrics: list[str], fdr: float, min_sigmas: float, min_change: float,
+          min_us: float, moved: set[tuple[str, str, str]],
+          part_levels: dict[tuple[str, str, str, str], np.ndarray] | None = None):
+    """One detection pass. The run-wide level leaves out the (block, op code) pairs of the keys in ``moved``
+    (what a first pass found changed), so that one op code that many blocks hold cannot move it.
+    ``part_levels`` keeps the levels of each block's and op code's pairs, which no pass changes."""
+    part_levels = {} if part_levels is None else part_levels
+    def steady(s: str, k: str) -> bool:
+        b, _, c = k.partition(" / ")
+        return (s, "block", b) not in moved and (s, "op-code", c) not in moved
+    levels = {m: _level([d[m] for (s, g, k, dev), d in data.items()
+                         if g == "block/op-code" and s in sections and steady(s, k)], n)
+              for m in ("kernel", "fw", "op2op")}
+    levels["span"] = levels["kernel"]
+    # the series are divided by the level without its own one-night outliers: a night when everything was slow
+    # stays an outlier night in every series (and in the level), never a dip of every key
+    steady_levels = {m: _without_outliers(lv) for m, lv in levels.items()}
+    for m in metrics:  # a computed metric (a utilisation, a count) is its own figure: no run-wide level
+        levels.setdefault(m, np.ones(n))
+        steady_levels.setdefault(m, np.ones(n))
+    dev_levels: dict[tuple[str, str], np.ndarray] = {}
+    for s in sections:
+        for m in metrics:
+            devs = [d[m] for (s2, g, _, dev), d in data.items() if s2 == s and g == "section" and dev >= 0]
+            if devs:
+                dev_levels[(s, m)] = _level(devs, n)
+    # Each device's own level, the median over its op codes (all sections) of their values against their own
+    # medians: far steadier than its total, which one long op dominates; divided by the median over devices.
+    dev_series: dict[int, dict[str, np.ndarray]] = {}
+    devices = sorted({dev for (s, g, _, dev) in data if g == "op-code" and dev >= 0 and s in sections})
+    if len(devices) > 1:
+        for m in metrics:
+            if m == "span" or not METRIC[m].stored:
+                continue
+            per = {dev: _level([_robust_night(d, m) for (s, g, _, d2), d in data.items()
+                                if g == "op-code" and d2 == dev and s in sections], n) for dev in devices}
+            with np.errstate(all="ignore"):
+                common = np.nanmedian(np.vstack(list(per.values())), axis=0)
+            for dev in devices:
+                dev_series.setdefault(dev, {})[m] = per[dev] / common
+
+    # A block's and an op code's series are also seen through their (block, op code) pairs: the median over the
+    # pairs of each against its own median. A change of the block (or op code) moves every pair; one op's hiccup
+    # moves one pair and not this series, so a hiccup on the night before a step cannot pull the step a night
+    # early (the raw sum, still looked at, sees a change inside one pair)
+    parts: dict[tuple[str, str, str], list[dict[str, np.ndarray]]] = defaultdict(list)
+    for (s, g, k, _dev), d in data.items():
+        if g == "block/op-code" and s in sections:
+            b, _, c = k.partition(" / ")
+            parts[(s, "block", b)].append(d)
+            parts[(s, "op-code", c)].append(d)
+
+    # the series to look at, each divided by its level
+    todo: list[tuple[str, str, str, int, str, np.ndarray, float]] = []
+    for (s, g, key, dev), d in data.items():
+        if s not in sections or g == "block/op-code" or (dev >= 0 and g != "section"):
+            continue
+        if dev >= 0 and dev in dev_series:
+            continue  # a device is looked at through its level over its op codes (below)
+        for m in metrics:
+            if m == "span" and g != "section":
+                continue
+            v = d[m]
+            ok = np.isfinite(v)
+            off = _OFFSET.get(METRIC[m].unit, 0.0)
+            if ok.sum() < MIN_BEFORE + MIN_AFTER or np.nanmedian(v) + off < METRIC[m].floor_of(min_us):
+                continue
+            lv = (dev_levels.get((s, m)) if METRIC[m].stored else None) if dev >= 0 else steady_levels[m]
+            lv = np.ones(n) if lv is None else lv
+            todo.append((s, g, key, dev, m, (_robust_night(d, m) + off) / lv, _replay_noise(d, m)))
+            inside = parts.get((s, g, key), [])
+            if len(inside) >= PAIRS_SEEN and m in inside[0]:
+                if (s, g, key, m) not in part_levels:
+                    part_levels[(s, g, key, m)] = _level([p[m] for p in inside], n)
+                todo.append((s, g, key, dev, m, np.nanmedian(v) * part_levels[(s, g, key, m)] / lv,
+                             _replay_noise(d, m)))
+    for m in metrics:
+        if m != "span" and METRIC[m].stored:
+            todo.append(("", "run", "all", -1, m, levels[m], 0.0))
+    for dev, per_metric in dev_series.items():
+        for m, y in per_metric.items():
+            todo.append(("", "device", str(dev), dev, m, y, 0.0))
+
+    floor = 1e-4
+    ready = prepare_many([y for (*_, y, _rn) in todo], floor=floor, replay_noise=[rn for *_, rn in todo])
+    best = [(p.best_z, len(p.z)) for p in ready]
+    tau = _bh_threshold(best, fdr, min_sigmas)
+    found: list[_Detection] = []
+    outliers: list[_Detection] = []
+    for (s, g, key, dev, m, _y, _rn), p in zip(todo, ready):
+        res = analyse(p, tau=tau, min_change=min_change)
+        scale = _scale(data, s, g, key, dev, m, g == "run")
+        off, least = _OFFSET.get(METRIC[m].unit, 0.0), METRIC[m].floor_of(min_us)
+        for st in res.steps:
+            if abs(st.after - st.before) * scale < least and g != "run":
+                continue
+            found.append(_Detection(s, g, key, dev, m, "step", st.index, st.before * scale - off,
+                                    st.after * scale - off, st.z, _p(st.z, n)))
+        if res.creep is not None:
+            c = res.creep
+            if abs(c.after - c.before) * scale >= least or g == "run":
+                found.append(_Detection(s, g, key, dev, m, "creep", c.index, c.before * scale - off,
+                                        c.after * scale - off, c.z, _p(c.z, n), start=c.start_index,
+                                        per_night=c.per_night))
+        for o in res.outliers:
+            if o.z >= 2 * (tau if math.isfinite(tau) else min_sigmas):
+                outliers.append(_Detection(s, g, key, dev, m, "outlier", o.index, o.expected * scale, o.value * scale,
+                                           o.z, 0.0))
+    return todo, found, outliers, tau
+
+
+# The detector works on logs of positive figures: a count per iteration (ops of a Bound class) is seen as
+# count + 1, so that none of it to one of it is a step (log 2), not a night left out
+_OFFSET = {"ops": 1.0}
+
+
+def _scale(data, s: str, g: str, key: str, dev: int, m: str, run_level: bool) -> float:
+    """What a normalised level of 1.0 is in us per iteration (the whole run: the sum of the section totals; a
+    device: the sum of its section totals)."""
+    if g == "device":
+        tot = [np.nanmedian(d[m]) for (s2, g2, _, d2), d in data.items() if g2 == "section" and d2 == dev]
+        return float(np.nansum(tot)) if tot else 1.0
+    if run_level:
+        tot = [np.nanmedian(d[m]) for (s2, g2, _, d2), d in data.items() if g2 == "section" and d2 == -1 and s2]
+        tot = tot or [np.nanmedian(d[m]) for (s2, g2, _, d2), d in data.items() if g2 == "section" and d2 == -1]
+        return float(np.nansum(tot)) if tot else 1.0
+    return 1.0
+
+
+def _by_of(d: _Detection) -> tuple[str, str]:
+    if d.by == "run":
+        return "section", "all"
+    if d.by == "device":
+        return "device", d.key
+    if d.by == "section" and d.device >= 0:
+        return "device", str(d.device)
+    return d.by, d.key
+
+
+def _causes(found: list[_Detection], data, runs: list[int], meta: dict[int, RunMeta],
+            label: str | None, tau: float) -> list[Change]:
+    """Nest detections into causes (see the module docstring), ordered by impact."""
+    # 1. one finding per (by, key, kind, night, direction): the sections and metrics where it shows
+    # (a key's creeps are one whichever night each says; its steps within a night of each other are one: eager
+    # and trace, kernel and FW may name neighbouring nights when one of them is noisier)
+    by_key: dict[tuple, list[_Detection]] = defaultdict(list)
+    for d in found:
+        by_key[(*_by_of(d), d.kind, d.up)].append(d)
+    groups = []
+    for (by, key, kind, up), ds in by_key.items():
+        ds.sort(key=lambda d: -d.z)
+        sets: list[list[_Detection]] = []
+        for d in ds:
+            home = next((g for g in sets if kind == "creep" or abs(g[0].night - d.night) <= 1), None)
+            if home is None:
+                sets.append([d])
+            else:
+                home.append(d)
+        for g in sets:
+            # the night most of the evidence names: the sum of z over the detections naming it (the trace, a mean
+            # over replays, and the series seen through their pairs outweigh eager's one iteration, which a hiccup
+            # can move by a night); the size is the largest of that night's metric
+            votes: dict[int, float] = defaultdict(float)
+            for d in g:
+                votes[d.night] += d.z
+            night = max(votes, key=lambda k: (votes[k], -k))
+            on = [d for d in g if d.night == night]
+            main = max(on, key=lambda d: (d.metric == "kernel", d.z))
+            main = max((d for d in on if d.metric == main.metric), key=lambda d: abs(d.delta))
+            if not _corroborated(g, data, tau):
+                continue
+            groups.append((by, key, kind, up, main, g))
+    # 2. nest: the whole run over everything, a device over everything, then by impact; a child must overlap its
+    # cause (a block holds the op code, an op code runs in the block, a section total holds anything of its
+    # section), move the same way, no more than the cause does, and on a night close to the cause's (or, under a
+    # creep, any night after it began)
+    pair_keys = {k for (s, g, k, dev) in data if g == "block/op-code"}
+
+    def overlap(top, cand) -> bool:
+        tb, tk, cb, ck = top[0], top[1], cand[0], cand[1]
+        if tb == "device" or (tb == "section" and tk == "all") or (tb, tk) == (cb, ck):
+            return True
+        secs = {d.section for d in top[5]} & {d.section for d in cand[5]}
+        if cb == "section" and ck == "total":
+            return bool(secs)
+        if tb == "block" and cb == "op-code":
+            return f"{tk} / {ck}" in pair_keys
+        if tb == "op-code" and cb == "block":
+            return f"{ck} / {tk}" in pair_keys
+        return False
+
+    def when(top, cand) -> bool:
+        t, c = top[4], cand[4]
+        if top[2] == "creep":  # a drift shows in its parts as drifts (from any night) or steps after it began
+            return cand[2] == "creep" or c.night >= (t.start if t.start is not None else t.night) - 1
+        return cand[2] == "step" and abs(c.night - t.night) <= NEST_NIGHTS
+
+    def rank(gr) -> tuple:
+        by, key = gr[0], gr[1]
+        tier = 0 if key == "all" else 1 if by == "device" else 3 if key == "total" else 2
+        return (tier, part_rank(by, gr[4].metric), -abs(gr[4].delta))
+
+    tops: list[tuple[Any, list]] = []
+    for gr in sorted(groups, key=rank):
+        host = next((t for t in tops if t[0][3] == gr[3] and overlap(t[0], gr) and when(t[0], gr)
+                     and nests_under(t[0][4].metric, gr[4].metric) and (
+            t[0][0] == "device" or t[0][1] == "all" or gr[1] == "total" or METRIC[gr[4].metric].mean
+            or abs(gr[4].delta) <= NEST_SLACK * abs(t[0][4].delta))), None)
+        if host is None:
+            tops.append((gr, []))
+        else:
+            host[1].append(gr)
+    out = [_change(top, nested, data, runs, meta, label) for top, nested in tops]
+    for c, (top, _nested) in zip(out, tops):
+        c.series, c.series_of = _series_of(top[4], data)
+    out.sort(key=lambda c: -abs(c.delta_us))
+    return out
+
+
+def _series_of(d: _Detection, data) -> tuple[list[float | None], str]:
+    """The values behind a detection, per night, and what they are: its key's own series; the whole run's and a
+    device's are the sums of their section totals (what their before and after are in)."""
+    what = f"sum of the sections' {d.metric}" if d.by in ("run", "device") else \
+        f"{d.section or 'whole run'} {d.metric}"
+    if d.by in ("run", "device"):
+        dev = -1 if d.by == "run" else d.device
+        parts = [v[d.metric] for (s, g, _k, dv), v in data.items() if g == "section" and dv == dev]
+        if not parts:
+            return [], what
+        with np.errstate(all="ignore"):
+            stacked = np.vstack(parts)
+            y = np.where(np.isfinite(stacked).any(axis=0), np.nansum(stacked, axis=0), np.nan)
+    else:
+        y = data[(d.section, d.by, d.key, d.device)][d.metric]
+    return [round(float(v), 3) if math.isfinite(v) else None for v in y], what
+
+
+def _corroborated(ds: list[_Detection], data, tau: float) -> bool:
+    """A key that runs in several sections (eager and its trace run the same ops) and moved in one of them only
+    must be twice as clear: the same kernels rarely change in one section alone, noise often does."""
+    secs = {d.section for d in ds}
+    if len(secs) > 1 or ds[0].by == "run":
+        return True
+    d0 = ds[0]
+    elsewhere = any((s, d0.by, d0.key, d0.device) in data for s in SECTIONS if s not in secs)
+    return not elsewhere or max(d.z for d in ds) >= CORROBORATE * tau
+
+
+def _window_delta(v: np.ndarray, night: int, w: int = 7) -> tuple[float, float]:
+    before = v[max(0, night - w):night]
+    after = v[night:night + w]
+    b = float(np.nanmedian(before)) if np.isfinite(before).any() else 0.0
+    a = float(np.nanmedian(after)) if np.isfinite(after).any() else 0.0
+    return b, a
+
+
+def _change(top, nested, data, runs: list[int], meta: dict[int, RunMeta], label: str | None) -> Change:
+    by, key, kind, up, main, ds = top
+    night = main.night
+    run = runs[night]
+    m = meta[run]
+    pct = 100 * (main.after / main.before - 1) if main.before else 0.0
+    conf = max(0.0, 1 - min(1.0, min(d.p for d in ds)))
+    ident = hashlib.sha1(f"{label}|{kind}|{by}|{key}|{run}|{up}".encode()).hexdigest()[:12]
+    contributors = [{k: v for k, v in _change(gr, [], data, runs, meta, label).to_json().items()
+                     if k not in ("series", "series_of")}
+                    for gr in nested]
+    contributors += _drill(by, key, main, data, night, {(c["by"], c["key"]) for c in contributors})
+    contributors.sort(key=_by_impact)
+    return Change(
+        id=f"c-{ident}", kind=kind, by=by, key=key, time=m.time, run_id=run, before=round(main.before, 3),
+        after=round(main.after, 3), change_pct=round(pct, 2), delta_us=round(main.delta, 3),
+        confidence=round(conf, 6), z=round(main.z, 1), sections=sorted({d.section or "(whole run)" for d in ds}),
+        metrics=ordered({d.metric for d in ds}), unit=METRIC[main.metric].unit,
+        worse=(main.after > main.before) == (METRIC[main.metric].worse > 0),
+        devices=sorted({"all" if d.device < 0 else str(d.device) for d in ds}), tags=m.tags,
+        since=meta[runs[main.start]].time if main.start is not None else None,
+        per_night_pct=round(100 * main.per_night, 3) if main.per_night is not None else None,
+        contributors=contributors[:TOP_CONTRIBUTORS + len(nested)])
+
+
+def _drill(by: str, key: str, main: _Detection, data, night: int, seen: set) -> list[dict[str, Any]]:
+    """What moved inside a cause on its night: a block's op codes, an op code's blocks (us per iteration)."""
+    if by not in ("block", "op-code"):
+        return []
+    out = []
+    for (s, g, k, _), d in data.items():
+        if g != "block/op-code" or s != main.section or main.metric not in d:
+            continue
+        b, _, c = k.partition(" / ")
+        if (by == "block" and b == key) or (by == "op-code" and c == key):
+            other = ("op-code", c) if by == "block" else ("block", b)
+            if other in seen:
+                continue
+            before, after = _window_delta(d[main.metric], night)
+            out.append({"kind": "contributor", "by": other[0], "key": other[1], "section": s,
+                        "metric": main.metric, "before": round(before, 3), "after": round(after, 3),
+                        "delta_us": round(after - before, 3),
+                        "change_pct": round(100 * (after / before - 1), 2) if before else None})
+    out.sort(key=_by_impact)
+    return out[:TOP_CONTRIBUTORS]
+
+
+def _by_impact(c: dict[str, Any]) -> tuple:
+    """Contributors by the size of their change (as printed), then by name and section: an order that does not
+    depend on the order a back end hands rows over (PostgreSQL's is its own)."""
+    return -abs(c["delta_us"]), c["by"], c["key"], c.get("section") or ""
+
+
+def _outlier_nights(outs: list[_Detection], runs: list[int], meta: dict[int, RunMeta],
+                    label: str | None) -> list[Change]:
+    """One entry per night with outliers: its strongest series, the others as contributors."""
+    by_night: dict[int, list[_Detection]] = defaultdict(list)
+    for o in outs:
+        by_night[o.night].append(o)
+    res = []
+    for night, os_ in sorted(by_night.items()):
+        # a night is worth naming when the whole run or a device was off, or a key was off in several sections
+        # (every Matmul slower one night); one op hiccuping in one section is noise, not news
+        keys = defaultdict(set)
+        for o in os_:
+            keys[_by_of(o)].add(o.section)
+        wide = [o for o in os_ if o.by in ("run", "device") or len(keys[_by_of(o)]) > 1]
+        if not wide:
+            continue
+        os_ = sorted(wide, key=lambda o: (o.by != "run", o.by != "device", -o.z))
+        main = os_[0]
+        by, key = _by_of(main)
+        run = runs[night]
+        m = meta[run]
+        ident = hashlib.sha1(f"{label}|outlier|{run}".encode()).hexdigest()[:12]
+        res.append(Change(
+            id=f"o-{ident}", kind="outlier", by=by, key=key, time=m.time, run_id=run, before=round(main.before, 3),
+            after=round(main.after, 3), change_pct=round(100 * (main.after / main.before - 1), 2) if main.before else 0,
+            delta_us=round(main.delta, 3), confidence=1.0, z=round(main.z, 1),
+            sections=sorted({o.section or "(whole run)" for o in os_}), metrics=sorted({o.metric for o in os_}),
+            devices=sorted({"all" if o.device < 0 else str(o.device) for o in os_}), tags=m.tags,
+            contributors=[{"by": _by_of(o)[0], "key": _by_of(o)[1], "section": o.section, "metric": o.metric,
+                           "delta_us": round(o.delta, 3), "z": round(o.z, 1)} for o in os_[1:TOP_CONTRIBUTORS + 1]]))
+    return res

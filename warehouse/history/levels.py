@@ -1,0 +1,55 @@
+"""The levels change detection divides by and the noise it measures: each night's run-wide level (the median over
+many series of each one's value against its own median), a night's figure robust to one hiccuped replay, and the
+noise a night's replays show."""
+from __future__ import annotations
+
+import numpy as np
+
+from warehouse.history.changepoints import clean, robust_sigma, row_medians
+
+
+def _level(series: list[np.ndarray], n: int) -> np.ndarray:
+    """Each night's level: the median over series of the value against the series' own median (1 when no
+    series has the night). Series with fewer than 90 % of the nights are left out."""
+    if not series:
+        return np.ones(n)
+    v = np.vstack(series)
+    ok = np.isfinite(v) & (v > 0)
+    keep = ok.sum(axis=1) >= 0.9 * n
+    v, ok = v[keep], ok[keep]
+    med = row_medians(np.where(ok, v, np.nan))
+    good = med > 0
+    if not good.any():
+        return np.ones(n)
+    lv = row_medians(np.where(ok[good], v[good] / med[good, None], np.nan).T)  # (each night over the series)
+    return np.where(np.isfinite(lv) & (lv > 0), lv, 1.0)
+
+
+def _without_outliers(level: np.ndarray) -> np.ndarray:
+    """A level series with its one-night outliers replaced by their neighbours' level."""
+
+    z = np.log(level)
+    out, _ = clean(z, max(robust_sigma(z), 1e-4))
+    return np.exp(out)
+
+
+def _robust_night(d: dict[str, np.ndarray], metric: str) -> np.ndarray:
+    """Each night's figure, robust to one hiccuped replay: the mean over the k replays less the spread / k. A
+    hiccup (one replay slowed, which tt-metal's noise does a few times a night) raises the mean by its excess / k
+    and the spread by its excess, so this takes it out exactly; a real change moves every replay and stays; a
+    night of one replay is its value."""
+    v, s, k = d[metric], d[f"{metric}_spread"], d["iterations"]
+    adj = np.where((k > 1) & np.isfinite(s), s / np.maximum(k, 1), 0.0)
+    return v - adj
+
+
+def _replay_noise(d: dict[str, np.ndarray], metric: str) -> float:
+    """Relative noise of a night's mean that its replays show: spread (max - min) of k replays is about
+    d2(k) sigma (d2: 1.13, 1.69, 2.06, 2.33 for 2..5; ~3 beyond), and the mean of k has sigma / sqrt(k)."""
+    k = d["iterations"]
+    v, s = d[metric], d[f"{metric}_spread"]
+    ok = np.isfinite(s) & np.isfinite(v) & (v > 0) & (k > 1)
+    if ok.sum() < 3:
+        return 0.0
+    d2 = np.interp(k[ok], [2, 3, 4, 5, 10], [1.13, 1.69, 2.06, 2.33, 3.08])
+    return float(np.median(s[ok] / d2 / np.sqrt(k[ok]) / v[ok]))
