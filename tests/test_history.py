@@ -142,7 +142,7 @@ def test_readme_sql_examples(nightly, tmp_path):
     from test_series_kinds import eight_devices
     src = eight_devices(cases()["dlv3_same"], tmp_path / "e" / "src.csv")
     for night in range(3):
-        f = tmp_path / "e" / f"ops_perf_results_2026_12_0{night + 1}_02_00_00.csv"
+        f = tmp_path / "e" / f"ops_perf_results_2026_11_2{night + 1}_02_00_00.csv"
         f.write_bytes(src.read_bytes().replace(b"\r\n", b"\r\n" + b"" * night) + b"\r\n" * night)
         assert nightly("ingest", f, "--label", "eight").exit_code == 0
     for sql in examples:
@@ -194,7 +194,7 @@ def _replay_without_a_layer(tmp_path: Path) -> Path:
     last = [i for i, r in enumerate(rows) if len(r) > rs and r[rs] == "3"]
     drop = {last[k] for k in layer_pos}
     assert 0 < len(drop) < 20
-    out = tmp_path / "ops_perf_results_2026_12_01_02_00_00.csv"
+    out = tmp_path / "ops_perf_results_2026_11_28_02_00_00.csv"
     with open(out, "w", newline="") as f:
         csvmod.writer(f, lineterminator="\r\n" if b"\r\n" in src.read_bytes()[:5000] else "\n").writerows(
             r for i, r in enumerate(rows) if i not in drop)

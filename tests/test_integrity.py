@@ -257,7 +257,7 @@ def _broken_variants(good: Path, out: Path) -> dict[str, Path]:
     }
     paths = {}
     for k, (name, rs) in enumerate(variants.items()):
-        p = out / name / f"ops_perf_results_2026_12_{k + 1:02d}_02_00_00.csv"
+        p = out / name / f"ops_perf_results_2026_11_{k + 21:02d}_02_00_00.csv"
         p.parent.mkdir(parents=True)
         with p.open("w", newline="") as f:
             _csv.writer(f).writerows([head] + rs)
@@ -289,7 +289,7 @@ def test_gate_never_passes_a_broken_capture(db_url, tmp_path):
         text_out = wh("regressions", "--label", "m").output
         assert "INVALID CAPTURE" in text_out, (name, text_out)
         # a good night after it: the broken one is in no window
-        later = tmp_path / "later" / name / "ops_perf_results_2026_12_31_02_00_00.csv"
+        later = tmp_path / "later" / name / "ops_perf_results_2026_11_30_02_00_00.csv"
         later.parent.mkdir(parents=True)
         later.write_bytes(good[-2].read_bytes() + b"\n")
         assert wh("ingest", later, "--label", "m").exit_code == 0
@@ -306,7 +306,7 @@ def test_a_history_of_broken_captures_is_no_baseline(db_url, tmp_path):
     wh = make_invoke(db_url)
     variants = _broken_variants(cases()["dlv3_same"], tmp_path / "b")
     assert wh("ingest", variants["header_only"], "--label", "z").exit_code == 0
-    later = tmp_path / "ops_perf_results_2026_12_30_02_00_00.csv"
+    later = tmp_path / "ops_perf_results_2026_11_29_02_00_00.csv"
     later.write_bytes(cases()["dlv3_same"].read_bytes())
     assert wh("ingest", later, "--label", "z").exit_code == 0
     r = wh("regressions", "--label", "z", "--format", "json")

@@ -36,7 +36,7 @@ def nights(request, tmp_path_factory):
         assert wh("ingest", f, "--label", "dlv3", "--tag", f"phase={'before' if n < 10 else 'after'}").exit_code == 0
     src = eight_devices(cases()["dlv3_same"], folder / "e" / "src.csv")
     for night in range(3):
-        f = folder / "e" / f"ops_perf_results_2026_12_0{night + 1}_02_00_00.csv"
+        f = folder / "e" / f"ops_perf_results_2026_11_2{night + 1}_02_00_00.csv"
         f.write_bytes(src.read_bytes() + b"\r\n" * night)
         assert wh("ingest", f, "--label", "eight").exit_code == 0
     yield wh, url, folder

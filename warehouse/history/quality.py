@@ -31,6 +31,7 @@ class RunQuality:
     ops: int  # device ops in the file
     kernel_us: float  # the whole run's kernel time (0: no op has a kernel duration)
     sections: dict[str, float] = field(default_factory=dict)  # section -> ops per iteration (all devices)
+    invalid: list[str] = field(default_factory=list)  # what ingest saw in the file that makes it no measurement
 
 
 def measure(conn: Connection, run_ids: list[int]) -> dict[int, RunQuality]:
@@ -50,6 +51,10 @@ def measure(conn: Connection, run_ids: list[int]) -> dict[int, RunQuality]:
             out[rid].sections[sec] = float(ops or 0)
             if sec == "":
                 out[rid].kernel_us = float(kernel or 0)
+        for rid, message in conn.execute(text(
+                f"SELECT run_id, message FROM run_warning WHERE invalid AND run_id IN "
+                f"({inlist}) ORDER BY run_id, id")):
+            out[rid].invalid.append(message)
     return out
 
 
@@ -57,7 +62,7 @@ def problems(cand: RunQuality, history: list[RunQuality]) -> list[str]:
     """Why ``cand`` is not a valid capture, given its (valid) history; empty when it is one."""
     if cand.ops == 0:
         return ["no device ops (a header only, or only signposts): the capture recorded nothing"]
-    out = []
+    out = list(cand.invalid)
     if cand.kernel_us <= 0:
         out.append(f"none of its {cand.ops} ops has a kernel duration (every one empty, zero or not a number)")
     if not history:

@@ -27,7 +27,7 @@ from warehouse.errors import WarehouseError
 from warehouse.capture.files import shown
 from warehouse.store import attribution
 from warehouse.capture.alignment import SIGNPOST, HistoryTracker
-from warehouse.runs.notices import captured_at, finish_warnings
+from warehouse.runs.notices import captured_at, finish_warnings, future_capture
 from warehouse.store.interning import Interner
 from warehouse.store.perfstore import ShapeCache, column_rows, perf_arch
 from warehouse.store.cells import compresses, pack_cells, static_ids_json
@@ -476,14 +476,18 @@ def _ingest_once(engine: Engine, req: _Request, source: RowSource, scan: FileSca
         if found is not None:  # another process stored it while we waited for the write lock
             return IngestResult(shown(path), found, existing=True)
         lay = source.layout
+        now = datetime.now(UTC).replace(tzinfo=None)
+        captured = captured_at(shown(path.name))
+        if future_capture(captured, now):
+            captured = None  # (ordered by its ingest time; finish_warnings says why)
         values = dict(
             # (a hash not known yet is the parse's, written at the end; until then a key of this transaction's)
             sha256=sha or f"pending-{uuid.uuid4().hex}", source_path=shown(path.absolute()),
             file_name=shown(path.name), size_bytes=scan.size,
             row_count=0, op_count=0, signpost_count=0, columns=json.dumps(lay.header, ensure_ascii=False),
             static_columns=json.dumps(lay.static_idx), name_column=lay.name_column, newline=lay.newline,
-            final_newline=True, bom=lay.bom, export_exact=True, captured_at=captured_at(shown(path.name)),
-            ingested_at=datetime.now(UTC).replace(tzinfo=None), freq_mhz=freq,
+            final_newline=True, bom=lay.bom, export_exact=True, captured_at=captured,
+            ingested_at=now, freq_mhz=freq,
             freq_source=freq_source, arch=log_arch, label=label, trace_matches_eager=False)
         values.update(meta)
         run_id = conn.execute(t.run.insert().values(**values).returning(t.run.c.id)).scalar_one()

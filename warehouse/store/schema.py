@@ -10,7 +10,7 @@ kernel sources, shapes, memory configs: the same for every call of a program) ar
 from __future__ import annotations
 
 from sqlalchemy import (BigInteger, Boolean, Column, DateTime, Double, ForeignKey, Index, Integer, LargeBinary,
-                        MetaData, SmallInteger, String, Table, Text, UniqueConstraint)
+                        MetaData, SmallInteger, String, Table, Text, UniqueConstraint, false)
 
 from warehouse.registry.codes import ATTRIBUTION, HIST_HOW, comment
 from warehouse.registry.measures import METRICS
@@ -101,6 +101,9 @@ run_warning = Table(
     Column("row_no", Integer, nullable=True),
     Column("column_name", Text, nullable=True),
     Column("message", Text, nullable=False),
+    Column("invalid", Boolean, nullable=False, server_default=false(),
+           comment="the file shows the capture is not a whole measurement (cut, never closed, negative durations): "
+                   "the gate exits 4 on it and history leaves the night out"),
 )
 Index("ix_run_warning_run", run_warning.c.run_id)
 
