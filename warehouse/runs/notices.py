@@ -65,8 +65,9 @@ Warning = tuple[int | None, str | None, str]  # (row, column, what), as stored i
 # The warnings that make a capture invalid, by what they say (the sentences of the reader, the attribution and the
 # checks below; revision 0018 marked the stored ones by the same words). A custom section left open is no crash:
 # people's own markers are often unbalanced ("OftNet module" .. "OftNet finished"); eager or trace left open is.
-_INVALID = re.compile(r"section '(?:eager|trace)'.* never closed|padded with empty cells|negative kernel durations|negative FW durations|"
-                      r"cut short|hold different numbers of ops|have no kernel duration|kernel durations over an hour")
+_INVALID = re.compile(r"section '(?:eager|trace)'.* never closed|padded with empty cells|negative kernel durations|"
+                      r"negative FW durations|cut short|hold different numbers of ops|have no kernel duration|"
+                      r"kernel durations over an hour")
 
 
 def is_invalid(message: str) -> bool:
