@@ -42,7 +42,7 @@ def _cut(src: Path, dst: Path, at: float | None = None, *, before: bytes | None 
     """``src`` cut at a share of its bytes (or just before the line starting ``before``), with the next line's first
     half left in when ``partial``."""
     data = src.read_bytes()
-    k = int(len(data) * at) if at is not None else data.index(b"\n" + before) + 1
+    k = int(len(data) * at) if at is not None else data.index(b"\n" + (before or b"")) + 1
     k = data.rfind(b"\n", 0, k) + 1  # (a whole line's end)
     out = data[:k]
     if partial:

@@ -197,13 +197,17 @@ def test_the_gate_is_quiet_over_a_noisy_month(histories):
     MAD for the noise)."""
     wh, _ = histories
     doc = json.loads(wh("regressions", "--label", "noise", "--last", "20", "--format", "json").stdout)
-    assert {c["time"][:10] for c in doc["findings"]} == {"2026-10-15"}, doc["findings"]
-    assert doc["findings"][0]["by"] == "section" and doc["findings"][0]["key"] == "all"
+    blocking = [c for c in doc["findings"] if c["kind"] != "suspicious"]
+    assert {c["time"][:10] for c in blocking} == {"2026-10-15"}, blocking
+    assert blocking[0]["by"] == "section" and blocking[0]["key"] == "all"
+    # (what no evidence backs is said, never blocking: a hiccup in one section, one replay, one pair)
+    assert all(c["evidence"] == [] for c in doc["findings"] if c["kind"] == "suspicious")
     doc = json.loads(wh("regressions", "--label", "block_step", "--last", "20", "--format", "json").stdout)
-    first = doc["findings"][0]
-    assert (first["time"][:10], first["by"], first["key"]) == ("2026-10-12", "block", "stage2.block0")
-    assert len(doc["findings"]) <= 4 and all(c["time"][:10] in ("2026-10-12", "2026-10-13")
-                                             for c in doc["findings"]), doc["findings"]
+    blocking = [c for c in doc["findings"] if c["kind"] != "suspicious"]
+    first = blocking[0]
+    assert (first["time"][:10], first["by"], first["key"]) == ("2026-10-12", "block", "stage2.block0"), blocking
+    # (the step's first nights, until the history holds its new level)
+    assert all(c["time"][:10] in ("2026-10-12", "2026-10-13", "2026-10-14") for c in blocking), blocking
 
 
 def test_a_block_cause_nests_its_op_codes_and_shows_where(histories):
@@ -284,11 +288,12 @@ def test_gate_every_op_slower_is_one_whole_run_cause_quickly(gate_series):
 
 
 def test_gate_markdown_stays_within_a_pr_comment():
+    from warehouse.history.causes import Cause
     from warehouse.history.gate import Gate
     from warehouse.render.regressions import markdown
-    cause = {"id": "r-x", "kind": "regression", "by": "block", "key": "b" * 200, "time": "2026-11-09 02:00:00",
-             "run_id": 9, "before": 1.0, "after": 2.0, "change_pct": 100.0, "delta_us": 1.0, "confidence": 1.0,
-             "sections": ["trace"], "metrics": ["kernel"], "devices": ["all"], "contributors": []}
+    cause = Cause(id="r-x", kind="regression", by="block", key="b" * 200, time="2026-11-09 02:00:00", run_id=9,
+                  before=1.0, after=2.0, change_pct=100.0, delta_us=1.0, confidence=1.0, sections=["trace"],
+                  metrics=["kernel"], devices=["all"])
     res = Gate(checked=[], findings=[cause] * 2000, invalid=[], threshold=0.05, min_us=1.0, window=7,
                metrics=["kernel"], by=["block"], warnings=[], runs={})
     md = markdown(res)

@@ -218,7 +218,7 @@ def test_dashboard_takes_the_metric(wh):
     from warehouse.web.app import create_app
 
     client = TestClient(create_app(wh.url), base_url="http://127.0.0.1")
-    page = client.get("/regressions", params={"label": "step", "metric": "fpu_util"})
+    page = client.get("/regressions", params={"label": "step", "metric": "fpu_util", "last": "4"})
     assert page.status_code == 200 and BLOCK in page.text and "fpu_util" in page.text and " %" in page.text
     page = client.get("/changes", params={"label": "step", "metric": "bound_dram"})
     assert page.status_code == 200 and "stage1.block0" in page.text and "bound_dram" in page.text

@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["Warehouse", "__version__"]
+__all__ = ["Warehouse", "detect_changes", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
@@ -37,4 +37,7 @@ def __getattr__(name: str) -> Any:
     if name == "Warehouse":
         from warehouse.api import Warehouse
         return Warehouse
+    if name == "detect_changes":
+        from warehouse.api import detect_changes
+        return detect_changes
     raise AttributeError(name)

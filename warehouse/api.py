@@ -38,6 +38,8 @@ if TYPE_CHECKING:  # (imported lazily at run time: a one-line answer pays only f
     from warehouse.history.gate import Gate
     from warehouse.store.listing import RunInfo
     from warehouse.history.trend import Trend
+    from warehouse.history.changepoints import SeriesReport
+    from warehouse.history.outside import OutsideResult
     from warehouse.history.triage import Decision
 
 
@@ -49,6 +51,20 @@ def database_error(e: BaseException) -> str | None:
         return None
     from warehouse.store import dialect  # (lazy: the database layer, loaded already when the error is one of its)
     return dialect.explain(e)
+
+
+def detect_changes(values: Any, **options: Any) -> SeriesReport:
+    """The history detector on one outside series of numbers (a list; NaN for a missing point): its steps
+    (``index``: the first point of the new level), drifts and outliers. See
+    :func:`warehouse.history.outside.detect_changes`; no warehouse is needed."""
+    from warehouse.history.outside import detect_changes as detect
+    return detect(values, **options)
+
+
+def detect_file(path: str | Path, **options: Any) -> OutsideResult:
+    """The history detector on every series of a CSV or JSON file (``warehouse changes --series FILE``)."""
+    from warehouse.history.outside import detect_file as detect
+    return detect(Path(path), **options)
 
 
 @dataclass

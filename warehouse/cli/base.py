@@ -2,13 +2,15 @@
 traceback) and the options and argument checks the commands share."""
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
 
 from warehouse import __version__
-from warehouse.api import database_error
+from warehouse.api import database_error, write_output
 from warehouse.errors import UsageError, WarehouseError
 from warehouse.workers import Terminated
 
@@ -108,6 +110,28 @@ def format_option(choices: tuple[str, ...] = ("table", "md", "json")) -> Any:
     """``--format``, one choice list per kind of output."""
     return click.option("--format", "fmt", type=click.Choice(list(choices)), default="table", show_default=True,
                         help="Output format.")
+
+
+def junit_option() -> Any:
+    """``--junit FILE``: the verdict as JUnit XML, which CI systems read (a failure per regression)."""
+    return click.option("--junit", "junit_file", type=click.Path(dir_okay=False, writable=True), metavar="FILE",
+                        help="Also write the verdict as JUnit XML (a failure per regression, skipped for "
+                             "insufficient data).")
+
+
+def ci_outputs(junit_file: str | None, junit_xml: Callable[[], str], markdown: Callable[[], str]) -> None:
+    """Write the JUnit file when asked, and append the Markdown to GitHub's job summary when
+    ``$GITHUB_STEP_SUMMARY`` names one (GitHub Actions sets it in every step)."""
+    if junit_file:
+        write_output(junit_file, junit_xml())
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        try:
+            with open(summary, "a", encoding="utf-8") as f:
+                f.write(markdown().rstrip("\n") + "\n\n")
+        except OSError as e:
+            raise click.ClickException(f"{summary}: cannot append the job summary ({e.strerror}); "
+                                       "check GITHUB_STEP_SUMMARY") from None
 
 
 # ---------------------------------------------------------------------------------------------------- ingest

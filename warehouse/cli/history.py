@@ -11,6 +11,8 @@ from warehouse.cli.base import (
     _by_choice,
     _finite_min_us,
     _given,
+    ci_outputs,
+    junit_option,
     _iso_date,
     _keys,
     _metric_choice,
@@ -73,15 +75,18 @@ def compare(ctx: click.Context, a: str, b: str, by: str, metric: str, section: s
 @click.option("--baseline-label", metavar="L", help="The baseline: the --window newest runs with this label.")
 @click.option("--baseline-tag", "baseline_tags", multiple=True, metavar="KEY=VALUE",
               help="The baseline: the --window newest runs with this tag (repeatable), e.g. branch=main.")
+@junit_option()
 @format_option()
 @click.pass_context
 def regressions(ctx: click.Context, label: str | None, tags: tuple[str, ...], last: int, window: int,
                 threshold: str, min_us: float, dims: tuple[str, ...], metrics: tuple[str, ...],
                 section: str | None, keys: tuple[str, ...], block_key: str | None, layer_key: str | None,
-                run_ref: str | None, baseline_label: str | None, baseline_tags: tuple[str, ...], fmt: str) -> None:
+                run_ref: str | None, baseline_label: str | None, baseline_tags: tuple[str, ...], junit_file: str | None,
+                fmt: str) -> None:
     """Newest runs against the history of matching runs (or one run against a baseline: --run,
     --baseline-tag, --baseline-label); exit status 3 when something regressed, 4 on an invalid capture."""
     from warehouse import render
+    from warehouse.render import junit
     from warehouse.render import regressions as reg
 
     bys, ks = _keys(dims, keys, block_key, layer_key)
@@ -96,6 +101,7 @@ def regressions(ctx: click.Context, label: str | None, tags: tuple[str, ...], la
         click.echo(reg.markdown(res))
     else:
         click.echo(reg.text(res))
+    ci_outputs(junit_file, lambda: junit.gate(res), lambda: reg.markdown(res))
     if res.invalid:
         ctx.exit(4)
     if res.regressed:
@@ -149,15 +155,28 @@ def triage_cmd(ctx: click.Context, ident: str | None, status: str | None, note: 
 @click.option("--min-change", default="1%", show_default=True, help="Smallest relative change reported.")
 @click.option("--min-us", type=float, default=1.0, show_default=True, callback=_finite_min_us,
               help="Smallest change in us per iteration reported.")
+@click.option("--series", "series_file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Run the detector on an outside series instead: a CSV (an optional index/time column, one or "
+                   "more value columns) or a JSON list; changes carry their 0-based index.")
+@junit_option()
 @format_option()
 @click.pass_context
 def changes(ctx: click.Context, label: str | None, tags: tuple[str, ...], since: str | None, until: str | None,
             metrics: tuple[str, ...], fdr: float, min_sigmas: float, min_change: str, min_us: float,
-            fmt: str) -> None:
+            series_file: Path | None, junit_file: str | None, fmt: str) -> None:
     """The change points of a label's whole history, one per cause: lasting steps named by the first night of
-    their new level, slow creeps, one-night outliers apart."""
+    their new level, slow creeps, one-night outliers apart. With --series, of the series in a file."""
+    from warehouse import api
     from warehouse.render import changes as cr
+    from warehouse.render import junit
 
+    if series_file is not None:
+        opts = {"fdr": fdr, "min_change": _percent(min_change)}
+        if _given(ctx, "min_sigmas"):
+            opts["min_sigmas"] = min_sigmas
+        out = api.detect_file(series_file, **opts)
+        click.echo(cr.outside_json(out) if fmt == "json" else cr.outside_text(out))
+        return
     res = _api(ctx).changes(label=label, tags=_tags(tags), since=since, until=until, fdr=fdr,
                             min_sigmas=min_sigmas, min_change=_percent(min_change), min_us=min_us,
                             metrics=list(metrics) or None)
@@ -169,6 +188,7 @@ def changes(ctx: click.Context, label: str | None, tags: tuple[str, ...], since:
         click.echo(cr.markdown(res))
     else:
         click.echo(cr.text(res))
+    ci_outputs(junit_file, lambda: junit.changes(res), lambda: cr.markdown(res))
     if res.newest_invalid:
         bad = res.invalid[-1]
         click.echo(f"INVALID CAPTURE: {bad['short']}: {'; '.join(bad['problems'])} (left out)", err=True)

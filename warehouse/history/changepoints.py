@@ -24,13 +24,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 OUTLIER_SIGMAS = 6.0
 HICCUP_SIGMAS = 2.0
 MIN_AFTER = 3  # nights a new level must hold before it is a change (fewer: the gate's business)
-MIN_BEFORE = 5  # nights of the old level a change needs (a median of fewer is moved by two hiccups)
+MIN_BEFORE = 5  # nights of the old level a change needs (a median of fewer is moved by two hiccups)...
+MIN_FIRST = 1  # ...but at the start of what is in view (--since, a new model's first week) the old level is what it
+# is: a change after fewer nights is still named at its own night (judged with the noise of so few), never later
+SEED_DECAY = 0.5  # seeded binary segmentation: interval lengths halve, each scale's intervals overlap by half
 CREEP_GAIN = 0.6  # a ramp must leave at most this share of the steps' squared residual
 CREEP_MIN_NIGHTS = 5
 MAX_EXCURSION = 4  # nights a level may last and return before it is a change
@@ -135,7 +139,7 @@ def _window_medians_rows(m: np.ndarray, before: int, after: int) -> np.ndarray:
     return out
 
 
-def clean(z: np.ndarray, sigma: float) -> tuple[np.ndarray, list[int]]:
+def clean(z: np.ndarray, sigma: float, one_sided: bool = True) -> tuple[np.ndarray, list[int]]:
     """The series with its one-night outliers replaced, and their indices. A night is an outlier when it stands
     ``OUTLIER_SIGMAS`` from the level of the three nights before it *and* from that of the three after it, on the
     same side (a step's first night agrees with the nights after it, so it is never taken for one); the first
@@ -143,13 +147,14 @@ def clean(z: np.ndarray, sigma: float) -> tuple[np.ndarray, list[int]]:
     n = len(z)
     if sigma <= 0 or n < 4:
         return z.copy(), []
-    out, bad = clean_rows(z[None, :], np.array([sigma]))
+    out, bad = clean_rows(z[None, :], np.array([sigma]), one_sided)
     return out[0], [int(i) for i in np.nonzero(bad[0])[0]]
 
 
-def clean_rows(z: np.ndarray, sigma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def clean_rows(z: np.ndarray, sigma: np.ndarray, one_sided: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """:func:`clean` of every row of ``z`` (series of one length, at least 4 nights, each with its noise
-    ``sigma`` > 0) at once: the cleaned rows, and where their outliers were (a mask)."""
+    ``sigma`` > 0) at once: the cleaned rows, and where their outliers were (a mask). ``one_sided``: the noise
+    only ever adds (timings), so nights above their neighbours are capped too (below)."""
     k = len(z)
     lim = OUTLIER_SIGMAS * sigma[:, None]
     gap = np.full((k, 1), np.nan)
@@ -165,6 +170,8 @@ def clean_rows(z: np.ndarray, sigma: np.ndarray) -> tuple[np.ndarray, np.ndarray
     pick = np.where(~has_r | (has_l & (np.abs(np.where(has_l, dl, np.inf)) <= np.abs(np.where(has_r, dr, np.inf)))),
                     left, right)
     out[bad_mask] = pick[bad_mask]
+    if not one_sided:
+        return out, bad_mask
     # Timing noise is one-sided: interference, throttling and a hiccuped op only ever slow a night down. A night
     # above the median of the five around it by more than HICCUP_SIGMAS counts at that bound: a few slow nights
     # in a row cannot fake a level (a step's nights agree with their neighbours, so a step is untouched).
@@ -172,64 +179,109 @@ def clean_rows(z: np.ndarray, sigma: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return np.minimum(out, roll + HICCUP_SIGMAS * sigma[:, None]), bad_mask
 
 
-def split_stats(z: np.ndarray, a: int, b: int) -> np.ndarray:
+def split_stats(z: np.ndarray, a: int, b: int, first: int = MIN_BEFORE) -> np.ndarray:
     """The two-sample statistic (unit noise) of every split k of z[a:b] into z[a:k], z[k:b]; NaN where a side is
-    shorter than its minimum."""
+    shorter than its minimum (``first`` nights before, :data:`MIN_AFTER` after)."""
     seg = z[a:b]
     n = len(seg)
     out = np.full(n, np.nan)
-    if n < MIN_BEFORE + MIN_AFTER:
+    if n < first + MIN_AFTER:
         return out
     c = np.cumsum(seg)
-    k = np.arange(MIN_BEFORE, n - MIN_AFTER + 1)
+    k = np.arange(first, n - MIN_AFTER + 1)
     left = c[k - 1] / k
     right = (c[-1] - c[k - 1]) / (n - k)
     out[k] = np.abs(right - left) / np.sqrt(1.0 / k + 1.0 / (n - k))
     return out
 
 
-def split_stats_rows(z: np.ndarray) -> np.ndarray:
-    """:func:`split_stats` of every row of ``z`` (series of one length, at least ``MIN_BEFORE + MIN_AFTER``
-    nights) over the whole row."""
+def split_stats_rows(z: np.ndarray, first: int = MIN_BEFORE) -> np.ndarray:
+    """:func:`split_stats` of every row of ``z`` (series of one length, at least ``first + MIN_AFTER`` nights)
+    over the whole row."""
     n = z.shape[1]
     out = np.full(z.shape, np.nan)
     c = np.cumsum(z, axis=1)
-    k = np.arange(MIN_BEFORE, n - MIN_AFTER + 1)
+    k = np.arange(first, n - MIN_AFTER + 1)
     left = c[:, k - 1] / k
     right = (c[:, -1:] - c[:, k - 1]) / (n - k)
     out[:, k] = np.abs(right - left) / np.sqrt(1.0 / k + 1.0 / (n - k))
     return out
 
 
-def segment(z: np.ndarray, sigma: float, tau: float, min_change: float) -> list[int]:
-    """Binary segmentation: the first indices of each new level whose split passes ``tau`` and
-    ``min_change`` (log units), in order."""
-    found: list[int] = []
-    stack = [(0, len(z))]
-    while stack:
-        a, b = stack.pop()
-        st = split_stats(z, a, b)
+def seeded_intervals(a: int, b: int, shortest: int = MIN_BEFORE + MIN_AFTER) -> list[tuple[int, int]]:
+    """The intervals of ``[a, b)`` a split is looked for in: the whole, then at each scale intervals of half the
+    length before, overlapping by half (seeded binary segmentation, Kovacs et al. 2020). A change that is undone a
+    few nights later (a regression fixed again) moves the means of the whole series little, but it is the only
+    change inside some shorter interval: the split of that interval finds it."""
+    out = [(a, b)]
+    length = b - a
+    while True:
+        length = int(length * SEED_DECAY)
+        if length < shortest:
+            return out
+        step = max(1, length // 2)
+        starts = list(range(a, b - length + 1, step))
+        if starts[-1] != b - length:
+            starts.append(b - length)
+        out += [(s, s + length) for s in starts]
+
+
+def _best_split(z: np.ndarray, a: int, b: int, sigma: float, first: int) -> tuple[int, int, int, float] | None:
+    """The best split of ``z[a:b]`` over its seeded intervals: in each interval the split that separates the means
+    most (cumulative sums make every split cheap), judged on lower quartiles (:func:`median_z`: a few hiccuped
+    nights cannot move them); the interval whose split is judged strongest wins. ``(interval start, split,
+    interval end, statistic)``, None when no interval can be split. A split keeps the segment's minimum sides:
+    ``first`` nights before it from ``a``, MIN_AFTER after it within its interval."""
+    best: tuple[int, int, int, float] | None = None
+    for s, e in seeded_intervals(a, b):
+        lo = max(first - (s - a), 1)  # (the nights before the split, counted from a, reach ``first``)
+        if e - s < lo + MIN_AFTER:
+            continue
+        st = split_stats(z, s, e, lo)
         if not np.isfinite(st).any():
             continue
-        k = _refine(z[a:b], int(np.nanargmax(st)))
-        left, right = z[a:a + k], z[a + k:b]
-        if median_z(left, right, sigma) < tau:
+        k = s + int(np.nanargmax(st))
+        judged = median_z(z[s:k], z[k:e], sigma)
+        if best is None or judged > best[3]:
+            best = (s, k, e, judged)
+    return best
+
+
+def segment(z: np.ndarray, sigma: float, tau: float, min_change: float, first: int = MIN_FIRST) -> list[int]:
+    """Seeded binary segmentation: the first indices of each new level whose split passes ``tau`` and
+    ``min_change`` (log units), in order. The first segment of the series may split after ``first`` nights (what
+    is in view is all there is of the old level); every later one needs MIN_BEFORE."""
+    found: list[int] = []
+    stack = [(0, len(z), first)]
+    while stack:
+        a, b, lo = stack.pop()
+        got = _best_split(z, a, b, sigma, lo)
+        if got is None:
             continue
-        if abs(float(np.median(right) - np.median(left))) < min_change:
+        s, k, e, _ = got
+        # (a hiccup next to a step cannot pull the first night of the new level to its side; the split is judged
+        # on lower quartiles, which a few hiccuped nights cannot move)
+        k = s + _refine(z[s:e], k - s, first=max(lo - (s - a), 1))
+        # fewer than MIN_BEFORE nights of the old level (the start of the view): a few slow nights there look like
+        # a level, so the bar rises as the old level's nights get fewer
+        bar = tau * math.sqrt(MIN_BEFORE / (k - a)) if k - a < MIN_BEFORE else tau
+        if median_z(z[s:k], z[k:e], sigma) < bar:
             continue
-        found.append(a + k)
-        stack += [(a, a + k), (a + k, b)]
+        if abs(float(np.median(z[k:e]) - np.median(z[s:k]))) < min_change:
+            continue
+        found.append(k)
+        stack += [(a, k, lo), (k, b, MIN_BEFORE)]
     return sorted(found)
 
 
-def _refine(seg: np.ndarray, k: int, reach: int = 2) -> int:
+def _refine(seg: np.ndarray, k: int, reach: int = 2, first: int = MIN_BEFORE) -> int:
     """The split near ``k`` (means chose it) that leaves the least absolute deviation from the two sides'
     medians: a hiccup next to a step cannot pull the first night of the new level to its side."""
     n = len(seg)
 
     def cost(j: int) -> float:
         return float(np.abs(seg[:j] - np.median(seg[:j])).sum() + np.abs(seg[j:] - np.median(seg[j:])).sum())
-    cands = [j for j in range(k - reach, k + reach + 1) if MIN_BEFORE <= j <= n - MIN_AFTER]
+    cands = [j for j in range(k - reach, k + reach + 1) if first <= j <= n - MIN_AFTER]
     return min(cands, key=lambda j: (cost(j), abs(j - k))) if cands else k
 
 
@@ -289,6 +341,48 @@ def fit_creep(z: np.ndarray, sigma: float, tau: float) -> tuple[int, float, floa
     return best
 
 
+def _bic(sse: float, n: int, params: int) -> float:
+    """The Bayesian information criterion of a fit with Gaussian residuals (lower is better)."""
+    return n * math.log(max(sse, 1e-300) / n) + params * math.log(n)
+
+
+def fit_smooth(z: np.ndarray, degrees: tuple[int, ...] = (2, 3, 4, 5)) -> tuple[np.ndarray, float, int] | None:
+    """The low-order polynomial trend of a series with the best BIC (its fitted values, squared residual and
+    parameter count): a smooth drift (thermal or clock drift, a slowly growing input, a population) follows one,
+    a step does not."""
+    n = len(z)
+    if n < 8:
+        return None
+    t = np.linspace(-1.0, 1.0, n)
+    best = None
+    for d in degrees:
+        if d + 2 > n:
+            break
+        coef = np.polynomial.polynomial.polyfit(t, z, d)
+        fit = np.polynomial.polynomial.polyval(t, coef)
+        sse = float(((z - fit) ** 2).sum())
+        if best is None or _bic(sse, n, d + 1) < _bic(best[1], n, best[2]):
+            best = (fit, sse, d + 1)
+    return best
+
+
+def prune(z: np.ndarray, cps: list[int], penalty: float) -> list[int]:
+    """The change points that pay for themselves: the one whose removal costs least is removed while that cost
+    (the rise of the squared residual) is under ``penalty`` times the residual variance of the fit with them all.
+    A segmentation splits a swing or a wave into levels that each pass the split test on their own; a real step
+    lowers the squared residual by far more than any of them."""
+    cps = list(cps)
+    n = len(z)
+    while cps:
+        full = _sse_steps(z, cps)
+        s2 = max(full / max(1, n - 2 * len(cps) - 1), 1e-300)
+        cost, i = min((_sse_steps(z, cps[:j] + cps[j + 1:]) - full, j) for j in range(len(cps)))
+        if cost >= penalty * s2:
+            break
+        del cps[i]
+    return cps
+
+
 @dataclass
 class Prepared:
     """A series made ready once (log scale, noise, outliers out) for :func:`analyse` to judge at any threshold."""
@@ -299,24 +393,27 @@ class Prepared:
     bad: list[int]
     sigma: float
     best_z: float
+    log: bool = True  # z is the log of the values (else the values themselves)
+
+    def value(self, v: float) -> float:
+        """A level on the series' own scale."""
+        return math.exp(v) if self.log else v
 
 
-def prepare(values: np.ndarray, *, floor: float = 0.0, replay_noise: float = 0.0) -> Prepared:
-    """Log scale, noise and cleaning of a series, and the statistic of its best split (what the false-discovery
-    rule ranks), computed once."""
-    ok = np.isfinite(values) & (values > 0)
+def prepare(values: np.ndarray, *, floor: float = 0.0, replay_noise: float = 0.0, log: bool = True,
+            one_sided: bool = True) -> Prepared:
+    """Log scale (or the values as they are: ``log=False``, for series that are not positive figures), noise and
+    cleaning of a series, and the statistic of its best split (what the false-discovery rule ranks), computed
+    once. ``one_sided``: the noise only ever adds (timings)."""
+    ok = np.isfinite(values) & ((values > 0) if log else True)
     idx = np.nonzero(ok)[0]
-    z = np.log(values[ok])
+    z = np.log(values[ok]) if log else np.asarray(values[ok], dtype=float)
     sigma = max(robust_sigma(z), floor, replay_noise)
     if len(z) < MIN_BEFORE + MIN_AFTER or sigma <= 0:
-        return Prepared(idx, z, z, [], sigma, 0.0)
-    zc, bad = clean(z, sigma)
-    best = 0.0
-    st = split_stats(zc, 0, len(zc))
-    if np.isfinite(st).any():
-        k = int(np.nanargmax(st))
-        best = median_z(zc[:k], zc[k:], sigma)
-    return Prepared(idx, z, zc, bad, sigma, best)
+        return Prepared(idx, z, z, [], sigma, 0.0, log)
+    zc, bad = clean(z, sigma, one_sided)
+    got = _best_split(zc, 0, len(zc), sigma, MIN_FIRST)
+    return Prepared(idx, z, zc, bad, sigma, got[3] if got is not None else 0.0, log)
 
 
 def prepare_many(series: list[np.ndarray], *, floor: float = 0.0, replay_noise: list[float] | None = None
@@ -343,15 +440,22 @@ def prepare_many(series: list[np.ndarray], *, floor: float = 0.0, replay_noise: 
             continue
         zl, sl = z[live], sigma[live]
         zc, bad = clean_rows(zl, sl)
-        st = split_stats_rows(zc)
-        ks = np.nanargmax(st, axis=1)
-        best = np.zeros(len(live))
-        # the best split judged on lower quartiles (median_z), the rows that split at one night together
-        for k in np.unique(ks):
-            at = np.nonzero(ks == k)[0]
-            lo_b = np.percentile(zc[at, :k], 25, axis=1)
-            lo_a = np.percentile(zc[at, k:], 25, axis=1)
-            best[at] = np.abs(lo_a - lo_b) / (1.3626 * sl[at] * math.sqrt(1 / int(k) + 1 / (n - int(k))))
+        # as _best_split, every row at once: in each seeded interval the split on means, judged on lower
+        # quartiles (the rows that split it at one night together); the best judged over the intervals
+        best = np.full(len(live), -np.inf)
+        for s0, e0 in seeded_intervals(0, n):
+            lo = max(MIN_FIRST - s0, 1)
+            if e0 - s0 < lo + MIN_AFTER:
+                continue
+            ks = s0 + np.nanargmax(split_stats_rows(zc[:, s0:e0], lo), axis=1)
+            judged = np.empty(len(live))
+            for k in np.unique(ks):
+                at = np.nonzero(ks == k)[0]
+                lo_b = np.percentile(zc[at, s0:k], 25, axis=1)
+                lo_a = np.percentile(zc[at, k:e0], 25, axis=1)
+                judged[at] = np.abs(lo_a - lo_b) / (1.3626 * sl[at] * math.sqrt(1 / (k - s0) + 1 / (e0 - k)))
+            best = np.where(judged > best, judged, best)
+        best = np.where(np.isfinite(best), best, 0.0)
         for j, r in enumerate(live):
             out[rows[r]] = Prepared(idx, zl[j], zc[j], [int(i) for i in np.nonzero(bad[j])[0]], float(sl[j]),
                                     float(best[j]))
@@ -359,7 +463,7 @@ def prepare_many(series: list[np.ndarray], *, floor: float = 0.0, replay_noise: 
 
 
 def analyse(values: np.ndarray | Prepared, *, tau: float, min_change: float = 0.01, floor: float = 0.0,
-            replay_noise: float = 0.0) -> SeriesChanges:
+            replay_noise: float = 0.0, penalty: float | None = None) -> SeriesChanges:
     """Steps, creep and outliers of one series of positive values (NaN or <= 0 nights are left out and the
     indices still count nights), or of a :func:`prepare`d one."""
     p = values if isinstance(values, Prepared) else prepare(values, floor=floor, replay_noise=replay_noise)
@@ -368,21 +472,39 @@ def analyse(values: np.ndarray | Prepared, *, tau: float, min_change: float = 0.
     if len(z) < MIN_BEFORE + MIN_AFTER or sigma <= 0:
         return res
     res.best_z = p.best_z
-    res.outliers = [Outlier(int(idx[i]), float(math.exp(z[i])), float(math.exp(zc[i])),
+    res.outliers = [Outlier(int(idx[i]), float(p.value(z[i])), float(p.value(zc[i])),
                             float(abs(z[i] - zc[i]) / sigma)) for i in bad]
     if p.best_z < 0.5 * tau:  # (no split of the series comes near: nothing to segment)
         return res
-    cps = segment(zc, sigma, tau, math.log1p(min_change))
+    cps = segment(zc, sigma, tau, math.log1p(min_change) if p.log else min_change)
+    if penalty is not None:
+        cps = prune(zc, cps, penalty)
     cps, bumps = _drop_excursions(zc, cps)
     for i in bumps:
-        res.outliers.append(Outlier(int(idx[i]), float(math.exp(z[i])), float(math.exp(np.median(zc))), 0.0))
+        res.outliers.append(Outlier(int(idx[i]), float(p.value(z[i])), float(p.value(np.median(zc))), 0.0))
     edges = [0, *cps, len(zc)]
     for j, k in enumerate(cps):
         before = zc[edges[j]:k]
         after = zc[k:edges[j + 2]]
         zstat = median_z(before, after, sigma)
-        res.steps.append(Step(int(idx[k]), float(math.exp(np.median(before))), float(math.exp(np.median(after))),
+        res.steps.append(Step(int(idx[k]), float(p.value(np.median(before))), float(p.value(np.median(after))),
                               float(zstat)))
+    if len(cps) > 1 and len({s.after > s.before for s in res.steps}) == 1:
+        # a staircase of same-way steps that one smooth curve explains better (its BIC: the steps cost two
+        # parameters each) is one drift, not many steps
+        curve = fit_smooth(zc)
+        if curve is not None and _bic(curve[1], len(zc), curve[2]) < _bic(_sse_steps(zc, cps), len(zc),
+                                                                            2 * len(cps) + 1):
+            trend = curve[0]
+            moved = np.nonzero(np.abs(trend - trend[0]) > 2 * sigma)[0]
+            first = int(moved[0]) if len(moved) else len(zc) - 1
+            start = int(np.nonzero(np.abs(trend - trend[0]) > 0.5 * sigma)[0][0]) if len(moved) else first
+            per = (trend[-1] - trend[start]) / max(1, len(zc) - 1 - start)
+            zr = abs(float(trend[-1] - trend[start])) / sigma
+            res.creep = Creep(int(idx[first]), int(idx[start]), p.value(float(np.median(zc[:max(start, 1)]))),
+                              p.value(float(trend[-1])), math.expm1(per) if p.log else per, zr)
+            res.steps = []
+            return res
     if cps:
         ramp = fit_creep(zc, sigma, tau)
         same_way = len({s.after > s.before for s in res.steps}) == 1
@@ -393,7 +515,85 @@ def analyse(values: np.ndarray | Prepared, *, tau: float, min_change: float = 0.
             rise = max(1, math.ceil(2 * sigma / abs(slope))) if slope else 1
             first = min(len(zc) - 1, c - 1 + rise)
             base = float(np.median(zc[:c])) if c > 0 else float(zc[0])
-            res.creep = Creep(int(idx[first]), int(idx[c]), math.exp(base),
-                              math.exp(base + slope * (len(zc) - c)), math.expm1(slope), zr)
+            res.creep = Creep(int(idx[first]), int(idx[c]), p.value(base), p.value(base + slope * (len(zc) - c)),
+                              math.expm1(slope) if p.log else slope, zr)
             res.steps = []
     return res
+
+
+# ------------------------------------------------------------------------------------------------ any series
+@dataclass
+class SeriesChange:
+    """A change of an outside series: a ``step`` (``index``: the first point of the new level) or a ``drift``
+    (``index``: the first point past the noise, ``since``: where it begins, ``per_point``: its rate)."""
+
+    index: int
+    kind: str
+    before: float
+    after: float
+    z: float
+    since: int | None = None
+    per_point: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"index": self.index, "kind": self.kind, "before": self.before, "after": self.after,
+               "change": (self.after / self.before - 1) if self.before else None, "z": round(self.z, 2)}
+        if self.kind == "drift":
+            out.update({"since": self.since, "per_point": self.per_point})
+        return out
+
+
+@dataclass
+class SeriesReport:
+    """What :func:`detect_series` found: the change points (steps: a level that starts at ``index``) in order, a
+    drift apart (a smooth move has no one point where it changes), one-point outliers apart, the noise, the
+    threshold and whether the series was read on a log scale (relative changes) or as it is."""
+
+    changes: list[SeriesChange]
+    drifts: list[SeriesChange]
+    outliers: list[Outlier]
+    sigma: float
+    threshold_sigmas: float
+    log: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"changes": [c.to_json() for c in self.changes], "drifts": [d.to_json() for d in self.drifts],
+                "outliers": [{"index": o.index, "value": o.value, "expected": o.expected} for o in self.outliers],
+                "noise": self.sigma, "threshold_sigmas": round(self.threshold_sigmas, 2),
+                "scale": "log" if self.log else "linear"}
+
+
+def _z_of_p(p: float) -> float:
+    """The two-sided normal quantile whose tail is ``p`` (bisection on erfc)."""
+    lo, hi = 0.0, 40.0
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if math.erfc(mid / math.sqrt(2)) > p:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def detect_series(values: Any, *, fdr: float = 0.01, min_sigmas: float = 4.0, min_change: float = 0.0,
+                  one_sided: bool = False) -> SeriesReport:
+    """The change points of one outside series (a model's tokens/s from CI, an end-to-end latency, any
+    quantity): the detector the warehouse runs on its own series, with the threshold a single series needs (a
+    Bonferroni bound at ``fdr`` over every split it could make, never below ``min_sigmas``). A series of positive
+    values is read on a log scale (its changes are relative, ``min_change`` a share); any other as it is.
+    ``one_sided``: its noise only ever adds (timings). NaN points are missing; indices count every point."""
+    v = np.asarray(values, dtype=float)
+    fin = v[np.isfinite(v)]
+    log = bool(len(fin)) and bool(np.all(fin > 0))
+    p = prepare(v, log=log, one_sided=one_sided)
+    n = len(p.z)
+    tests = max(1, sum(max(0, e - s - MIN_FIRST - MIN_AFTER + 1) for s, e in seeded_intervals(0, n)))
+    tau = max(min_sigmas, _z_of_p(fdr / tests))
+    res = analyse(p, tau=tau, min_change=min_change, penalty=3 * math.log(max(n, 2)))
+    steps = [SeriesChange(st.index, "step", st.before, st.after, st.z) for st in res.steps]
+    drifts = []
+    if res.creep is not None:
+        c = res.creep
+        drifts.append(SeriesChange(c.index, "drift", c.before, c.after, c.z, since=c.start_index,
+                                   per_point=c.per_night))
+    return SeriesReport(steps, drifts, sorted(res.outliers, key=lambda o: o.index), p.sigma, tau, log)

@@ -1,54 +1,61 @@
-"""The newest runs against the history of matching runs: what got slower (or faster), beyond the noise.
+"""The gate: is tonight (or this PR's run) off its baseline? The last night of a history, judged series by series.
 
-Every series is checked: each section the runs have (eager, trace, custom pairs; the whole run when a capture
-has no sections), each grouping of ``by`` (section totals, block, layer, op code by default), each metric
-(kernel, op-to-op, FW time, span by default), all devices together and, for multi-device runs, each device.
-Figures are per iteration (the mean over a trace's replays), so the same work replayed more or fewer times is
-no change.
+The history is :mod:`warehouse.history.select`'s (one label and tags; invalid captures, nights triaged invalid and
+other models in no baseline). For each night checked:
 
-A change counts when it exceeds all of: ``threshold`` x the window's median, ``min_us``, ``SIGMAS`` robust sigmas
-of the window (1.4826 x MAD), ``LONG_SIGMAS`` robust night-to-night sigmas of the series over its last
-``NOISE_NIGHTS`` valid nights (a step does not widen them), and half the spread between the candidate's own
-replays. Eager and the trace run the same ops: a kernel or FW change seen in one of them only is a change when
-the other moved the same way by a third as much (one op's hiccup lands in one section); an op-to-op change in one
-section must clear its bar twice. A regressed block or layer lists the op codes inside it that moved most (the
-drill-down rollups).
+1. **The whole run**: each night's run-wide level is the median over every (block, op code) pair of its value
+   against the pair's own median; a night whose level moved beyond the levels' own noise and by 1 % or more is one
+   whole-run cause (a clock, a driver, every op a little slower), and every key is judged beyond it.
+2. **Every series** (each section, grouping, key, metric; per device for section totals and op codes) is judged by
+   :mod:`warehouse.history.judge`: its baseline is the median of the ``window`` nights before (for a key whose step
+   a person acknowledged, the nights from that step on: every other key keeps its window), its noise its own.
+3. **Evidence**: a move blocks a merge only with what a real change leaves: it shows in eager and in the trace
+   (they run the same ops), or in the trace's replays with the hiccuped one taken out, or on several devices, or in
+   several of the key's (block, op code) pairs, or (a series nothing else measures) it is far beyond its noise and
+   beyond what one op's hiccup can do (or two nights running). A move
+   without is *suspicious*: printed, never exit 3. ``section`` restricts what is reported, never what corroborates.
+4. **Causes**: the moves are nested into causes (:mod:`warehouse.history.causes`) with their contributors.
+
+A night that is an invalid capture is reported as such (the CLI exits 4), never judged.
 """
 from __future__ import annotations
 
-import hashlib
 import math
-import statistics
+import warnings
+from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 from sqlalchemy import Connection, Engine, text
 
-from warehouse.history.boundchange import with_bound_changes
-from warehouse.history.changepoints import robust_sigma, row_medians
-from warehouse.registry.contract import EAGER, TRACE
 from warehouse.errors import NotFound
-from warehouse.registry.measures import DRILL_DOWN, METRIC, METRICS, nests_under, ordered, part_rank
-from warehouse.history.quality import judge, other_models
-from warehouse.history.series import (ALL_DEVICES, Table, attribution_gaps, by_run, fetch, fetch_table,
-                                      resolve_sections, rollup_of, run_meta, section_label, select_runs)
-from warehouse.history.triage import accepted_steps, invalid_runs
+from warehouse.history.boundchange import with_bound_changes
+from warehouse.history.causes import Cause, Group, Overlaps, cause_id, nest
+from warehouse.history.changepoints import MIN_AFTER, MIN_BEFORE, analyse
+from warehouse.history.judge import CORROBORATE, CORROBORATE_SHARE, FAR, Z_GATE, Judged, judge, night_levels
+from warehouse.history.quality import judge as judge_quality
+from warehouse.history.select import History, load
+from warehouse.history.series import (ALL_DEVICES, RunMeta, Table, attribution_gaps, by_run, fetch, fetch_table,
+                                      resolve_sections, rollup_of, run_meta, section_label, sections_of,
+                                      select_runs)
 from warehouse.history.triage import decisions
+from warehouse.registry.contract import EAGER, TRACE
+from warehouse.registry.measures import DRILL_DOWN, METRIC, METRICS, ordered
 from warehouse.store.listing import resolve_run
 
-SIGMAS = 3.0
 NOISE_NIGHTS = 30  # the valid nights before a run whose night-to-night moves give its series' noise
-LONG_SIGMAS = 5.0  # ... and how many of their robust sigmas a change must clear
-CORROBORATE = 2.0  # how much clearer a change seen in one of eager and trace only must be (see _corroborated)
-QUALITY_WINDOW = 7
+RUN_MIN_CHANGE = 0.01  # a whole-run cause moved at least this much (every op 1 % slower is news)
 DEFAULT_BY = ["section", "block", "layer", "op-code"]
 TOP_CONTRIBUTORS = 3
+PER_DEVICE = ("section", "op-code")  # groupings judged per device too (a slower device is named)
 
 
 @dataclass
 class Finding:
-    """One series that moved: ``kind`` is regression or improvement."""
+    """One series that moved: ``kind`` regression, improvement or suspicious (no evidence a real change leaves).
+    ``value_us`` and ``baseline_us`` are measured (the night's figure and the baseline's median); ``delta_pct``
+    is the move beyond the night's run-wide level, the one judged."""
 
     kind: str
     run_id: int
@@ -64,128 +71,608 @@ class Finding:
     delta_pct: float | None
     noise_us: float
     window: int
+    z: float = 0.0
+    evidence: list[str] = field(default_factory=list)
     contributors: list[dict[str, Any]] = field(default_factory=list)
     unit: str = "us"  # of value_us, baseline_us, delta_us and noise_us: the metric's (us for times)
 
 
-def _noise(window: list[float], spreads: list[float | None]) -> float:
-    """What the series moves by without a change: robust sigmas of the window, and half the spread between
-    replays (of the candidate, or typical of the window): a mean over other replays moves that much."""
-    mid = statistics.median(window)
-    mad = statistics.median([abs(v - mid) for v in window]) if len(window) > 1 else 0.0
-    known = [s for s in spreads if s is not None]
-    return max(SIGMAS * 1.4826 * mad, max(known, default=0.0) / 2)
+@dataclass
+class Gate:
+    """The gate's answer: the runs ``checked`` (each with its window, what it judged and its coverage), the
+    ``findings`` one :class:`~warehouse.history.causes.Cause` per cause (by impact, contributors nested, triage
+    state), the ``invalid`` captures, every series that moved (``regressions``, ``improvements``, ``suspicious``),
+    the settings, the runs' metadata and, when gating against a baseline, what it was."""
+
+    checked: list[dict[str, Any]]
+    findings: list[Cause]
+    invalid: list[dict[str, Any]]
+    threshold: float
+    min_us: float
+    window: int
+    metrics: list[str]
+    by: list[str]
+    warnings: list[str]
+    runs: dict[int, dict[str, Any]]
+    regressions: list[dict[str, Any]] = field(default_factory=list)
+    improvements: list[dict[str, Any]] = field(default_factory=list)
+    suspicious: list[dict[str, Any]] = field(default_factory=list)
+    baseline: dict[str, Any] | None = None
+
+    @property
+    def regressed(self) -> bool:
+        """Whether a cause is a regression (``regressions`` exits 3)."""
+        return any(c.kind == "regression" for c in self.findings)
+
+    def to_json(self) -> dict[str, Any]:
+        """The document ``regressions --format json`` prints (``baseline`` only when gating against one)."""
+        out = asdict(self)
+        out["findings"] = [c.to_json() for c in self.findings]
+        if self.baseline is None:
+            del out["baseline"]
+        return out
 
 
-def run_factor(pairs: dict[str, Table], cand: int, hist: list[int], metric: str) -> tuple[float, float]:
-    """How much the whole run moved: the median, over every (block, op code) pair of every section, of the
-    candidate's value against the pair's median over the window; and that figure's own noise (1.4826 x MAD of
-    the same figure for each night of the window against the others). One slowed block or op code moves few
-    pairs and not the median; a clock, firmware or driver change moves them all. ``pairs``: each section's
-    (block, op code) rollups (:func:`warehouse.history.series.fetch_table`)."""
-    per_run: dict[int, list[float]] = {r: [] for r in [cand, *hist]}
-    need = max(1, (len(hist) + 1) // 2)
-    for tab in pairs.values():
-        c = tab.column(cand)
-        if c is None:
+@dataclass
+class _Night:
+    """What one checked night is judged against."""
+
+    cand: int
+    base: list[int]  # the baseline window (valid nights before it)
+    noise: list[int]  # the longer stretch whose moves give each series' noise
+    breaks: list[tuple[str, str, int]]  # (by, key, first night) of the steps acknowledged before it
+    prev: int | None = None  # the night just before it in its own history (a PR's run has none)
+
+
+def find_regressions(engine: Engine, *, label: str | None = None, tags: dict[str, str] | None = None,
+                     last: int = 1, window: int = 7, threshold: float = 0.05, min_us: float = 1.0,
+                     by: list[str] | None = None, section: str | None = None, metrics: list[str] | None = None,
+                     keys: list[str] | None = None, run: str | int | None = None,
+                     baseline_label: str | None = None, baseline_tags: dict[str, str] | None = None) -> Gate:
+    """Judge each of the ``last`` newest matching runs against the ``window`` valid runs before it.
+
+    PR gating: with ``run`` (an id or 'latest'), ``baseline_label`` or ``baseline_tags``, the one run (default:
+    the newest matching ``label``/``tags``) is judged against the ``window`` newest valid runs of the baseline
+    (``baseline_label``/``baseline_tags``, default the run's own filter), with the same rules: triage honoured,
+    another model said."""
+    by = by or DEFAULT_BY
+    metrics = metrics or [m.key for m in METRICS]
+    with engine.connect() as conn:
+        if run is not None or baseline_label is not None or baseline_tags:
+            return _against_baseline(conn, run, label, tags, baseline_label, baseline_tags, window, threshold,
+                                     min_us, by, section, metrics, keys)
+        h = load(conn, label=label, tags=tags, last=last + NOISE_NIGHTS + window + 7)
+        gate = Gate([], [], [], threshold, min_us, window, metrics, by, list(h.warnings),
+                    {r: h.meta[r].as_dict() for r in h.runs})
+        nights = []
+        for cand in h.runs[-last:]:
+            if h.problems.get(cand):
+                gate.invalid.append({**h.meta[cand].as_dict(), "problems": h.problems[cand]})
+                continue
+            if cand in h.strangers:
+                gate.warnings.append(f"{h.meta[cand].short()} {h.strangers[cand]}; it is judged all the same (pass "
+                                     "--label to keep one model per history)")
+            before = h.before(cand)
+            if not before:
+                gate.warnings.append(f"{h.meta[cand].short()} has no earlier valid run to compare with")
+                continue
+            if label is None and len({h.meta[r].label for r in [cand, *before[-window:]]}) > 1:
+                gate.warnings.append(f"the window of run {cand} mixes labels "
+                                     f"{sorted({str(h.meta[r].label) for r in [cand, *before[-window:]]})}; "
+                                     "pass --label")
+            breaks = [(d.by, d.key, d.run_id) for d in h.accepted() if d.run_id in h.runs
+                      and h.runs.index(d.run_id) <= h.runs.index(cand)]
+            nights.append(_Night(cand, before[-window:], before[-NOISE_NIGHTS:], breaks, before[-1]))
+        _judge_nights(conn, gate, nights, h.meta, section, keys)
+        for c in gate.checked:
+            c["why"] = _judging(h, c["run_id"], label)
+    return gate
+
+
+def _judging(h: History, cand: int, label: str | None) -> str:
+    """Why the gate judges this night: its place in the history by capture time (the newest, or the one before
+    it that --last asks for)."""
+    back = len(h.runs) - 1 - h.runs.index(cand)
+    which = "the newest" if not back else f"{back} before the newest"
+    return f"{which} run of {f'label {label!r}' if label else 'the history'} by capture time"
+
+
+def _against_baseline(conn: Connection, run: str | int | None, label: str | None, tags: dict[str, str] | None,
+                      baseline_label: str | None, baseline_tags: dict[str, str] | None, window: int,
+                      threshold: float, min_us: float, by: list[str], section: str | None, metrics: list[str],
+                      keys: list[str] | None) -> Gate:
+    """One run against the newest valid runs of a baseline filter (see :func:`find_regressions`)."""
+    if run is not None:
+        cand = resolve_run(conn, str(run), label)
+    else:
+        mine = select_runs(conn, label, tags)
+        if not mine:
+            raise NotFound("no runs in the warehouse; ingest a CSV first")
+        cand = mine[-1]
+    h = load(conn, label=baseline_label if baseline_label is not None else label,
+             tags=baseline_tags if baseline_tags else tags)
+    pool = [r for r in h.valid if r != cand]
+    if not pool:
+        raise NotFound("the baseline has no valid run besides the one checked")
+    meta = {**h.meta, **run_meta(conn, [cand])}
+    gate = Gate([], [], [], threshold, min_us, window, metrics, by, list(h.warnings),
+                {r: meta[r].as_dict() for r in [cand, *pool[-window:]]},
+                baseline={"label": baseline_label, "tags": baseline_tags or {}, "runs": pool[-window:]})
+    # the run's own capture quality, against the baseline's nights
+    problems = judge_quality(conn, [*pool[-7:], cand], 7).get(cand)
+    if problems:
+        gate.invalid.append({**meta[cand].as_dict(), "problems": problems})
+        return gate
+    other = _other_model(conn, cand, pool[-window:])
+    if other:
+        gate.warnings.append(f"{meta[cand].short()} {other}")
+        gate.baseline["other_model"] = other  # type: ignore[index]
+    breaks = [(d.by, d.key, d.run_id) for d in h.accepted()]  # (every acknowledged step is before the PR's run)
+    _judge_nights(conn, gate, [_Night(cand, pool[-window:], pool[-NOISE_NIGHTS:], breaks)], meta, section, keys)
+    for c in gate.checked:
+        c["why"] = "the run asked for" if run is not None else "the newest run of its own filter"
+    return gate
+
+
+def _other_model(conn: Connection, cand: int, base: list[int]) -> str | None:
+    """Why ``cand`` looks like another model than its baseline (it shares less than half of their op codes)."""
+    codes: dict[int, set[str]] = defaultdict(set)
+    ids = ", ".join(str(int(r)) for r in [cand, *base])
+    for rid, key in conn.execute(text(
+            f"SELECT run_id, key FROM {rollup_of(['op-code'])} WHERE grouping = 'op-code' AND device = -1 "
+            f"AND section = '' AND run_id IN ({ids})")):
+        codes[rid].add(key)
+    usual = {c for r in base for c in codes[r] if sum(c in codes[b] for b in base) * 2 >= len(base)}
+    mine = codes[cand]
+    if not mine or not usual:
+        return None
+    share = len(mine & usual) / len(mine | usual)
+    if share >= 0.5:
+        return None
+    return (f"shares {len(mine & usual)} of {len(mine | usual)} op codes with its baseline: another model? (its "
+            "findings compare different programs)")
+
+
+# ------------------------------------------------------------------------------------------------ judging
+@dataclass
+class _Series:
+    """One judged table of a night: its keys and their statistics."""
+
+    section: str
+    dim: str
+    metric: str
+    table: Table
+    rows: np.ndarray  # the table's rows the candidate has
+    j: Judged
+    levels: np.ndarray  # each column's run-wide level
+
+
+def _judge_nights(conn: Connection, gate: Gate, nights: list[_Night], meta: dict[int, RunMeta],
+                  section: str | None, keys: list[str] | None) -> None:
+    findings: list[Finding] = []
+    computed: dict[tuple, Any] = {}  # metrics computed from the ops: each run's read once for every night
+    for n in nights:
+        runs = sorted({n.cand, *n.base, *n.noise})
+        shown = resolve_sections(conn, section, [*n.base[-1:], n.cand])
+        read = sorted({*shown, *_all_sections(conn, [*n.base[-1:], n.cand])}) if section is not None else shown
+        if keys is not None:
+            _check_keys(conn, [*n.base, n.cand], shown, gate.by, keys)
+        if section is not None and set(read) - set(shown):
+            gate.warnings.append(f"--section {section}: findings of {section_label(shown[0])} only; "
+                                 f"{', '.join(section_label(s) for s in sorted(set(read) - set(shown)))} is still read "
+                                 "to corroborate them")
+        elif section is not None:
+            gate.warnings.append(f"--section {section}: a section alone corroborates a move only by its replays, "
+                                 "devices and pairs, or its size (no other section runs the same ops)")
+        for sec in shown:
+            gap = attribution_gaps(conn, n.cand, sec)
+            if gap > 0.5 and any(d in ("block", "layer") for d in gate.by):
+                gate.warnings.append(f"section {section_label(sec)} of run {n.cand}: {100 * gap:.0f} % of its ops "
+                                     "have no block (no m: signposts, and no eager section to align with); its "
+                                     "block and layer series say little, op codes and totals are still checked")
+        levels = _levels(conn, runs, read, gate.metrics)
+        got, coverage = _night(conn, gate, n, runs, read, shown, levels, keys, meta, computed)
+        findings += got
+        gate.checked.append({**meta[n.cand].as_dict(), "window": n.base,
+                             "sections": [section_label(s) for s in shown], **coverage})
+    findings.sort(key=lambda f: (f.kind != "regression", -abs(f.delta_pct or 0), -abs(f.delta_us)))
+    gate.findings = _causes(conn, findings, meta) if findings else []
+    status = {d.id: d.status for d in decisions(conn, sorted({c.run_id for c in gate.findings}))}
+    for c in gate.findings:
+        c.triage = status.get(c.id)
+    docs = [c.to_json() for c in gate.findings]
+    with_bound_changes(conn, docs, {c["run_id"]: c["window"] for c in gate.checked})
+    for c, d in zip(gate.findings, docs):
+        c.bound_changes = d.get("bound_changes")
+    gate.regressions = [asdict(f) for f in findings if f.kind == "regression"]
+    gate.improvements = [asdict(f) for f in findings if f.kind == "improvement"]
+    gate.suspicious = [asdict(f) for f in findings if f.kind == "suspicious"]
+
+
+def _all_sections(conn: Connection, runs: list[int]) -> list[str]:
+    names: list[str] = []
+    for secs in sections_of(conn, runs).values():
+        names += [s for s in secs if s not in names]
+    real = [s for s in names if s]
+    return real or [""]
+
+
+def _levels(conn: Connection, runs: list[int], sections: list[str], metrics: list[str]
+            ) -> dict[str, tuple[np.ndarray, list[int], int]]:
+    """Each stored time metric's run-wide level per night (columns: ``runs``), over every (block, op code) pair of
+    every section, and how many pairs said."""
+    tabs = [fetch_table(conn, runs, sec, "block/op-code") for sec in sections]
+    out: dict[str, tuple[np.ndarray, list[int], int]] = {}
+    for mk in metrics:
+        if mk == "span" or not METRIC[mk].stored:
             continue
-        mine = tab.keys_of(c)
-        cols = [(r, j) for r, j in ((r, tab.column(r)) for r in hist) if j is not None]
-        vals = tab.values[metric]
-        now = vals[mine, c]
-        past = vals[np.ix_(mine, np.array([j for _, j in cols], dtype=np.intp))]
-        valid = np.isfinite(past) & (past != 0)  # (a figure of 0 is no figure)
-        mid = row_medians(np.where(valid, past, np.nan))
-        with np.errstate(invalid="ignore"):
-            keep = np.isfinite(now) & (now != 0) & (valid.sum(axis=1) >= need) & (mid > 0)
-        per_run[cand] += (now[keep] / mid[keep]).tolist()
-        for q, (r, _) in enumerate(cols):
-            ok = keep & valid[:, q]
-            per_run[r] += (past[ok, q] / mid[ok]).tolist()
-    if len(per_run[cand]) < 3:
-        return 1.0, 0.0
-    factor = statistics.median(per_run[cand])
-    levels = [statistics.median(v) for r, v in per_run.items() if r != cand and v]
-    if len(levels) < 2:
-        return factor, 0.0
-    mid_level = statistics.median(levels)
-    return factor, 1.4826 * statistics.median([abs(x - mid_level) for x in levels])
+        parts = []
+        for tab in tabs:
+            if not tab.runs:
+                continue
+            m = np.full((len(tab.keys), len(runs)), np.nan)
+            cols = [runs.index(r) for r in tab.runs]
+            m[:, cols] = tab.values[mk]
+            parts.append(m)
+        if not parts:
+            continue
+        allm = np.vstack(parts)
+        out[mk] = (night_levels(allm), runs, int(np.isfinite(allm).any(axis=1).sum()))
+    return out
 
 
-def _check(conn: Connection, cand: int, hist: list[int], section: str, dim: str, metrics: list[str],
-           keys: set[str] | None, threshold: float, min_us: float, time: str | None,
-           factors: dict[str, float] | None = None, judged: dict[tuple, float] | None = None,
-           long_hist: list[int] | None = None, computed: dict[tuple, Any] | None = None) -> list[Finding]:
-    """The findings of one section x grouping; ``judged`` collects the relative change of every series that had
-    a window to be judged against, by (section, grouping, key, device, metric); ``computed``: the command's
-    cache of metrics computed from the ops (:func:`warehouse.history.series.fetch`). Every key of a metric is judged at
-    once, as arrays (a year's window of a big model is thousands of keys)."""
-    # each device apart for the section totals (a slower device is named), all devices together for the rest
-    tab = fetch_table(conn, sorted({cand, *hist, *(long_hist or [])}), section, dim, devices=dim == "section",
-                      keys=sorted(keys) if keys is not None else None, metrics=metrics, cache=computed)
-    c = tab.column(cand)
-    if c is None:
+def _night(conn: Connection, gate: Gate, n: _Night, runs: list[int], read: list[str], shown: list[str],
+           levels: dict[str, tuple[np.ndarray, list[int], int]], keys: list[str] | None,
+           meta: dict[int, RunMeta], computed: dict[tuple, Any]) -> tuple[list[Finding], dict[str, Any]]:
+    """The findings of one night, and its coverage: series judged, with too little history, keys new and gone."""
+    time = meta[n.cand].time
+    out: list[Finding] = []
+    if keys is None:
+        out += _whole_run(conn, gate, n, runs, read, levels, time)
+    series: list[_Series] = []
+    coverage = {"series_judged": 0, "too_little_history": 0, "new_keys": 0, "gone_keys": 0}
+    for sec in read:
+        for dim in dict.fromkeys([*gate.by, "block/op-code"] if set(gate.by) & {"block", "op-code"} else gate.by):
+            tab = fetch_table(conn, runs, sec, dim, devices=dim in PER_DEVICE,
+                              keys=sorted(keys) if keys is not None and dim != "block/op-code" else None,
+                              metrics=gate.metrics, cache=computed)
+            c = tab.column(n.cand)
+            if c is None:
+                continue
+            mine = tab.keys_of(c)
+            base_cols = [tab.column(r) for r in n.base]
+            noise_cols = np.array([j for j in (tab.column(r) for r in n.noise) if j is not None], dtype=np.intp)
+            need = _need(gate, n)
+            for mk in gate.metrics:
+                m = METRIC[mk]
+                if dim == "block/op-code" and (mk == "span" or not m.stored):
+                    continue
+                vals = tab.values[mk][mine]
+                lv = _table_levels(levels.get(mk if mk != "span" else "kernel"), tab, m.stored and m.unit == "us")
+                rows_base = [_baseline_cols(tab, n, base_cols, tab.keys[i][0], dim, mk) for i in mine]
+                with np.errstate(all="ignore"), warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)  # (a key no baseline night has: NaN)
+                    base_med = np.array([np.nanmedian(tab.values[mk][i, b]) if len(b) else np.nan
+                                         for i, b in zip(mine, rows_base)])
+                    floor = m.floor_of(gate.min_us) / np.abs(base_med)
+                # (a count per iteration, ops of a Bound class, is judged as count + 1: none to one is a move)
+                off = 1.0 if m.unit == "ops" else 0.0
+                j = judge(vals + off, tab.spreads[mk][mine], tab.iterations[mine] if tab.iterations is not None
+                          else np.ones_like(vals), lv, c, rows_base, noise_cols, floor)
+                j.now, j.base = j.now - off, j.base - off
+                series.append(_Series(sec, dim, mk, tab, mine, j, lv))
+                if sec in shown and dim != "block/op-code":
+                    judged = np.isfinite(j.now) & (j.n_base >= need)
+                    coverage["series_judged"] += int(judged.sum())
+                    coverage["too_little_history"] += int((np.isfinite(j.now) & (j.n_base < need)).sum())
+                    if mk == "kernel":
+                        coverage["new_keys"] += int((np.isfinite(j.now) & (j.n_base == 0)).sum())
+                        past = np.isfinite(tab.values[mk][:, [b for b in base_cols if b is not None]]).sum(axis=1)
+                        coverage["gone_keys"] += int(((past * 2 >= max(1, len(n.base)))
+                                                      & ~np.isfinite(tab.values[mk][:, c])).sum())
+    index = {(s.section, s.dim, s.metric): s for s in series}
+    for s in series:
+        if s.section not in shown or s.dim == "block/op-code":
+            continue
+        m = METRIC[s.metric]
+        need = _need(gate, n)
+        for r, i in enumerate(s.rows):
+            key, dev = s.table.keys[i]
+            if dev != ALL_DEVICES and s.dim != "section":
+                continue  # (a key's devices corroborate it; only a device's own total is a finding of its own)
+            jj = s.j
+            if not (np.isfinite(jj.now[r]) and np.isfinite(jj.rel[r]) and jj.n_base[r] >= need):
+                continue
+            delta = float(jj.now[r] - jj.base[r])
+            if abs(jj.rel[r]) <= gate.threshold or jj.z[r] < Z_GATE or abs(delta) < m.floor_of(gate.min_us):
+                continue
+            if _established(s, r, n, gate.threshold):
+                continue
+            ev = _evidence(s, r, index, gate.threshold, n, conn)
+            up = jj.rel[r] > 0
+            kind = ("regression" if up == (m.worse > 0) else "improvement") if ev else "suspicious"
+            out.append(Finding(kind, n.cand, time, section_label(s.section), s.dim, key,
+                               "all" if dev == ALL_DEVICES else str(dev), s.metric, round(float(jj.now[r]), 3),
+                               round(float(jj.base[r]), 3), round(delta, 3), round(100 * float(jj.rel[r]), 2),
+                               round(float(jj.sigma[r] * jj.base[r]), 3), int(jj.n_base[r]),
+                               z=round(float(jj.z[r]), 1), evidence=ev, unit=m.unit))
+    layers = {f.key for f in out if f.by == "layer" and f.kind != "improvement"}
+    cache: dict[tuple, Any] = {}
+    for f in out:
+        if f.kind != "improvement" and f.by in DRILL_DOWN:
+            sec = "" if f.section == "(whole run)" else f.section
+            f.contributors = _contributors(conn, f, n.cand, n.base, sec, cache, layers, gate.metrics)
+    _same_ops(conn, out, n, cache, layers, gate.metrics)
+    return out, coverage
+
+
+MIN_JUDGE = 3  # baseline nights a series needs to be judged (fewer: insufficient data), unless --window is smaller
+
+
+def _need(gate: Gate, n: _Night) -> int:
+    """The baseline nights a series needs on night ``n``: half its window, and at least MIN_JUDGE (or the whole
+    window a user asked to be smaller): one or two nights say nothing of a series' noise."""
+    return max(1, min(MIN_JUDGE, gate.window), (len(n.base) + 1) // 2)
+
+
+def _same_ops(conn: Connection, found: list[Finding], n: _Night, cache: dict[tuple, Any], layers: set[str],
+              metrics: list[str]) -> None:
+    """A block's or layer's move that only eager and the trace corroborate must come from the same op code in both,
+    moved by a like share: a hiccup in each section (common on a big model with many hiccups) hits whichever op,
+    by whatever amount. Such a move that does not is suspicious."""
+    for f in found:
+        if f.kind == "suspicious" or f.by not in DRILL_DOWN or f.evidence != ["eager and trace"]:
+            continue
+        other = {EAGER: TRACE, TRACE: EAGER}.get(f.section)
+        if other is None:
+            continue
+        mine = f.contributors or _contributors(conn, f, n.cand, n.base, f.section, cache, layers, metrics)
+        twin = Finding(f.kind, f.run_id, f.time, other, f.by, f.key, f.device, f.metric, 0, 0, 0, None, 0, 0)
+        theirs = _contributors(conn, twin, n.cand, n.base, other, cache, layers, metrics)
+        if not mine or not theirs:
+            continue
+        a, b = mine[0], theirs[0]
+        # (by share, not by microseconds: a replay runs the same ops faster than eager, by the same share)
+        da, db = _share(a), _share(b)
+        alike = a["op_code"] == b["op_code"] and da * db > 0 and abs(da - db) <= 0.10 * max(abs(da), abs(db))
+        if not alike:
+            f.kind, f.evidence = "suspicious", []
+
+
+def _share(c: dict[str, Any]) -> float:
+    """A contributor's move as a log share of its baseline (a count, which may start at none, as count + 1)."""
+    now, before = c["value_us"], c["value_us"] - c["delta_us"]
+    if before > 0 and now > 0:
+        return math.log(now / before)
+    return math.log((now + 1) / (before + 1)) if now >= 0 and before >= 0 else 0.0
+
+
+def _established(s: _Series, r: int, n: _Night, threshold: float) -> bool:
+    """Whether the night's level is one its history already holds: change-point analysis of the series' nights
+    before it finds a change at least MIN_AFTER nights ago, and the night is at that new level. The gate judges a
+    night against the level of the series' newest segment (a change is news on its first nights, not for good)."""
+    cols = [c for c in (s.table.column(rid) for rid in n.noise) if c is not None]
+    if len(cols) < MIN_BEFORE + MIN_AFTER:
+        return False
+    i = s.rows[r]
+    hist = s.table.values[s.metric][i, cols] / s.levels[cols]
+    res = analyse(hist, tau=Z_GATE, min_change=threshold / 2)
+    if not res.steps:
+        return False
+    last = res.steps[-1]
+    if len(cols) - last.index < MIN_AFTER:
+        return False
+    c = s.table.column(n.cand)
+    now = s.table.values[s.metric][i, c] / s.levels[c]
+    return bool(abs(math.log(now / last.after)) < math.log1p(threshold))
+
+
+def _table_levels(level: tuple[np.ndarray, list[int], int] | None, tab: Table, apply: bool) -> np.ndarray:
+    """The run-wide level of each of ``tab``'s columns (1 where the metric has none: a count, a utilisation)."""
+    if level is None or not apply:
+        return np.ones(len(tab.runs))
+    lv, cols, _ = level
+    return np.array([lv[cols.index(r)] for r in tab.runs])
+
+
+def _baseline_cols(tab: Table, n: _Night, base_cols: list[int | None], key: str, dim: str, metric: str
+                   ) -> np.ndarray:
+    """A key's baseline columns: the window, from the night of a step a person acknowledged on this key (or on a
+    key that holds it) on, when there is one before the checked night."""
+    starts = [tab.runs.index(night) for b_by, b_key, night in n.breaks
+              if night in tab.runs and _rebaselines(b_by, b_key, dim, key)]
+    cols = [c for c in base_cols if c is not None]
+    if starts:
+        cols = [c for c in cols if c >= max(starts)]
+    return np.array(cols, dtype=np.intp)
+
+
+def _rebaselines(b_by: str, b_key: str, dim: str, key: str) -> bool:
+    """Whether an acknowledged step of ``b_by``/``b_key`` moves the baseline of this series: its own key, and the
+    section totals (which hold it); the whole run's and a device's move every key."""
+    if b_key == "all" or b_by == "device":
+        return True
+    if (b_by, b_key) == (dim, key):
+        return True
+    return dim == "section" and key == "total"
+
+
+def _evidence(s: _Series, r: int, index: dict[tuple[str, str, str], _Series], threshold: float, n: _Night,
+              conn: Connection) -> list[str]:
+    """What corroborates the move of row ``r`` of ``s`` (empty: none, a suspicious move)."""
+    j = s.j
+    up = j.rel[r] > 0
+    key, dev = s.table.keys[s.rows[r]]
+    out = []
+
+    def agrees(rel: float, z: float) -> bool:
+        return bool(np.isfinite(rel) and (rel > 0) == up and abs(rel) >= CORROBORATE_SHARE * threshold
+                    and z >= CORROBORATE)
+    # (op-to-op gaps are the host's, which a trace replay leaves out: eager and the trace do not share them)
+    other = {EAGER: TRACE, TRACE: EAGER}.get(s.section) if s.metric != "op2op" else None
+    o = index.get((other, s.dim, s.metric)) if other else None
+    at = [q for q, i in enumerate(o.rows) if o.table.keys[i] == (key, dev)] if o is not None else []
+    if o is not None:
+        if at and agrees(float(o.j.rel[at[0]]), float(o.j.z[at[0]])) and _same_move(j, r, o.j, at[0]):
+            out.append("eager and trace")
+    if j.iterations[r] > 1 and np.isfinite(j.robust_rel[r]) and (j.robust_rel[r] > 0) == up \
+            and abs(j.robust_rel[r]) > threshold and j.robust_z[r] >= Z_GATE:
+        out.append(f"{int(j.iterations[r])} replays")
+    channels = int(bool(at)) + int(j.iterations[r] > 1)  # (numpy's booleans add as or)
+    move = float(np.log1p(j.rel[r]))
+    if dev == ALL_DEVICES and s.dim in PER_DEVICE:
+        # a key's devices: a real change moves them alike (their median moves as the key did), a hiccup one
+        devs = [q for q, i in enumerate(s.rows) if s.table.keys[i][0] == key and s.table.keys[i][1] != ALL_DEVICES]
+        channels += int(len(devs) > 1)
+        if len(devs) > 1 and _typical(j, devs, move):
+            out.append(f"{len(devs)} devices")
+    if s.dim == "section" and key == "total" and dev != ALL_DEVICES:
+        oc = index.get((s.section, "op-code", s.metric))
+        if oc is not None:  # a device's total: its op codes (a slower device slows them all, a hiccup one op)
+            codes = [q for q, i in enumerate(oc.rows) if oc.table.keys[i][1] == dev]
+            channels += int(len(codes) > 1)
+            if len(codes) > 1 and _typical(oc.j, codes, move):
+                out.append(f"its {len(codes)} op codes")
+    if s.dim == "op-code" and dev == ALL_DEVICES:
+        p = index.get((s.section, "block/op-code", s.metric))
+        if p is not None:
+            # an op code's change moves it in every block it runs in (their median moves as it did), a hiccup in
+            # one block. (A block's own pairs are no such channel: one op code inside it may be its whole change.)
+            mine = [q for q, i in enumerate(p.rows) if _pair_of(p.table.keys[i][0], s.dim, key)]
+            channels += int(len(mine) > 1)
+            if len(mine) > 1 and _typical(p.j, mine, move):
+                out.append(f"its {len(mine)} (block, op code) pairs")
+    # a series nothing else can corroborate (one section, one iteration, one device, one pair): its size alone,
+    # far beyond its noise (where anything could corroborate, a hiccup's size is no evidence)
+    if not channels and j.z[r] >= FAR * Z_GATE and abs(j.rel[r]) >= FAR * threshold:
+        # ... and no one-op hiccup (x2 or more, a few a night on a big model): a one-op key's doubling is red once
+        # it holds two nights running.
+        if _beyond_a_hiccup(s, r, n) or _persists(s, r, n, threshold):
+            return ["far beyond its noise"]
         return []
-    hcols = np.array([j for j in (tab.column(h) for h in hist) if j is not None], dtype=np.intp)
-    lcols = np.array([j for j in (tab.column(h) for h in long_hist or []) if j is not None],  # (the nights' order)
-                     dtype=np.intp)
-    mine = tab.keys_of(c)  # the candidate's keys, in the order its rows came
-    need = max(1, (len(hist) + 1) // 2)  # (fewer nights with the key: too new a key to judge)
-    label = section_label(section)
-    hits: list[tuple[int, int, Finding]] = []
-    for mi, mk in enumerate(metrics):
-        m = METRIC[mk]
-        vals, spreads = tab.values[mk], tab.spreads[mk]
-        now = vals[mine, c] / (factors or {}).get(mk, 1.0)  # a whole-run change already found: judge beyond it
-        past = vals[np.ix_(mine, hcols)]
-        n_past = np.isfinite(past).sum(axis=1)
-        base = row_medians(past)
-        mad = np.where(n_past > 1, row_medians(np.abs(past - base[:, None])), 0.0)
-        window_spread = row_medians(spreads[np.ix_(mine, hcols)])
-        own_spread = spreads[mine, c]
-        known = np.fmax(np.where(np.isfinite(own_spread), own_spread, -np.inf),
-                        np.where(np.isfinite(window_spread), window_spread, -np.inf))
-        noise = np.maximum(SIGMAS * 1.4826 * mad, np.where(np.isfinite(known), known, 0.0) / 2)
-        if long_hist:  # the series' night-to-night noise over its longer history (the detector's own measure)
-            noise = np.maximum(noise, LONG_SIGMAS * _long_sigma(vals[np.ix_(mine, lcols)]))
-        judge = np.isfinite(now) & (n_past >= need)
-        bar = np.maximum(np.maximum(threshold * np.abs(base), m.floor_of(min_us)), noise)
-        moved = judge & (np.abs(now - base) > bar)
-        for i in np.nonzero(judge)[0]:
-            key, dev = tab.keys[mine[i]]
-            device = "all" if dev == ALL_DEVICES else str(dev)
-            v, b = float(now[i]), float(base[i])
-            if judged is not None:
-                judged[(label, dim, key, device, mk)] = v / b - 1 if b else 0.0
-            if moved[i]:
-                delta = v - b
-                # (a utilisation that drops, or fewer FLOP-bound ops, is the regression: Metric.worse)
-                hits.append((int(i), mi, Finding("regression" if delta * m.worse > 0 else "improvement", cand, time,
-                                                 label, dim, key, device, mk, round(v, 3), round(b, 3),
-                                                 round(delta, 3), round(100 * delta / b, 2) if b else None,
-                                                 round(float(noise[i]), 3), int(n_past[i]), unit=m.unit)))
-    return [f for _, _, f in sorted(hits, key=lambda h: (h[0], h[1]))]
+    # Two channels where two exist: each alone is met by chance on a big model (a hiccup in eager and one in the
+    # trace, hiccups in both of two replays); a real change moves every measurement of its ops. Where eager and
+    # the trace are all there is, their moves must be alike within a tenth (hiccups of one op in each, on the
+    # same night, come a few times a month on a big model with many hiccups, by unrelated amounts)
+    if channels == 1 and out == ["eager and trace"] and not _same_move(j, r, o.j, at[0], 0.10):  # type: ignore
+        return []
+    return out if len(out) >= min(2, channels) else []
 
 
-def _long_sigma(seq: np.ndarray) -> np.ndarray:
-    """Each row's night-to-night noise (:func:`warehouse.history.changepoints.robust_sigma` of its figures, the nights
-    without one left out): the rows with every night at once."""
-    out = np.zeros(len(seq))
-    fin = np.isfinite(seq)
-    full = fin.all(axis=1)
-    if seq.shape[1] >= 3 and full.any():
-        out[full] = 1.4826 * row_medians(np.abs(np.diff(seq[full], axis=1))) / math.sqrt(2)
-    for i in np.nonzero(~full)[0]:
-        out[i] = robust_sigma(seq[i][fin[i]])
+HICCUP_LEAST = 2.0  # a one-op hiccup slows its op by this much or more (what real captures and the generator show)
+
+
+def _beyond_a_hiccup(s: _Series, r: int, n: _Night) -> bool:
+    """Whether row ``r``'s move is no one-op hiccup: a key of several ops (a hiccup is one op), or a one-op key
+    that moved by less than a hiccup does (x2 or more; a code change usually moves an op by tens of per cent). A
+    count or a utilisation is no sum of durations, and always is."""
+    m = METRIC[s.metric]
+    if not (m.stored and m.unit == "us") or s.table.ops is None or s.j.rel[r] < 0:
+        return True
+    c = s.table.column(n.cand)
+    i = s.rows[r]
+    ops = float(s.table.ops[i, c]) if c is not None else math.nan
+    if s.table.iterations is not None and c is not None and math.isfinite(float(s.table.iterations[i, c])):
+        ops *= float(s.table.iterations[i, c])
+    return bool(math.isfinite(ops) and (ops >= 2 or float(s.j.rel[r]) < HICCUP_LEAST - 1))
+
+
+def _persists(s: _Series, r: int, n: _Night, threshold: float) -> bool:
+    """Whether the night before ``n`` (in the same history) moved row ``r`` of ``s`` the same way, by at least half
+    the move and beyond the threshold (both against the same baseline, each night beyond its run-wide level)."""
+    c, p = s.table.column(n.cand), s.table.column(n.prev) if n.prev is not None else None
+    if c is None or p is None:
+        return False
+    i, j = s.rows[r], s.j
+    now_n = s.table.values[s.metric][i, c] / s.levels[c]
+    prev_n = s.table.values[s.metric][i, p] / s.levels[p]
+    with np.errstate(all="ignore"):
+        d_now = math.log1p(float(j.rel[r]))
+        d_prev = math.log(prev_n / now_n) + d_now  # (the prior night against the same baseline)
+    return bool(math.isfinite(d_prev) and d_prev * d_now > 0 and abs(d_prev) >= 0.5 * abs(d_now)
+                and abs(d_prev) >= math.log1p(threshold))
+
+
+def _same_move(a: Judged, i: int, b: Judged, k: int, slack: float = 0.25) -> bool:
+    """Whether two sections' moves are the same change: eager and the trace run the same ops, so a change of
+    them moves both by the same share (within their noise, or ``slack`` of the move); a hiccup in each, which
+    five times the usual hiccups make common on a big model, moves them by unrelated amounts."""
+    da, db = math.log1p(float(a.rel[i])), math.log1p(float(b.rel[k]))
+    room = max(3 * math.hypot(float(a.sigma[i]), float(b.sigma[k])), slack * max(abs(da), abs(db)))
+    return abs(da - db) <= room
+
+
+def _typical(j: Judged, rows: list[int], move: float) -> bool:
+    """Whether the typical one of ``rows`` (their median) moved the same way by at least half of ``move`` (log
+    units): a change of a key moves its parts alike; a hiccup moves one part, and the median not at all."""
+    d = np.log1p(j.rel[rows])
+    ok = np.isfinite(d)
+    if ok.sum() < 2:
+        return False
+    mid = float(np.median(d[ok]))
+    # (and beyond what a median of so many noisy parts moves by itself: 1.2533 sigma / sqrt n)
+    noise = 1.2533 * float(np.median(j.sigma[rows][ok])) / math.sqrt(int(ok.sum()))
+    return mid * move > 0 and abs(mid) >= 0.5 * abs(move) and abs(mid) >= CORROBORATE * noise
+
+
+def _pair_of(pair: str, dim: str, key: str) -> bool:
+    b, _, c = pair.partition(" / ")
+    return b == key if dim == "block" else c == key
+
+
+def _whole_run(conn: Connection, gate: Gate, n: _Night, runs: list[int], sections: list[str],
+               levels: dict[str, tuple[np.ndarray, list[int], int]], time: str | None) -> list[Finding]:
+    """The whole run's move per metric (see the module docstring): one finding each, which the keys are then
+    judged beyond. Its figures are the measured sums of the section totals."""
+    out = []
+    totals = {sec: by_run(fetch(conn, runs, sec, "section")) for sec in sections}
+    for mk, (lv, cols, npairs) in levels.items():
+        if npairs < 3:
+            continue
+        c = cols.index(n.cand)
+        base = [cols.index(r) for r in n.base if r in cols]
+        noise = [cols.index(r) for r in n.noise if r in cols]
+        # (a whole-run step a person acknowledged: the baseline starts at its night)
+        starts = [cols.index(night) for b_by, b_key, night in n.breaks
+                  if night in cols and _rebaselines(b_by, b_key, "section", "all")]
+        if starts:
+            base = [b for b in base if b >= max(starts)]
+        if not base:
+            continue
+        logs = np.log(lv)
+        mid = float(np.median(logs[base]))
+        moves = np.abs(np.diff(logs[noise])) if len(noise) >= 3 else np.array([])
+        sigma = max(1.4826 * float(np.median(moves)) / math.sqrt(2) if len(moves) else 0.0, 1e-3)
+        d = float(logs[c] - mid)
+        z = abs(d) / (sigma * math.sqrt(1 + (math.pi / 2) / len(base)))
+        if abs(math.expm1(d)) < RUN_MIN_CHANGE or z < Z_GATE:
+            continue
+        now = base_sum = 0.0
+        for sec in sections:
+            pts = totals[sec]
+            p = pts.get(n.cand, {}).get(("total", ALL_DEVICES))
+            past = [pts[h][("total", ALL_DEVICES)].values.get(mk) or 0.0 for h in n.base
+                    if ("total", ALL_DEVICES) in pts.get(h, {})]
+            if p is None or not past:
+                continue
+            now += p.values.get(mk) or 0.0
+            base_sum += float(np.median(past))
+        if not base_sum or abs(now - base_sum) < METRIC[mk].floor_of(gate.min_us):
+            continue
+        up = d > 0
+        out.append(Finding("regression" if up == (METRIC[mk].worse > 0) else "improvement", n.cand, time,
+                           "(whole run)", "section", "all", "all", mk, round(now, 3), round(base_sum, 3),
+                           round(now - base_sum, 3), round(100 * math.expm1(d), 2), round(sigma * base_sum, 3),
+                           len(base), z=round(z, 1), evidence=[f"{npairs} (block, op code) pairs"]))
     return out
 
 
 def _contributors(conn: Connection, f: Finding, cand: int, hist: list[int], section: str,
                   cache: dict[tuple, Any] | None = None, layers: set[str] | None = None,
                   metrics: list[str] | None = None) -> list[dict[str, Any]]:
-    """The op codes inside a regressed block or layer that moved most, on the same metric and device (the
-    drill-down rows are read once per section and grouping, whatever the number of findings; ``layers``: every
-    layer of the section that will be asked about, when the drill-down is computed from the ops)."""
+    """The op codes inside a moved block or layer that moved most, on the same metric and device (the drill-down
+    rows are read once per section and grouping, whatever the number of findings; ``layers``: every layer of the
+    section that will be asked about, when the drill-down is computed from the ops)."""
     sub = DRILL_DOWN.get(f.by)
     if sub is None:
         return []
@@ -204,347 +691,57 @@ def _contributors(conn: Connection, f: Finding, cand: int, hist: list[int], sect
         if d != dev or not key.startswith(prefix):
             continue
         past = [points[h][(key, d)].values.get(f.metric) or 0.0 for h in hist if (key, d) in points.get(h, {})]
-        base = statistics.median(past) if past else 0.0
+        base = float(np.median(past)) if past else 0.0
         moved.append({"op_code": key[len(prefix):], "value_us": round(p.values.get(f.metric) or 0.0, 3),
                       "delta_us": round((p.values.get(f.metric) or 0.0) - base, 3)})
-    moved.sort(key=lambda m: -abs(m["delta_us"]))
+    moved.sort(key=lambda m: (-abs(m["delta_us"]), m["op_code"]))
     return moved[:TOP_CONTRIBUTORS]
 
 
-@dataclass
-class Gate:
-    """The gate's answer: the runs ``checked`` (each with its window), the ``findings`` one per cause (by impact,
-    contributors nested, triage state), the ``invalid`` captures, every series that moved (``regressions``,
-    ``improvements``), the settings, the runs' metadata and, when gating against a baseline, what it was."""
-
-    checked: list[dict[str, Any]]
-    findings: list[dict[str, Any]]
-    invalid: list[dict[str, Any]]
-    threshold: float
-    min_us: float
-    window: int
-    metrics: list[str]
-    by: list[str]
-    warnings: list[str]
-    runs: dict[int, dict[str, Any]]
-    regressions: list[dict[str, Any]] = field(default_factory=list)
-    improvements: list[dict[str, Any]] = field(default_factory=list)
-    baseline: dict[str, Any] | None = None
-
-    @property
-    def regressed(self) -> bool:
-        """Whether a cause is a regression (``regressions`` exits 3)."""
-        return any(c["kind"] == "regression" for c in self.findings)
-
-    def to_json(self) -> dict[str, Any]:
-        """The document ``regressions --format json`` prints (``baseline`` only when gating against one)."""
-        out = asdict(self)
-        if self.baseline is None:
-            del out["baseline"]
-        return out
-
-
-def find_regressions(engine: Engine, *, label: str | None = None, tags: dict[str, str] | None = None,
-                     last: int = 1, window: int = 7, threshold: float = 0.05, min_us: float = 1.0,
-                     by: list[str] | None = None, section: str | None = None, metrics: list[str] | None = None,
-                     keys: list[str] | None = None, run: str | int | None = None,
-                     baseline_label: str | None = None, baseline_tags: dict[str, str] | None = None
-                     ) -> Gate:
-    """Compare each of the ``last`` newest matching runs with the ``window`` matching runs before it.
-
-    PR gating: with ``run`` (an id or 'latest'), ``baseline_label`` or ``baseline_tags``, the one run (default:
-    the newest matching ``label``/``tags``) is checked against the ``window`` newest valid runs of the baseline
-    (``baseline_label``/``baseline_tags``, default the run's own filter), e.g. a PR's capture against main's
-    nights."""
-    by = by or DEFAULT_BY
-    metrics = metrics or [m.key for m in METRICS]
-    findings: list[Finding] = []
-    warnings: list[str] = []
-    with engine.connect() as conn:
-        if run is not None or baseline_label is not None or baseline_tags:
-            return _against_baseline(engine, conn, run, label, tags, baseline_label, baseline_tags, window,
-                                     threshold, min_us, by, section, metrics, keys)
-        runs = select_runs(conn, label, tags)
-        if not runs:
-            raise NotFound("no runs in the warehouse; ingest a CSV first")
-        scope = runs[-(last + window):]
-        sections = resolve_sections(conn, section, scope)
-        # capture quality of the checked runs and of every run that could be in their windows
-        quality = judge(conn, runs[-(last + 2 * window + QUALITY_WINDOW):], QUALITY_WINDOW)
-        for r, why in invalid_runs(conn, runs[-(last + 2 * window + QUALITY_WINDOW):]).items():
-            quality[r] = [why]
-        accepted = accepted_steps(conn, runs[-(last + 2 * window + QUALITY_WINDOW):])
-        suppress: dict[int, set[tuple[str, str, bool]]] = {}
-        strangers = other_models(conn, runs[-(last + 2 * window + QUALITY_WINDOW):])
-        valid = [r for r in runs if not quality.get(r) and r not in strangers]
-        pos = {r: k for k, r in enumerate(runs)}
-        meta = run_meta(conn, runs[-(last + 2 * window):])
-        if keys is not None:
-            _check_keys(conn, scope, sections, by, keys)
-        checked, invalid = [], []
-        computed: dict[tuple, Any] = {}  # metrics computed from the ops, each run's read once for every night
-        for i in range(max(0, len(runs) - last), len(runs)):
-            cand = runs[i]
-            if quality.get(cand):
-                invalid.append({**meta[cand].as_dict(), "problems": quality[cand]})
-                continue
-            if cand in strangers:
-                warnings.append(f"{meta[cand].short()} {strangers[cand]}; it is compared all the same (pass "
-                                "--label to keep one model per history)")
-            # the window: the newest valid runs before it (an invalid night, another model, in no baseline)
-            before = [r for r in valid if pos[r] < i]
-            hist = before[-window:]
-            # the noise: the night-to-night moves over a longer stretch (a 7-night MAD is itself noisy)
-            long_hist = before[-NOISE_NIGHTS:]
-            # a step a person acknowledged or expects is the new baseline: the window starts at its first night
-            # (the old level no longer widens the noise); until the window has a night of it, the same key and
-            # direction is not reported again
-            mine = [d for d in accepted if d.run_id in pos and pos[d.run_id] <= i]
-            if mine:
-                start = max(pos[d.run_id] for d in mine)
-                since = [r for r in hist if pos[r] >= start]
-                if since:
-                    hist = since
-                    long_hist = [r for r in long_hist if pos[r] >= start]
-                else:
-                    suppress[cand] = {(d.by, d.key, d.up) for d in mine if pos[d.run_id] >= i - window}
-            for r in sorted(set(runs[max(0, i - window):i]) & set(strangers)):
-                warnings.append(f"{meta[r].short() if r in meta else f'run {r}'} {strangers[r]}: left out of the "
-                                "baseline")
-            if not hist:
-                warnings.append(f"{meta[cand].short()} has no earlier valid run to compare with" if i else
-                                f"{meta[cand].short()} has no earlier run to compare with")
-                continue
-            if label is None and len({meta[r].label for r in [cand, *hist]}) > 1:
-                warnings.append(f"the window of run {cand} mixes labels "
-                                f"{sorted({str(meta[r].label) for r in [cand, *hist]})}; pass --label")
-            checked.append({**meta[cand].as_dict(), "window": hist,
-                            "sections": [section_label(s) for s in sections]})
-            for sec in sections:
-                gap = attribution_gaps(conn, cand, sec)
-                if gap > 0.5 and any(d in ("block", "layer") for d in by):
-                    warnings.append(f"section {section_label(sec)} of run {cand}: {100 * gap:.0f} % of its ops have "
-                                    "no block (no m: signposts, and no eager section to align with); its block "
-                                    "and layer series say little, op codes and totals are still checked")
-            findings += _judge(conn, cand, hist, sections, by, metrics, keys, threshold, min_us, meta[cand].time,
-                               long_hist, computed)
-        findings.sort(key=lambda f: (f.kind != "regression", -abs(f.delta_pct or 0), -abs(f.delta_us)))
-        causes = group_causes(conn, findings, meta) if findings else []
-        causes = [c for c in causes
-                  if (c["by"], c["key"], c["kind"] == "regression") not in suppress.get(c["run_id"], set())]
-        _with_triage(conn, causes)
-        with_bound_changes(conn, causes, {c["run_id"]: c["window"] for c in checked})
-    return Gate(checked, causes, invalid, threshold, min_us, window, metrics, by, warnings,
-                {r: m.as_dict() for r, m in meta.items()},
-                [asdict(f) for f in findings if f.kind == "regression"],
-                [asdict(f) for f in findings if f.kind == "improvement"])
-
-
-def _against_baseline(engine: Engine, conn: Connection, run: str | int | None, label: str | None,
-                      tags: dict[str, str] | None, baseline_label: str | None, baseline_tags: dict[str, str] | None,
-                      window: int, threshold: float, min_us: float, by: list[str], section: str | None,
-                      metrics: list[str], keys: list[str] | None) -> Gate:
-    """One run against the newest valid runs of a baseline filter (see :func:`find_regressions`)."""
-
-    if run is not None:
-        cand = resolve_run(conn, str(run), label)
-    else:
-        mine = select_runs(conn, label, tags)
-        if not mine:
-            raise NotFound("no runs in the warehouse; ingest a CSV first")
-        cand = mine[-1]
-    pool = [r for r in select_runs(conn, baseline_label if baseline_label is not None else label,
-                                   baseline_tags if baseline_tags else tags) if r != cand]
-    if not pool:
-        raise NotFound("the baseline has no run besides the one checked")
-    quality = judge(conn, pool[-(window + QUALITY_WINDOW):] + [cand], QUALITY_WINDOW)
-    long_hist = [r for r in pool if not quality.get(r)][-NOISE_NIGHTS:]
-    hist = long_hist[-window:]
-    meta = run_meta(conn, [cand, *hist])
-    sections = resolve_sections(conn, section, [*hist[-1:], cand])
-    if keys is not None:
-        _check_keys(conn, [*hist, cand], sections, by, keys)
-    res = Gate([], [], [], threshold, min_us, window, metrics, by, [], {r: m.as_dict() for r, m in meta.items()},
-               baseline={"label": baseline_label, "tags": baseline_tags or {}, "runs": hist})
-    if quality.get(cand):
-        res.invalid.append({**meta[cand].as_dict(), "problems": quality[cand]})
-        return res
-    if not hist:
-        res.warnings.append("the baseline has no valid run to compare with")
-        return res
-    res.checked.append({**meta[cand].as_dict(), "window": hist, "sections": [section_label(s) for s in sections]})
-    findings = _judge(conn, cand, hist, sections, by, metrics, keys, threshold, min_us, meta[cand].time, long_hist,
-                      {})
-    findings.sort(key=lambda f: (f.kind != "regression", -abs(f.delta_pct or 0), -abs(f.delta_us)))
-    res.findings = group_causes(conn, findings, meta) if findings else []
-    _with_triage(conn, res.findings)
-    with_bound_changes(conn, res.findings, {cand: hist})
-    res.regressions = [asdict(f) for f in findings if f.kind == "regression"]
-    res.improvements = [asdict(f) for f in findings if f.kind == "improvement"]
-    return res
-
-
-def _judge(conn: Connection, cand: int, hist: list[int], sections: list[str], by: list[str], metrics: list[str],
-           keys: list[str] | None, threshold: float, min_us: float, time: str | None,
-           long_hist: list[int] | None = None, computed: dict[tuple, Any] | None = None) -> list[Finding]:
-    """Every series finding of one run against its window: the whole run first (without a key filter), then each
-    section x grouping judged beyond it, regressions with the op codes inside them."""
-    findings: list[Finding] = []
-    factors: dict[str, float] = {}
-    if keys is None:
-        whole = _whole_run(conn, cand, hist, sections, metrics, threshold, min_us, time)
-        factors = {f.metric: f.value_us / f.baseline_us for f in whole}  # (span is cycles: judged as it is)
-        findings += whole
-    cache: dict[tuple, Any] = {}
-    judged: dict[tuple, float] = {}
-    found = {sec: [f for dim in by for f in _check(conn, cand, hist, sec, dim, metrics, set(keys) if keys else None,
-                                                   threshold, min_us, time, factors, judged, long_hist,
-                                                   computed)]
-             for sec in sections}
-    moved = {(f.section, f.by, f.key, f.device, f.metric, f.kind) for fs in found.values() for f in fs}
-    for sec in sections:
-        # (the layers a drill-down will be computed for, all at once: warehouse.registry.measures, layer/op-code)
-        layers = {f.key for f in found[sec] if f.kind == "regression" and f.by == "layer"}
-        for f in found[sec]:
-            if not _corroborated(f, moved, judged, threshold, min_us):
-                continue
-            if f.kind == "regression":
-                f.contributors = _contributors(conn, f, cand, hist, sec, cache, layers, metrics)
-            findings.append(f)
-    return findings
-
-
-def _corroborated(f: Finding, moved: set[tuple], judged: dict[tuple, float], threshold: float,
-                  min_us: float) -> bool:
-    """Eager and the trace run the same ops. A kernel or FW time that moved in one of them is a change only when
-    the other section, which judged the same key, moved the same way by at least a third as much: one op's
-    hiccup lands in one section (a kernel that changed runs slower in both). Op-to-op gaps are the host's, which
-    the trace leaves out: one section is enough, at ``CORROBORATE`` times its bar."""
-    other = {EAGER: TRACE, TRACE: EAGER}.get(f.section)
-    there = judged.get((other, f.by, f.key, f.device, f.metric)) if other else None
-    if there is None or (other, f.by, f.key, f.device, f.metric, f.kind) in moved:
-        return True
-    if f.metric in ("kernel", "fw") or not METRIC[f.metric].stored:  # (the ops' own figures, like the kernel's)
-        here = f.delta_pct / 100 if f.delta_pct is not None else 0.0
-        return here * there > 0 and abs(there) >= abs(here) / 3
-    bar = max(threshold * abs(f.baseline_us), min_us, f.noise_us)
-    return abs(f.delta_us) > CORROBORATE * bar
-
-
-def _whole_run(conn: Connection, cand: int, hist: list[int], sections: list[str], metrics: list[str],
-               threshold: float, min_us: float, time: str | None) -> list[Finding]:
-    """A change of the whole run (every op slower), per metric: one finding each, which the keys are then judged
-    beyond."""
-    out = []
-    runs = [cand, *hist]
-    pairs = {sec: fetch_table(conn, runs, sec, "block/op-code") for sec in sections}  # read once, all metrics
-    totals = {sec: by_run(fetch(conn, runs, sec, "section")) for sec in sections}
-    for mk in metrics:
-        if mk == "span" or not METRIC[mk].stored:  # (computed metrics are judged per key only)
-            continue
-        factor, noise = run_factor(pairs, cand, hist, mk)
-        if abs(factor - 1) <= max(threshold, SIGMAS * noise):
-            continue
-        now = base = 0.0
-        for sec in sections:
-            pts = totals[sec]
-            p = pts.get(cand, {}).get(("total", ALL_DEVICES))
-            past = [pts[h][("total", ALL_DEVICES)].values.get(mk) or 0.0 for h in hist
-                    if ("total", ALL_DEVICES) in pts.get(h, {})]
-            if p is None or not past:
-                continue
-            now += p.values.get(mk) or 0.0
-            base += statistics.median(past)
-        if not base or abs(now - base) < min_us:
-            continue
-        out.append(Finding("regression" if factor > 1 else "improvement", cand, time, "(whole run)", "section", "all",
-                           "all", mk, round(now, 3), round(base, 3), round(now - base, 3),
-                           round(100 * (factor - 1), 2), round(noise * base, 3), len(hist)))
-    return out
-
-
-def group_causes(conn: Connection, findings: list[Finding], meta: dict) -> list[dict[str, Any]]:
-    """One entry per cause (the JSON contract of ``findings``): the same key seen in several sections or metrics
-    is one; the whole run and a device hold everything that moved the same way; a block holds the op codes and
-    layers inside it, an op code the blocks it runs in, a section total anything of its section; by impact."""
+def _causes(conn: Connection, findings: list[Finding], meta: dict[int, RunMeta]) -> list[Cause]:
+    """One cause per night and cause (the JSON contract of ``findings``): see :mod:`warehouse.history.causes`."""
     runs = sorted({f.run_id for f in findings})
     inlist = ", ".join(str(int(r)) for r in runs)
     pairs = {(r, k) for r, k in conn.execute(text(
         f"SELECT DISTINCT run_id, key FROM {rollup_of(['block/op-code'])} WHERE grouping = 'block/op-code' "
         f"AND run_id IN ({inlist})"))}
     layer_block = {layer: block for block, layer in conn.execute(text("SELECT block, layer FROM place")) if layer}
-    merged: dict[tuple, list[Finding]] = {}
-    for f in findings:
-        by, key = ("device", f.device) if f.by == "section" and f.key == "total" and f.device != "all" \
-            else (f.by, f.key)
-        merged.setdefault((f.run_id, f.kind, by, key), []).append(f)
-    groups = []
-    for (run, kind, by, key), fs in merged.items():
-        main = max(fs, key=lambda f: (f.metric == "kernel", abs(f.delta_us)))
-        groups.append((run, kind, by, key, main, fs))
-
-    def holds(top, cand) -> bool:
-        (r1, k1, b1, key1, m1, fs1), (r2, k2, b2, key2, m2, fs2) = top, cand
-        if r1 != r2 or k1 != k2:
-            return False
-        if key1 == "all" or b1 == "device":
-            return True
-        if not nests_under(m1.metric, m2.metric):
-            return False
-        mean = METRIC[m1.metric].mean or METRIC[m2.metric].mean
-        if abs(m2.delta_us) > 1.25 * abs(m1.delta_us) and not mean:  # (a mean's parts do not add up to it)
-            return False
-        secs = {f.section for f in fs1} & {f.section for f in fs2}
-        if b2 == "section" and key2 == "total":
-            return bool(secs)
-        if b1 == "block" and b2 == "op-code":
-            return (r1, f"{key1} / {key2}") in pairs
-        if b1 == "op-code" and b2 == "block":
-            return (r1, f"{key2} / {key1}") in pairs
-        if b1 == "block" and b2 == "layer":
-            return layer_block.get(key2) == key1 or key2 == f"[{key1} glue]"
-        if b1 == "layer" and b2 == "op-code":
-            return False
-        return False
-
-    def rank(g) -> tuple:
-        tier = 0 if g[3] == "all" else 1 if g[2] == "device" else 3 if g[3] == "total" else 2
-        return (g[1] != "regression", tier, part_rank(g[2], g[4].metric), -abs(g[4].delta_us))
-
-    tops: list[tuple[Any, list]] = []
-    for g in sorted(groups, key=rank):
-        home = next((t for t in tops if holds(t[0], g)), None)
-        if home is None:
-            tops.append((g, []))
-        else:
-            home[1].append(g)
-    return [_cause_doc(top, nested, meta) for top, nested in tops]
+    out: list[Cause] = []
+    for run in runs:
+        mine = [f for f in findings if f.run_id == run]
+        layer_codes = {f.key: [(c["op_code"], c["delta_us"]) for c in f.contributors]
+                       for f in mine if f.by == "layer" and f.metric == "kernel"}
+        overlaps = Overlaps({k for r, k in pairs if r == run}, layer_block, layer_codes)
+        merged: dict[tuple, list[Finding]] = {}
+        for f in mine:
+            by, key = ("device", f.device) if f.by == "section" and f.key == "total" and f.device != "all" \
+                else (f.by, f.key)
+            merged.setdefault((f.kind, by, key), []).append(f)
+        groups = []
+        for (kind, by, key), fs in merged.items():
+            main = max(fs, key=lambda f: (f.metric == "kernel", abs(f.delta_us)))
+            groups.append(Group(by, key, kind, (main.delta_pct or 0) > 0, main, fs))
+        # (regressions, suspicious moves and improvements nest apart: a kind of its own each)
+        for kind in ("regression", "suspicious", "improvement"):
+            tops = nest([g for g in groups if g.kind == kind], overlaps)
+            out += [_cause(top, kids, meta) for top, kids in tops]
+    out.sort(key=lambda c: ({"regression": 0, "suspicious": 1, "improvement": 2}[c.kind], -abs(c.delta_us)))
+    return out
 
 
-def _with_triage(conn: Connection, causes: list[dict[str, Any]]) -> None:
-    """Each cause's ``triage``: what a person decided about it (`warehouse triage`), or None."""
-    status = {d.id: d.status for d in decisions(conn, sorted({c["run_id"] for c in causes}))}
-    for c in causes:
-        c["triage"] = status.get(c["id"])
-
-
-def _cause_doc(top, nested, meta: dict) -> dict[str, Any]:
-    run, kind, by, key, main, fs = top
-    m = meta.get(run)
-    ident = hashlib.sha1(f"{m.label if m else ''}|{kind}|{by}|{key}|{run}".encode()).hexdigest()[:12]
+def _cause(top: Group, kids: list[Group], meta: dict[int, RunMeta]) -> Cause:
+    main: Finding = top.main
+    m = meta.get(main.run_id)
     noise = max(main.noise_us, 1e-9)
-    doc = {"id": f"r-{ident}", "kind": kind, "by": by, "key": key, "time": main.time, "run_id": run,
-           "before": main.baseline_us, "after": main.value_us, "change_pct": main.delta_pct,
-           "delta_us": main.delta_us, "confidence": round(1 - math.erfc(abs(main.delta_us) / noise / math.sqrt(2)),
-                                                           6),
-           "sections": sorted({f.section for f in fs}), "metrics": ordered({f.metric for f in fs}),
-           "unit": main.unit,
-           "devices": sorted({f.device for f in fs}), "window": main.window,
-           "tags": m.tags if m else {}, "top_op_codes": main.contributors}
-    kids = [_cause_doc(g, [], meta) for g in nested]
-    kids.sort(key=lambda d: -abs(d["delta_us"]))
-    doc["contributors"] = kids
-    return doc
+    c = Cause(cause_id("r", m.label if m else "", top.kind, top.by, top.key, main.run_id), top.kind, top.by,
+              top.key, main.time, main.run_id, main.baseline_us, main.value_us, main.delta_pct, main.delta_us,
+              round(1 - math.erfc(abs(main.delta_us) / noise / math.sqrt(2)), 6),
+              sorted({f.section for f in top.members}), ordered({f.metric for f in top.members}),
+              sorted({f.device for f in top.members}), unit=main.unit, z=main.z, tags=m.tags if m else {},
+              evidence=sorted({e for f in top.members for e in f.evidence}), window=main.window,
+              top_op_codes=main.contributors, worse=(main.delta_us > 0) == (METRIC[main.metric].worse > 0))
+    c.contributors = sorted((_cause(k, [], meta).to_json() for k in kids), key=lambda d: -abs(d["delta_us"]))
+    return c
 
 
 def _check_keys(conn: Connection, runs: list[int], sections: list[str], by: list[str], keys: list[str]) -> None:

@@ -21,9 +21,9 @@ def find(engine: Engine, ident: str, label: str | None) -> dict[str, Any]:
     elif ident.startswith("r-"):
         reg = find_regressions(engine, label=label, last=30)
         for f in reg.findings:
-            if f["id"] == ident:
-                return {"run_id": f["run_id"], "kind": f["kind"], "by": f["by"], "key": f["key"],
-                        "up": f["kind"] == "regression"}
+            if f.id == ident:
+                return {"run_id": f.run_id, "kind": f.kind, "by": f.by, "key": f.key,
+                        "up": (f.change_pct or 0) > 0}
     else:
         raise UsageError(f"{ident!r}: expected a change id (c-...), a gate finding id (r-...) or run:<id>")
     where = f"label {label!r}" if label else "the warehouse"

@@ -164,6 +164,8 @@ class Table:
     values: dict[str, np.ndarray]
     spreads: dict[str, np.ndarray]
     row: np.ndarray  # (key, run): the position of the run's row for the key among the rows read, -1 if none
+    iterations: np.ndarray | None = None  # (key, run): the replays a figure is the mean of (NaN: no row)
+    ops: np.ndarray | None = None  # (key, run): ops per iteration
 
     def keys_of(self, column: int) -> np.ndarray:
         """The rows (keys) that run ``column`` has, in the order its rows came."""
@@ -203,7 +205,8 @@ def fetch_table(conn: Connection, run_ids: list[int], section: str, grouping: st
         for i, k in enumerate(ns):
             values[k] = scatter(rs, 5 + 2 * i, at, shape)
             spreads[k] = scatter(rs, 6 + 2 * i, at, shape)
-    return Table(list(index), runs, values, spreads, row)
+    return Table(list(index), runs, values, spreads, row, scatter(rows, 3, (ki, rj), shape),
+                 scatter(rows, 4, (ki, rj), shape))
 
 
 def scatter(rows: list[Any], col: int, at: tuple[np.ndarray, np.ndarray], shape: tuple[int, int]) -> np.ndarray:

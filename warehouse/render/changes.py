@@ -11,6 +11,7 @@ from typing import Any
 from warehouse.history.boundchange import describe
 from warehouse.render import rows as render
 from warehouse.history.changes import Change, ChangesResult
+from warehouse.history.outside import OutsideResult
 
 # GitHub refuses a comment over 65,536 characters; leave room for what a CI job adds around it
 MD_BUDGET = 60_000
@@ -88,3 +89,30 @@ def markdown(res: ChangesResult, budget: int = MD_BUDGET) -> str:
 
 def to_json(res: ChangesResult) -> str:
     return json.dumps(render.json_safe(res.to_json()), indent=1, ensure_ascii=False)
+
+
+def outside_text(res: OutsideResult) -> str:
+    """An outside file's changes: one line per change, drift and outlier, series by series."""
+    doc = res.to_json()
+    lines = []
+    for s in doc["series"]:
+        mine = [c for c in doc["changes"] if c["series"] == s["name"]]
+        drift = [d for d in doc["drifts"] if d["series"] == s["name"]]
+        odd = [o for o in doc["outliers"] if o["series"] == s["name"]]
+        lines.append(f"{s['name']}: {len(mine)} change(s), {len(drift)} drift(s), {len(odd)} outlier(s) in "
+                     f"{s['points']} points ({s['scale']} scale)")
+        for c in mine:
+            share = f" ({100 * c['change']:+.1f} %)" if c["change"] is not None and s["scale"] == "log" else ""
+            lines.append(f"  step at index {c['index']} ({c['at']}): {c['before']:.6g} -> {c['after']:.6g}{share}, "
+                         f"{c['z']} noises")
+        for d in drift:
+            lines.append(f"  drift from index {d['since']} (past the noise at {d['index']}, {d['at']}): "
+                         f"{d['before']:.6g} -> {d['after']:.6g}")
+        for o in odd:
+            lines.append(f"  outlier at index {o['index']} ({o['at']}): {o['value']:.6g}, expected {o['expected']:.6g}")
+    return "\n".join(lines)
+
+
+def outside_json(res: OutsideResult) -> str:
+    """An outside file's changes as JSON: ``{"changes": [...]}`` with ``series``, ``index`` and ``at``."""
+    return json.dumps(render.json_safe(res.to_json()), indent=1)

@@ -228,7 +228,8 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
     def regressions_page(request: Request) -> Response:
         q = request.query_params
         metric = _choice_param(request, "metric", list(METRIC), "") if q.get("metric") else None
-        res = wh.regressions(label=q.get("label") or None, metrics=[metric] if metric else None) \
+        last = _int_param(request, "last", 1, 1)
+        res = wh.regressions(label=q.get("label") or None, metrics=[metric] if metric else None, last=last) \
             if q.get("label") else None
         return page(request, "regressions.html", {"res": res, "labels": wh.labels()})
 

@@ -1,0 +1,107 @@
+"""Which runs form a history, the first thing both history questions agree on: the runs of a label (and tags, and
+dates), in capture order, and which of them no baseline may hold: invalid captures (what ingest saw in the file,
+a collapsed op count), nights a person called invalid, runs of another model under the same label. The triage
+decisions come with it (an acknowledged step re-baselines its own keys), and the warnings every history command
+prints (capture times that cannot be right, other models, nights left out)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from sqlalchemy import Connection, select
+
+from warehouse.errors import NotFound
+from warehouse.history.quality import judge, other_models
+from warehouse.history.series import RunMeta, run_meta, select_runs
+from warehouse.history.triage import Decision, decisions, invalid_runs
+from warehouse.store import schema as t
+
+QUALITY_WINDOW = 7  # a night's op counts are judged against the median of this many valid nights before it
+FUTURE_SLACK = timedelta(days=1)  # a capture time this far past its ingest time is no time (clocks, time zones)
+PAST_JUMP = timedelta(days=60)  # a capture this far before the label's newest when it was ingested is said
+
+
+@dataclass
+class History:
+    """The runs of one history question, oldest first, with what makes some of them no baseline."""
+
+    runs: list[int]
+    meta: dict[int, RunMeta]
+    problems: dict[int, list[str]] = field(default_factory=dict)  # invalid captures: why (never a baseline)
+    strangers: dict[int, str] = field(default_factory=dict)  # another model under the label: why
+    decisions: list[Decision] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def valid(self) -> list[int]:
+        """The runs a baseline may hold."""
+        return [r for r in self.runs if not self.problems.get(r) and r not in self.strangers]
+
+    def before(self, run: int) -> list[int]:
+        """The valid runs before ``run`` in history order."""
+        pos = self.runs.index(run)
+        return [r for r in self.runs[:pos] if not self.problems.get(r) and r not in self.strangers]
+
+    def accepted(self) -> list[Decision]:
+        """The steps a person acknowledged or expects: each re-baselines its own keys from its night on."""
+        return [d for d in self.decisions if d.status in ("acknowledged", "expected") and d.kind != "run"]
+
+
+def _ordered(conn: Connection, runs: list[int]) -> tuple[list[int], list[str]]:
+    """``runs`` in history order, and warnings for capture times that cannot be right: a time after the run's
+    ingest (a future date in the file name would make it every history's newest night for good) orders it by its
+    ingest time; a time far before what the label held when it was ingested is said."""
+    rows = {rid: (cap, ing) for rid, cap, ing in conn.execute(
+        select(t.run.c.id, t.run.c.captured_at, t.run.c.ingested_at).where(t.run.c.id.in_(runs)))} if runs else {}
+    warnings = []
+    when: dict[int, datetime] = {}
+    for rid in runs:
+        cap, ing = rows[rid]
+        if cap is not None and ing is not None and cap > ing + FUTURE_SLACK:
+            warnings.append(f"run {rid}'s capture time {cap:%Y-%m-%d %H:%M} is after it was ingested "
+                            f"({ing:%Y-%m-%d %H:%M}): ordered by its ingest time (rename its file to fix it)")
+            when[rid] = ing
+        else:
+            when[rid] = cap or ing
+    out = sorted(runs, key=lambda r: (when[r], r))
+    newest: datetime | None = None
+    for rid in sorted(runs, key=lambda r: (rows[r][1], r)):  # in ingest order: what the label held then
+        w = when[rid]
+        if newest is not None and w < newest - PAST_JUMP:
+            warnings.append(f"run {rid}'s capture time {w:%Y-%m-%d %H:%M} is {(newest - w).days} days before the "
+                            "newest run its label held when it was ingested (a wrong date in its file name?)")
+        newest = w if newest is None else max(newest, w)
+    return out, warnings
+
+
+def load(conn: Connection, *, label: str | None = None, tags: dict[str, str] | None = None,
+         since: str | None = None, until: str | None = None, last: int | None = None,
+         excluded: set[int] | None = None) -> History:
+    """The history of ``label`` and ``tags`` between ``since`` and ``until`` (ISO dates, inclusive), its newest
+    ``last`` runs only when given, with its invalid captures, other models and triage decisions; ``excluded``
+    runs are left out of every baseline too. No run at all is an error (exit 2)."""
+    runs = select_runs(conn, label, tags)
+    if not runs:
+        raise NotFound("no runs in the warehouse; ingest a CSV first")
+    runs, warnings = _ordered(conn, runs)
+    meta = run_meta(conn, runs)
+    if since or until:
+        runs = [r for r in runs if _in_range(meta[r], since, until)]
+    if last is not None:
+        runs = runs[-last:]
+    h = History(runs, {r: meta[r] for r in runs}, warnings=warnings)
+    h.problems = {r: p for r, p in judge(conn, runs, QUALITY_WINDOW).items() if p}
+    for r, why in invalid_runs(conn, runs).items():
+        h.problems[r] = [why]
+    for r in excluded or ():
+        h.problems.setdefault(r, ["left out by the caller"])
+    h.strangers = other_models(conn, runs)
+    h.decisions = decisions(conn, runs)
+    for r in sorted(h.strangers):
+        h.warnings.append(f"{h.meta[r].short()} {h.strangers[r]}: left out of every baseline")
+    return h
+
+
+def _in_range(m: RunMeta, since: str | None, until: str | None) -> bool:
+    day = (m.time or "")[:10]
+    return (since is None or day >= since[:10]) and (until is None or day <= until[:10])
