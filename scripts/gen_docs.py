@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Generate the README's table and view reference from the code (schema.TABLE_DOCS, views.VIEWS, the columns of
-a database built at head), the command list from the CLI, the typed op columns from warehouse.registry.columns, the
-family views' columns from warehouse.registry.families and the metrics from warehouse.registry.measures, so that the
-docs cannot drift.
+"""Generate the documentation's references from the code, so that they cannot drift: the table and view reference
+(schema.TABLE_DOCS, views.VIEWS, the columns of a database built at head), the command list and the whole CLI
+reference (every command's help and options, from click), the typed op columns (warehouse.registry.columns), the
+family views' columns (warehouse.registry.families) and the metrics (warehouse.registry.measures). Each is a
+``<!-- BEGIN generated: NAME -->`` ... ``<!-- END generated: NAME -->`` block in a page of docs/ (or the README).
 
-    python scripts/gen_docs.py           # rewrite the generated parts of README.md
-    python scripts/gen_docs.py --check   # exit 1 when README.md differs from what the code says (CI runs this)
+    python scripts/gen_docs.py           # rewrite the generated blocks
+    python scripts/gen_docs.py --check   # exit 1 when a page differs from what the code says (CI runs this)
 """
 from __future__ import annotations
 
@@ -64,16 +65,42 @@ def commands() -> str:
     return "\n".join(out)
 
 
-def render(text: str) -> str:
+def cli_reference() -> str:
+    """Every command's whole help (usage, description, options), as click prints it."""
+    import click
+
+    from warehouse.cli import cli
+
+    out: list[str] = []
+
+    def walk(cmd: click.Command, path: list[str]) -> None:
+        ctx = click.Context(cmd, info_name=" ".join(path))
+        if path[1:]:
+            out.extend([f"## `{' '.join(path)}`", "", "```text", cmd.get_help(ctx), "```", ""])
+        if isinstance(cmd, click.Group):
+            for name in sorted(cmd.commands):
+                walk(cmd.commands[name], [*path, name])
+    walk(cli, ["warehouse"])
+    return "\n".join(out).rstrip()
+
+
+def parts() -> dict[str, str]:
+    """Each generated block's name and body."""
     from warehouse.registry.columns import markdown_table
     from warehouse.registry.families import markdown_table as family_table
     from warehouse.registry.measures import metrics_markdown
-    for part, body in (("reference", reference()), ("commands", commands()), ("typed columns", markdown_table()),
-                       ("family columns", family_table()), ("metrics", metrics_markdown())):
+    return {"reference": reference(), "commands": commands(), "cli": cli_reference(),
+            "typed columns": markdown_table(), "family columns": family_table(), "metrics": metrics_markdown()}
+
+
+def render(text: str, bodies: dict[str, str], seen: set[str]) -> str:
+    """``text`` with each generated block it holds rewritten (their names added to ``seen``)."""
+    for part, body in bodies.items():
         b, e = BEGIN.format(part), END.format(part)
         pattern = re.compile(re.escape(b) + r".*?" + re.escape(e), re.S)
         if not pattern.search(text):
-            raise SystemExit(f"README.md has no {b} ... {e} block")
+            continue
+        seen.add(part)
         block = f"{b}\n{body}\n{e}"
 
         def keep(_m: re.Match[str], block: str = block) -> str:  # (a function: the body is not a template)
@@ -84,21 +111,32 @@ def render(text: str) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="only check; exit 1 when README.md is out of date")
+    ap.add_argument("--check", action="store_true", help="only check; exit 1 when a page is out of date")
     a = ap.parse_args()
-    readme = ROOT / "README.md"
-    old = readme.read_text()
-    new = render(old)
-    if a.check:
+    bodies = parts()
+    seen: set[str] = set()
+    stale = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        old = page.read_text()
+        new = render(old, bodies, seen)
         if new != old:
-            print("README.md is out of date with the code: run python scripts/gen_docs.py", file=sys.stderr)
+            stale.append(page.relative_to(ROOT))
+            if not a.check:
+                page.write_text(new)
+    missing = sorted(set(bodies) - seen)
+    if missing:
+        print(f"no page holds the generated block(s) {', '.join(missing)}", file=sys.stderr)
+        return 1
+    if a.check:
+        if stale:
+            print(f"out of date with the code: {', '.join(map(str, stale))}: run python scripts/gen_docs.py",
+                  file=sys.stderr)
             return 1
-        print("README.md matches the code")
+        print("the documentation matches the code")
         return 0
-    readme.write_text(new)
-    print("README.md regenerated")
+    print(f"regenerated: {', '.join(map(str, stale)) or 'nothing changed'}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())
