@@ -74,7 +74,7 @@ def cli_reference() -> str:
     out: list[str] = []
 
     def walk(cmd: click.Command, path: list[str]) -> None:
-        ctx = click.Context(cmd, info_name=" ".join(path))
+        ctx = click.Context(cmd, info_name=" ".join(path), terminal_width=100, max_content_width=100)  # (any machine)
         if path[1:]:
             out.extend([f"## `{' '.join(path)}`", "", "```text", cmd.get_help(ctx), "```", ""])
         if isinstance(cmd, click.Group):

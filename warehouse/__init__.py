@@ -1,28 +1,18 @@
 """A SQL warehouse for Tenstorrent tt-metal Tracy ops profiles (``ops_perf_results_*.csv``).
 
-Architecture at a glance: two adapters over one application layer over the library (each module does one thing).
+Architecture at a glance: folders by layer, each importing only the layers below it (tests/test_architecture.py).
 
-- ``cli`` (click) and ``web`` (Starlette): parse, call :class:`Warehouse`, print what ``render`` gives
-- ``api``         :class:`Warehouse`, the application layer: a method per command and page, typed results
-- ``render``      every result as text, Markdown, CSV, JSON (``rows``, ``report``, ``perf``, ``compare``, ``trend``,
-                  ``regressions``, ``changes``, ``admin``)
-- ``contract``    the oracle's vocabulary; ``columns`` the typed op columns; ``measures`` groupings and metrics
-- ``csvfile``, ``rowprep``   streaming, validated reading of one CSV, typed and encoded (in a worker process)
-- ``signposts``   sections, blocks, layers and markers: the attribution state machine; ``history`` across replays
-- ``ingest``      CSV -> one transaction of run, section, signpost and op rows; ``parallel`` folders on all cores;
-                  ``occurrence`` each op's occurrence; ``aside`` work forked to the other core; ``memory`` freed
-                  pages given back during a big ingest
-- ``schema``      the tables (SQLAlchemy Core); ``views`` the summary views (plain SQL); ``view_types`` their types
-- ``db``          engines, Alembic upgrade / check; ``dialect`` every other SQLite / PostgreSQL difference
-- ``lite``        the light read path: a SQLite warehouse through the stdlib's sqlite3 (``runs`` in 0.1 s);
-                  ``revisions`` the migrations' revisions, known without Alembic
-- ``export``      run -> the original CSV; ``cellstore`` the lossless chunks
-- ``report``      the OPT_BASELINE document; ``perf``, ``perffacts`` tt-perf-report's per-op table
-- ``runs``, ``series``, ``rollups``   runs, their series across time, per-run figures
-- ``compare``, ``trend``, ``regressions`` (the gate), ``changes`` / ``changepoints`` (history), ``triage``
-- ``query``, ``sqlguard``, ``roles``   read-only SQL, its guard, PostgreSQL reader roles
-- ``copy``, ``maintenance``, ``synthetic``   moving runs; check and rm; captures built from real ones
-- ``migrations/legacy.py`` (shipped as ``warehouse.migrations.legacy``): code only migrations run
+- ``registry/``  what the data is: the oracle's vocabulary, CSV column eras, column families, metrics, groupings
+- ``capture/``   reading one CSV: validated, typed rows, signposts, block and layer attribution
+- ``store/``     the database: schema, dialects, views, ingest, the lossless cells, the SQL guard, roles
+- ``analysis/``  one run's figures: the OPT_BASELINE report, tt-perf-report's per-op table, rollups
+- ``runs/``      whole runs in and out: export, copy, the Parquet lake, maintenance, notices
+- ``history/``   across runs: one history core (select, judge, evidence, causes, changepoints), the gate,
+                 ``changes``, trend, compare, triage, outside series
+- ``workers/``   child processes (they die with their parent)
+- ``api``        :class:`Warehouse`, the typed application layer: a method per command and page
+- ``render/``    every result as text, Markdown, CSV, JSON, JUnit XML
+- ``cli/``, ``web/``   the adapters (click, Starlette): parse, call ``api``, print what ``render`` gives
 """
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ from sqlalchemy import Connection, Engine, text
 
 from warehouse.errors import NotFound
 from warehouse.history.boundchange import with_bound_changes
-from warehouse.history.causes import Cause, Group, Overlaps, cause_id, nest
+from warehouse.history.causes import Cause, Group, Overlaps, cause_id, holds, nest, rank
 from warehouse.history.evidence import PER_DEVICE, Night, Series, established, evidence, share
 from warehouse.history.judge import Z_GATE, judge, night_levels
 from warehouse.history.quality import judge as judge_quality
@@ -545,9 +545,17 @@ def _causes(conn: Connection, findings: list[Finding], meta: dict[int, RunMeta])
         for (kind, by, key), fs in merged.items():
             main = max(fs, key=lambda f: (f.metric == "kernel", abs(f.delta_us)))
             groups.append(Group(by, key, kind, (main.delta_pct or 0) > 0, main, fs))
-        # (regressions, suspicious moves and improvements nest apart: a kind of its own each)
-        for kind in ("regression", "suspicious", "improvement"):
-            tops = nest([g for g in groups if g.kind == kind], overlaps)
+        # (regressions and improvements nest apart; a suspicious move a regression holds is part of it, the rest
+        # are causes of their own, never above a regression)
+        regs = nest([g for g in groups if g.kind == "regression"], overlaps)
+        loose = []
+        for g in sorted((g for g in groups if g.kind == "suspicious"), key=rank):
+            home = next((t for t in regs if holds(t[0], g, overlaps)), None)
+            if home is None:
+                loose.append(g)
+            else:
+                home[1].append(g)
+        for tops in (regs, nest(loose, overlaps), nest([g for g in groups if g.kind == "improvement"], overlaps)):
             out += [_cause(top, kids, meta) for top, kids in tops]
     out.sort(key=lambda c: ({"regression": 0, "suspicious": 1, "improvement": 2}[c.kind], -abs(c.delta_us)))
     return out

@@ -2,7 +2,7 @@
 derived rows that are computed through them, for runs that lack them).
 
 Views are not in ``target_metadata``; they are defined once in :mod:`warehouse.store.views`. Dropping them first lets
-batch mode on SQLite rebuild a table that a view reads (alembic issue 1207).
+batch mode on SQLite rebuild a table that a view reads (a known Alembic limitation).
 """
 from __future__ import annotations
 

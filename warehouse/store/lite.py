@@ -1,7 +1,7 @@
 """The light read path: a SQLite warehouse read with the standard library's ``sqlite3``, without SQLAlchemy.
 
 Importing SQLAlchemy costs about 0.35 s, more than a one-line answer should take in all (``warehouse runs``:
-<= 0.2 s as a process, issue 26). Commands that read plain tables (not the views, not the chunks, which need the
+<= 0.2 s as a process). Commands that read plain tables (not the views, not the chunks, which need the
 functions an engine registers) take this path when the warehouse is a SQLite file at this code's head revision;
 anything else (PostgreSQL, a file that is missing, behind or in a read-only folder, any sqlite3 error) returns
 ``None`` and the caller takes the full path, which explains what is wrong. Both paths run the same SQL text
