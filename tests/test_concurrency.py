@@ -82,6 +82,8 @@ from pathlib import Path
 from sqlalchemy import text
 from warehouse.store.db import open_db
 from warehouse.analysis.report import build_report
+
+pytestmark = pytest.mark.slow  # (the slow tier: many processes at once, repeated rounds)
 stop = Path(sys.argv[2])
 while not stop.exists():
     try:

@@ -67,7 +67,7 @@ def test_the_readme_tour_runs_as_written(tmp_path):
     assert (tmp_path / "report.md").exists() and (tmp_path / "block.png").exists()
 
 
-def _workflow_steps() -> list[dict]:
+def _workflow_steps() -> tuple[list[dict], dict[str, str]]:
     text = (ROOT / "docs" / "ci.md").read_text()
     (block,) = re.findall(r"```yaml\n(.*?)```", text, re.S)
     doc = yaml.safe_load(block)

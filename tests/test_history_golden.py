@@ -10,6 +10,8 @@ import pytest
 
 from history_cases import COMMANDS, build, outputs
 
+pytestmark = pytest.mark.slow  # (the slow tier: long built histories against golden outputs)
+
 GOLDEN = Path(__file__).parent / "golden" / "history"
 
 

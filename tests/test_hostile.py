@@ -19,6 +19,8 @@ from warehouse.store.db import open_db
 from warehouse.errors import InputError
 from warehouse.runs.ingest import ingest_file
 
+pytestmark = pytest.mark.slow  # (the slow tier: fuzzing the parser and hostile files)
+
 HEAD = "OP CODE,OP TYPE,GLOBAL CALL COUNT,ATTRIBUTES,DEVICE KERNEL DURATION [ns],OP TO OP LATENCY [ns],CORE COUNT"
 ROW = 'Matmul,tt_dnn_device,1,"{\'a\': 1; \'b\': 2}",1000,50,64'
 

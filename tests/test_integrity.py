@@ -595,7 +595,7 @@ def _oracle_case(tmp_path, name, mutate, bom=False):
 
 
 def test_where_the_report_is_saner_than_the_oracle(db_url, tmp_path):
-    """The README's list of the report's deliberate differences from the oracle, each as the warehouse does it."""
+    """The tour's list of the report's deliberate differences from the oracle, each as the warehouse does it."""
     import json as _json
     import math
 

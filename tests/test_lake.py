@@ -53,8 +53,8 @@ def _norm(v):
 
 
 def _examples() -> list[str]:
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    return re.findall(r"(?<!<!-- perf-example -->\n)```sql\n(.*?)```", readme.split("### Worked SQL examples")[1],
+    readme = (Path(__file__).parent.parent / "docs" / "data-model.md").read_text()
+    return re.findall(r"(?<!<!-- perf-example -->\n)```sql\n(.*?)```", readme.split("## Worked SQL examples")[1],
                       re.S)
 
 

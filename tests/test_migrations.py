@@ -15,6 +15,8 @@ from corpus import cases
 from warehouse.store.db import alembic_config, downgrade, head_revision, make_engine, open_db, resolve_url, upgrade
 from warehouse.store.views import VIEW_NAMES
 
+pytestmark = pytest.mark.slow  # (the slow tier: every migration against stored data)
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -59,13 +59,21 @@ def test_warehouse_sql_cannot_write_even_without_the_guard(tmp_path, monkeypatch
     assert sqlite3.connect(db).execute("SELECT label FROM run").fetchone() == ("a",)
 
 
-# ----------------------------------------------------------------------------- the gate's band: 3 robust sigmas
-def test_the_gate_band_is_three_robust_sigmas():
-    from warehouse.history.gate import SIGMAS, _noise
-    window = [100.0, 101.0, 99.0, 100.0, 102.0, 98.0, 100.0]  # median 100, MAD 1
-    assert SIGMAS == 3.0
-    assert _noise(window, [None]) == pytest.approx(3 * 1.4826)
-    assert _noise(window, [20.0]) == pytest.approx(10.0)  # half the replays' spread, when larger
+# ----------------------------------------------------------------------------- the gate's noise: robust, not fooled
+def test_the_gate_noise_is_robust_and_not_fooled_by_tiny_moves():
+    import numpy as np
+
+    from warehouse.history.judge import NOISE_FLOOR, Z_GATE, log_sigma
+    assert Z_GATE == 5.0 and NOISE_FLOOR == 0.002
+    rng = np.random.default_rng(3)
+    normal = np.exp(rng.normal(0, 0.02, size=(1, 4000)))
+    assert log_sigma(normal)[0] == pytest.approx(0.02, rel=0.08)
+    # half the moves nil, half 4 %: the median of the moves says ~0, the upper quartile what the series does
+    steppy = np.array([[100.0, 100.0, 104.0, 104.0] * 8])
+    assert log_sigma(steppy)[0] >= 0.02
+    # a single step moves one difference: the noise stays the small one
+    step = np.array([[100.0 * (1.3 if i >= 15 else 1.0) * (1 + 0.01 * (-1) ** i) for i in range(30)]])
+    assert log_sigma(step)[0] < 0.03
 
 
 @pytest.fixture(scope="module", params=BACKENDS)

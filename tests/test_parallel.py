@@ -16,6 +16,8 @@ from warehouse.store import schema as t
 from warehouse.store.db import open_db
 from warehouse.runs.folder import AUTO_MIN_BYTES, MERGED_TABLES, auto_jobs
 
+pytestmark = pytest.mark.slow  # (the slow tier: folders on every core)
+
 FILES = [DATA / "real" / n for n in ("ttperfreport__bh20_oft.csv",
                                       "ttperfreport__ops_perf_results_2025_09_18_11_39_20.csv",
                                       "ttnnvis__ops_perf_results_SEG_ENCODER_2024_10_04_01_36_08.csv")]

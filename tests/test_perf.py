@@ -222,7 +222,7 @@ def test_readme_worked_example(wh, db_url, tmp_path):
     10 points, computed here from `warehouse perf --no-merge-devices` of both runs."""
     from warehouse.api import Warehouse
 
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "perf.md").read_text()
     sql = re.search(r"<!-- perf-example -->\n```sql\n(.*?)```", readme, re.S).group(1)
     src = DATA / "real" / "ttperfreport__ops_perf_results_2025_09_18_11_39_20.csv"
     rows = list(csv.DictReader(open(src, newline="")))

@@ -19,6 +19,8 @@ from corpus import cases
 from warehouse.cli import cli
 from warehouse.capture.synthetic import scale_csv
 
+pytestmark = pytest.mark.slow  # (the slow tier: faults, kills and every revision's upgrade)
+
 
 @pytest.fixture(scope="module")
 def large_csv(tmp_path_factory):

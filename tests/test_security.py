@@ -20,6 +20,8 @@ from corpus import cases
 from warehouse.cli import cli
 from warehouse.store.db import open_db
 
+pytestmark = pytest.mark.slow  # (the slow tier: memory bounds of big results)
+
 HEAD = "OP CODE,OP TYPE,GLOBAL CALL COUNT,ATTRIBUTES,DEVICE KERNEL DURATION [ns],OP TO OP LATENCY [ns],CORE COUNT"
 ROW = "Matmul,tt_dnn_device,{i},{{'a': 1; 'b': 2}},1000,50,64"
 

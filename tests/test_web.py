@@ -18,6 +18,8 @@ import pytest
 from conftest import BACKENDS, _new_url, make_invoke
 from corpus import cases
 
+pytestmark = pytest.mark.slow  # (the slow tier: a headless browser)
+
 CHROMIUM = "/usr/bin/chromium"
 MKSERIES = Path(__file__).parent / "mkseries.py"
 MKHISTORY = Path(__file__).parent / "mkhistory.py"

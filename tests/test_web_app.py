@@ -63,6 +63,7 @@ def _paths(template: str) -> list[str]:
     return out
 
 
+@pytest.mark.slow  # (every page with every hostile parameter: the slow tier)
 def test_no_parameter_gives_a_500(site):
     from starlette.testclient import TestClient
     app, *_ = site

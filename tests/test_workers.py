@@ -16,7 +16,8 @@ import pytest
 from corpus import cases
 from warehouse.capture.synthetic import KERNEL, scale_csv
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),
+              pytest.mark.slow]  # (the slow tier: killing ingests and their workers)
 
 
 def _session(sid: int) -> list[int]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -550,7 +550,9 @@ def _causes(conn: Connection, findings: list[Finding], meta: dict[int, RunMeta])
         regs = nest([g for g in groups if g.kind == "regression"], overlaps)
         loose = []
         for g in sorted((g for g in groups if g.kind == "suspicious"), key=rank):
-            home = next((t for t in regs if holds(t[0], g, overlaps)), None)
+            # (on any metric: a layer whose FW time alone moved inside a block whose kernel time regressed)
+            home = next((t for t in regs if holds(t[0], g, overlaps) or holds(
+                t[0], replace(g, main=replace(g.main, metric=t[0].main.metric)), overlaps)), None)
             if home is None:
                 loose.append(g)
             else:
