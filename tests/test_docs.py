@@ -131,3 +131,37 @@ def test_generated_references_are_current():
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_docs.py"), "--check"], capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr
+
+
+def test_the_agent_session_replays_as_shown(tmp_path):
+    """The transcript of docs/agents.md, replayed on the same warehouse through the SDK's client: each answer
+    begins as shown."""
+    pytest.importorskip("mcp")
+    import json
+
+    import anyio
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    text = (ROOT / "docs" / "agents.md").read_text()
+    (block,) = re.findall(r"```text\n(.*?)```", text, re.S)
+    calls = re.findall(r"^→ (\w+) (.*)\n← (.*)$", block, re.M)
+    assert len(calls) >= 3
+    oft = ROOT / "tests/data/seedfmt/oft_mismatch/ops_perf_results_2026_11_02_02_00_00.csv"
+    subprocess.run([sys.executable, str(ROOT / "tests" / "mkseries.py"), str(oft), str(tmp_path / "nightly"), "--runs",
+                    "9", "--seed", "21", "--slow-block", "stage2.block1"], check=True, capture_output=True)
+    db = tmp_path / "warehouse.db"
+    r = subprocess.run([str(BIN / "warehouse"), "--db", str(db), "ingest", str(tmp_path / "nightly"), "--label", "oft"],
+                       capture_output=True, text=True, env=_env())
+    assert r.returncode == 0, r.stderr
+
+    async def replay() -> list[str]:
+        params = StdioServerParameters(command=str(BIN / "warehouse"), args=["--db", str(db), "mcp"], env=_env())
+        out = []
+        async with Client(params) as c:
+            for name, args, _ in calls:
+                res = await c.call_tool(name, json.loads(args))
+                out.append(getattr(res.content[0], "text", ""))
+        return out
+    for (name, _, shown), got in zip(calls, anyio.run(replay)):
+        assert got.startswith(shown.removesuffix("…")), (name, shown[:200], got[:400])

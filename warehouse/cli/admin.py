@@ -108,6 +108,26 @@ def serve(ctx: click.Context, host: str, port: int, max_connections: int | None,
     run_server(ctx.obj["db"], host=host, port=port, max_connections=max_connections, header_timeout_s=header_timeout)
 
 
+@cli.command(name="mcp")
+@click.option("--allow-triage", is_flag=True, help="Let the agent record triage decisions (a status and a note, "
+                                                   "nothing else); read-only without it.")
+@click.option("--dashboard-url", metavar="URL", help="The dashboard's address (`warehouse serve`): every answer "
+                                                     "links to its page.")
+@click.pass_context
+def mcp_cmd(ctx: click.Context, allow_triage: bool, dashboard_url: str | None) -> None:
+    """A Model Context Protocol server over stdio, for agents: inventory, run summaries, tt-perf-report's table,
+    compare, changes, the gate, trends and read-only SQL, every answer bounded.
+
+    Configure an agent with the command `warehouse --db URL mcp`."""
+    try:
+        from warehouse.mcp import serve as serve_mcp  # (lazy: the [mcp] extra)
+        import mcp  # noqa: F401
+    except ModuleNotFoundError:
+        raise click.UsageError("the agent server needs the mcp extra: pip install 'tt-profile-warehouse[mcp]'"
+                               ) from None
+    serve_mcp(ctx.obj["db"], dashboard_url=dashboard_url, allow_triage=allow_triage)
+
+
 @db.command(name="create-reader")
 @click.argument("role")
 @click.option("--password-env", metavar="VAR", help="Read the role's password from this environment variable "
