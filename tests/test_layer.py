@@ -53,21 +53,23 @@ def test_every_cli_command_goes_through_the_warehouse(tmp_path, nights, recorded
     wh = make_invoke(url)
     import uvicorn
     monkeypatch.setattr(uvicorn.Server, "run", lambda *a, **k: None)  # serve: build the app, do not listen
+    mcpserver = pytest.importorskip("mcp.server.mcpserver")
+    monkeypatch.setattr(mcpserver.MCPServer, "run", lambda *a, **k: None)  # mcp: build the server, do not serve
     # one real invocation per command (a command added without one here fails the first assertion)
     runs = [("ingest", *nights, "--label", "m"), ("runs",), ("export", "1", "-o", tmp_path / "x.csv"),
             ("report", "1", "-q"), ("perf", "1"), ("compare", "1", "2", "--by", "block"),
             ("regressions", "--label", "m"), ("changes", "--label", "m"), ("trend", "--label", "m"),
             ("tag", "1", "--tag", "k=v"), ("sql", "SELECT COUNT(*) AS n FROM run"), ("schema",),
             ("copy", "--from", url, "--to", tmp_path / "other.db", "1"), ("check",), ("db upgrade",),
-            ("db current",), ("db check",), ("db create-reader", "reader"), ("serve",), ("triage",),
-            ("rm", "9", "--yes")]
+            ("db current",), ("db check",), ("db create-reader", "reader"), ("serve",), ("mcp",),
+            ("triage",), ("rm", "9", "--yes")]
     assert sorted(r[0] for r in runs) == sorted(_commands())
     for cmd, *args in runs:
         recorded.clear()
         r = wh(*cmd.split(), *args)
         # (regressions exits 3 on the slowed night; create-reader is PostgreSQL's: a usage error here)
         assert r.exit_code in (0, 2, 3) and "Traceback" not in r.output, (cmd, r.output)
-        assert recorded and set(recorded) - {"__init__"} or cmd == "serve", (cmd, recorded)
+        assert recorded and set(recorded) - {"__init__"} or cmd in ("serve", "mcp"), (cmd, recorded)
         assert "__init__" in recorded, cmd
     assert recorded  # (serve made its Warehouse)
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # (imported lazily at run time: a one-line answer pays only f
     from sqlalchemy import Engine
 
     from warehouse.history.changes import ChangesResult
+    from warehouse.history.farm import Farm
     from warehouse.history.compare import Comparison
     from warehouse.runs.copy import Copied
     from warehouse.runs.lake import LakeExport
@@ -116,6 +117,13 @@ class Warehouse:
         """The read-write engine (a new database is created at head when needed)."""
         from warehouse.store.db import open_db
         return open_db(self.url)
+
+    def close(self) -> None:
+        """Give back every database connection this Warehouse holds (it opens new ones when used again)."""
+        for k in ("engine", "_write_engine", "_read_engine"):
+            eng = self.__dict__.pop(k, None)
+            if eng is not None:
+                eng.dispose()
 
     def _writer(self) -> Engine:
         """A read-write engine on an existing warehouse (a writing command never creates one by accident)."""
@@ -426,6 +434,12 @@ class Warehouse:
         from warehouse.history.changes import find_changes
         return find_changes(self._reader(), label=label, tags=tags, since=since, until=until, fdr=fdr,
                             min_sigmas=min_sigmas, min_change=min_change, min_us=min_us, metrics=metrics)
+
+    def farm(self, *, labels: list[str] | None = None, bisect_cmd: str | None = None, **options: Any) -> Farm:
+        """Every label's (or ``labels``') changes, grouped where one cause moved several, each with its last good
+        and first bad runs and their commit tags. See :func:`warehouse.history.farm.find_farm`."""
+        from warehouse.history.farm import find_farm
+        return find_farm(self._reader(), labels=labels, bisect_cmd=bisect_cmd, **options)
 
     def trend(self, *, by: str = "block", section: str | None = None, top: int = 10, label: str | None = None,
               tags: dict[str, str] | None = None, last: int | None = None, metric: str = "kernel",

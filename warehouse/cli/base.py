@@ -81,7 +81,14 @@ def _stderr_terminal() -> bool:
 def _api(ctx: click.Context):
     """The application layer over the command's warehouse: every command calls it, as notebooks do."""
     from warehouse.api import Warehouse
-    return Warehouse(ctx.obj["db"])
+    root = ctx.find_root()
+    wh = root.meta.get("warehouse.api")
+    if wh is None:
+        # (one per command, its connections given back when the command ends: a process that runs many commands,
+        # a test's CliRunner or a notebook's, never piles up a server's connections)
+        wh = root.meta["warehouse.api"] = Warehouse(ctx.obj["db"])
+        root.call_on_close(wh.close)
+    return wh
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

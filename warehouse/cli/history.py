@@ -158,12 +158,14 @@ def triage_cmd(ctx: click.Context, ident: str | None, status: str | None, note: 
 @click.option("--series", "series_file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help="Run the detector on an outside series instead: a CSV (an optional index/time column, one or "
                    "more value columns) or a JSON list; changes carry their 0-based index.")
+@click.option("--bisect-cmd", metavar="CMD", help="Without --label, over several labels: print CMD for each group, "
+                                                  "{good} and {bad} replaced by its commits (never run).")
 @junit_option()
 @format_option()
 @click.pass_context
 def changes(ctx: click.Context, label: str | None, tags: tuple[str, ...], since: str | None, until: str | None,
             metrics: tuple[str, ...], fdr: float, min_sigmas: float, min_change: str, min_us: float,
-            series_file: Path | None, junit_file: str | None, fmt: str) -> None:
+            series_file: Path | None, bisect_cmd: str | None, junit_file: str | None, fmt: str) -> None:
     """The change points of a label's whole history, one per cause: lasting steps named by the first night of
     their new level, slow creeps, one-night outliers apart. With --series, of the series in a file."""
     from warehouse import api
@@ -177,6 +179,16 @@ def changes(ctx: click.Context, label: str | None, tags: tuple[str, ...], since:
         out = api.detect_file(series_file, **opts)
         click.echo(cr.outside_json(out) if fmt == "json" else cr.outside_text(out))
         return
+    if label is None and not tags and len(_api(ctx).labels()) > 1:
+        # (a farm: every label on its own, changes of one cause grouped across them)
+        farm = _api(ctx).farm(bisect_cmd=bisect_cmd, since=since, until=until, fdr=fdr, min_sigmas=min_sigmas,
+                              min_change=_percent(min_change), min_us=min_us, metrics=list(metrics) or None)
+        click.echo(cr.farm_json(farm) if fmt == "json" else cr.farm_markdown(farm) if fmt == "md"
+                   else cr.farm_text(farm))
+        ci_outputs(junit_file, lambda: junit.farm(farm), lambda: cr.farm_markdown(farm))
+        return
+    if bisect_cmd:
+        raise click.UsageError("--bisect-cmd groups changes across labels: leave --label and --tag out")
     res = _api(ctx).changes(label=label, tags=_tags(tags), since=since, until=until, fdr=fdr,
                             min_sigmas=min_sigmas, min_change=_percent(min_change), min_us=min_us,
                             metrics=list(metrics) or None)

@@ -11,6 +11,7 @@ from typing import Any
 from warehouse.history.boundchange import describe
 from warehouse.render import rows as render
 from warehouse.history.changes import Change, ChangesResult
+from warehouse.history.farm import Farm
 from warehouse.history.outside import OutsideResult
 
 # GitHub refuses a comment over 65,536 characters; leave room for what a CI job adds around it
@@ -116,3 +117,43 @@ def outside_text(res: OutsideResult) -> str:
 def outside_json(res: OutsideResult) -> str:
     """An outside file's changes as JSON: ``{"changes": [...]}`` with ``series``, ``index`` and ``at``."""
     return json.dumps(render.json_safe(res.to_json()), indent=1)
+
+
+def farm_text(farm: Farm) -> str:
+    """Groups of changes across labels: one block per group with its labels, commit range and bisect command."""
+    lines = [f"{len(farm.groups)} group(s) of changes over {len(farm.labels)} label(s)"]
+    for n, g in enumerate(farm.groups, 1):
+        rng = f"; last good {g.good} -> first bad {g.bad}" if g.good or g.bad else ""
+        lines.append(f"group {n}: first night {g.first_night}: {', '.join(g.labels)}{rng}")
+        for c in g.changes:
+            ch = c.change
+            good = c.last_good or {}
+            lines.append(f"  {c.label}: {ch.kind} {ch.by} {ch.key}: {ch.change_pct:+.1f} % "
+                         f"(run {good.get('run_id', '-')} -> run {c.first_bad.get('run_id')}) [{ch.id}]")
+        cmd = g.bisect(farm.bisect_cmd)
+        if cmd:
+            lines.append(f"  bisect: {cmd}")
+    for label, why in farm.skipped.items():
+        lines.append(f"skipped {label}: {why}")
+    return "\n".join(lines)
+
+
+def farm_markdown(farm: Farm) -> str:
+    """The groups as a Markdown table: a row per label's change, grouped."""
+    out = [f"**{len(farm.groups)} group(s) of changes over {len(farm.labels)} label(s)**", "",
+           "| group | first night | label | change | Δ % | last good | first bad | id |",
+           "|---|---|---|---|---:|---|---|---|"]
+    for n, g in enumerate(farm.groups, 1):
+        for c in g.changes:
+            ch = c.change
+            good = c.last_good or {}
+            bad = c.first_bad.get("commit") or c.first_bad.get("run_id")
+            ok = good.get("commit") or good.get("run_id", "")
+            out.append(f"| {n} | {g.first_night} | {render.md_text(c.label)} | {ch.kind} {ch.by} "
+                       f"{render.md_text(ch.key)} | {ch.change_pct:+.1f} | {ok} | {bad} | {ch.id} |")
+    return "\n".join(out)
+
+
+def farm_json(farm: Farm) -> str:
+    """The groups as JSON (``groups``: first night, labels, good, bad, bisect, changes)."""
+    return json.dumps(render.json_safe(farm.to_json()), indent=1)

@@ -105,3 +105,21 @@ def changes(res: Any) -> str:
         else:
             ET.SubElement(case, "system-out").text = text + (f" (triaged: {c.triage})" if c.triage else "")
     return _count(root)
+
+
+def farm(res: Any) -> str:
+    """Changes across labels (:class:`warehouse.history.farm.Farm`) as JUnit XML: a suite per group, a failure
+    per change for the worse."""
+    root = ET.Element("testsuites", {"name": "warehouse changes"})
+    for n, g in enumerate(res.groups, 1):
+        suite = _suite(root, f"group {n}: {', '.join(g.labels)} from {g.first_night}", None)
+        for fc in g.changes:
+            c = fc.change
+            case = _case(suite, fc.label, f"{_name(c)} [{c.id}]")
+            text = f"{fc.label}: {c.kind} of {_name(c)}: {c.change_pct:+.1f} % from {c.time}"
+            if c.worse and not c.triage:
+                f = ET.SubElement(case, "failure", {"type": f"{c.kind} for the worse", "message": text})
+                f.text = text
+            else:
+                ET.SubElement(case, "system-out").text = text
+    return _count(root)
