@@ -12,6 +12,8 @@ from sqlalchemy import text
 
 from corpus import cases
 from warehouse.store.db import head_revision, open_db
+
+pytestmark = pytest.mark.slow  # (the slow tier: many processes at once, repeated rounds)
 from warehouse.capture.synthetic import nightly_series
 
 
@@ -82,8 +84,6 @@ from pathlib import Path
 from sqlalchemy import text
 from warehouse.store.db import open_db
 from warehouse.analysis.report import build_report
-
-pytestmark = pytest.mark.slow  # (the slow tier: many processes at once, repeated rounds)
 stop = Path(sys.argv[2])
 while not stop.exists():
     try:
