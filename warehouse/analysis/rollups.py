@@ -344,13 +344,11 @@ def build_rollups(conn: Connection, run_id: int, freq_mhz: float, key_conn: Conn
         return
     # numpy's rows, their keys' ids found in Python (the SQL writer's temporary table and digests per row cost
     # 0.5 s of a 100,000-op run)
-    mark = dialect.paramstyle_mark(conn)
-    insert = f"INSERT INTO rollup_row ({', '.join(_ROW_COLUMNS)}) VALUES ({', '.join([mark] * len(_ROW_COLUMNS))})"
     grouping = None
     for batch in batches:
         ready, batch = batch if known is not None else ([], batch)
         if ready:
-            conn.exec_driver_sql(insert, ready)
+            dialect.bulk_insert(conn, "rollup_row", _ROW_COLUMNS, ready)
         if not batch:
             continue
         if batch[0][2] != grouping and known is None:  # (a grouping's keys are never another's: only one
@@ -360,7 +358,7 @@ def build_rollups(conn: Connection, run_id: int, freq_mhz: float, key_conn: Conn
         # (a key whose digest is another key's gets no rows: `check` sees them missing, never shared silently)
         rows = [(r, sec, kid, *rest) for r, sec, g, k, *rest in batch if (kid := ids[(g, k)]) is not None]
         rows.sort(key=lambda row: (row[1], row[2], row[3]))  # in the primary key's order: appends, not seeks
-        conn.exec_driver_sql(insert, rows)
+        dialect.bulk_insert(conn, "rollup_row", _ROW_COLUMNS, rows)
 
 
 def _key_ids(key_conn: Connection, keys: set[tuple[str, str]],

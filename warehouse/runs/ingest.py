@@ -74,12 +74,6 @@ _CODE, _OCCURRENCE = OP_COLUMNS.index("op_code_id"), OP_COLUMNS.index("occurrenc
 _SECTION_INDEX = {EAGER: 1, TRACE: 2}  # (an op's section name in its occurrence key; 0: none)
 
 
-def _insert_sql(conn: Connection, table: str, columns: list[str]) -> str:
-    """A plain INSERT for the driver's executemany: the hot path skips SQLAlchemy's per-row processing."""
-    mark = dialect.paramstyle_mark(conn)
-    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))})"
-
-
 class _FileIngest:
     """The state of one file's ingest inside its transaction: the second half of the pipeline (the first,
     :mod:`warehouse.capture.rowprep`, hands over the rows parsed and typed)."""
@@ -95,8 +89,6 @@ class _FileIngest:
         self._seg: tuple | None = None  # what the ops up to the next signpost share (see _segment)
         self.signposts: list[tuple] = []
         self.chunks: list[Chunk] = []
-        self._op_sql = _insert_sql(conn, "op", OP_COLUMNS)
-        self._sp_sql = _insert_sql(conn, "signpost", SIGNPOST_COLUMNS)
         self.pos: dict[str, int] = {}
         self.occurrences = Occurrences()  # (section, place, op code) -> ops so far
         self.sections = array("b")  # the batch's ops' sections (see _SECTION_INDEX), for their occurrences
@@ -232,7 +224,7 @@ class _FileIngest:
 
     def _flush(self) -> None:
         if self.signposts:
-            self.conn.exec_driver_sql(self._sp_sql, self.signposts)
+            dialect.bulk_insert(self.conn, "signpost", SIGNPOST_COLUMNS, self.signposts)
             self.signposts = []
         if self.pending:
             self._resolve_pending()
@@ -245,7 +237,7 @@ class _FileIngest:
                 o[_OCCURRENCE] = k
             self.sections = array("b")
             rows = list(map(tuple, ops))  # (SQLAlchemy's executemany takes tuples)
-            self.conn.exec_driver_sql(self._op_sql, rows)
+            dialect.bulk_insert(self.conn, "op", OP_COLUMNS, rows)
             if self.capture is not None:
                 self.capture.add(rows)
             if not self.keys.given_up:
