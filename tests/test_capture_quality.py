@@ -143,3 +143,27 @@ def test_fewer_replays_that_close_properly_are_no_broken_capture(nights, tmp_pat
         assert "invalid" not in g.output.lower() or "0 invalid" in g.output.lower(), g.output
     finally:
         assert wh("rm", "--yes", run_id).exit_code == 0
+
+
+def test_a_future_dated_capture_never_freezes_the_history(wh, tmp_path):
+    """A file whose name carries a date in the future takes the place of the night it was ingested on: the next real
+    night is still the one judged, and every history command says why that run sits where it does."""
+    oft = DATA / "seedfmt/oft_mismatch/ops_perf_results_2026_11_02_02_00_00.csv"
+    subprocess.run([sys.executable, str(HERE / "mkseries.py"), str(oft), str(tmp_path / "n"), "--runs", "10", "--seed",
+                    "3"], check=True, capture_output=True)
+    nights = sorted((tmp_path / "n").glob("*.csv"))
+    for f in nights[:8]:
+        assert wh("ingest", f, "--label", "x").exit_code == 0
+    wrong = tmp_path / "ops_perf_results_2027_06_01_02_00_00.csv"
+    wrong.write_bytes(nights[8].read_bytes())
+    r = wh("ingest", wrong, "--label", "x")
+    assert r.exit_code == 0 and "1 warning(s)" in r.output
+    bad = int(r.output.split(": run ")[1].split(":")[0])
+    r = wh("ingest", nights[9], "--label", "x")
+    real = int(r.output.split(": run ")[1].split(":")[0])
+    doc = json.loads(wh("regressions", "--label", "x", "--format", "json").stdout)
+    assert [c["run_id"] for c in doc["checked"]] == [real]
+    assert doc["checked"][0]["window"][-1] == bad  # (the mis-dated night sits where it was ingested)
+    assert any(f"run {bad}: the file name's capture time 2027-06-01" in w for w in doc["warnings"]), doc["warnings"]
+    r = wh("changes", "--label", "x", "--format", "json")
+    assert any(f"run {bad}: the file name's capture time 2027-06-01" in w for w in json.loads(r.stdout)["warnings"])

@@ -12,9 +12,9 @@ from sqlalchemy import text
 
 from corpus import cases
 from warehouse.store.db import head_revision, open_db
+from warehouse.capture.synthetic import nightly_series
 
 pytestmark = pytest.mark.slow  # (the slow tier: many processes at once, repeated rounds)
-from warehouse.capture.synthetic import nightly_series
 
 
 def _spawn(url: str, *args: str) -> subprocess.Popen:

@@ -37,6 +37,7 @@ from warehouse.history.levels import _level, _replay_noise, _robust_night, _with
 from warehouse.history.series import HISTORY_METRICS, RunMeta, fetch_history, run_meta, select_runs
 from warehouse.history.boundchange import of_cause
 from warehouse.history.quality import judge, other_models
+from warehouse.history.select import ordered as history_order
 from warehouse.history.triage import decisions, invalid_runs
 
 METRICS = HISTORY_METRICS  # the stored ones, read by default; any of METRIC when asked
@@ -168,6 +169,8 @@ def find_changes(engine: Engine, *, label: str | None = None, tags: dict[str, st
         runs = select_runs(conn, label, tags)
         if not runs:
             raise NotFound("no runs in the warehouse; ingest a CSV first")
+        # (the gate's order: a capture time in the future orders its run by its ingest time, with a warning)
+        runs, warnings = history_order(conn, runs)
         meta = run_meta(conn, runs)
         runs = [r for r in runs if _in_range(meta[r], since, until)]
         quality = judge(conn, runs)

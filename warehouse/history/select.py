@@ -47,31 +47,43 @@ class History:
         return [d for d in self.decisions if d.status in ("acknowledged", "expected") and d.kind != "run"]
 
 
-def _ordered(conn: Connection, runs: list[int]) -> tuple[list[int], list[str]]:
-    """``runs`` in history order, and warnings for capture times that cannot be right: a time after the run's
-    ingest (a future date in the file name would make it every history's newest night for good) orders it by its
-    ingest time; a time far before what the label held when it was ingested is said."""
+def ordered(conn: Connection, runs: list[int]) -> tuple[list[int], list[str]]:
+    """``runs`` in history order, and warnings for capture times that cannot be right.
+
+    A run takes its capture time. One without (no date in its file name, or a date in the future, which ingest
+    refuses to keep: it would make it every history's newest night for good) or with a time after its ingest takes
+    the place of the night it was ingested on: just after the newest run its label held then (its ingest time when
+    it was the first). A capture time far before what the label held when it was ingested is said."""
     rows = {rid: (cap, ing) for rid, cap, ing in conn.execute(
         select(t.run.c.id, t.run.c.captured_at, t.run.c.ingested_at).where(t.run.c.id.in_(runs)))} if runs else {}
     warnings = []
+    # (what ingest said of a capture time it could not keep: a history command says it again)
+    odd = {rid: msg for rid, msg in conn.execute(
+        select(t.run_warning.c.run_id, t.run_warning.c.message).where(
+            t.run_warning.c.run_id.in_([r for r in runs if rows[r][0] is None]),
+            t.run_warning.c.message.like("the file name's capture time%")))} if runs else {}
     when: dict[int, datetime] = {}
-    for rid in runs:
+    newest: datetime | None = None
+    for rid in sorted(runs, key=lambda r: (rows[r][1], r)):  # in ingest order: what the label held then
         cap, ing = rows[rid]
         if cap is not None and ing is not None and cap > ing + FUTURE_SLACK:
             warnings.append(f"run {rid}'s capture time {cap:%Y-%m-%d %H:%M} is after it was ingested "
-                            f"({ing:%Y-%m-%d %H:%M}): ordered by its ingest time (rename its file to fix it)")
-            when[rid] = ing
+                            f"({ing:%Y-%m-%d %H:%M}): ordered as the night it was ingested on (rename its file "
+                            "to fix it)")
+            cap = None
+        if cap is None and rid in odd:
+            warnings.append(f"run {rid}: {odd[rid]}")
+        if cap is None:
+            w = newest + timedelta(microseconds=1) if newest is not None and ing is not None and newest < ing else ing
+            when[rid] = w if w is not None else datetime.min
         else:
-            when[rid] = cap or ing
-    out = sorted(runs, key=lambda r: (when[r], r))
-    newest: datetime | None = None
-    for rid in sorted(runs, key=lambda r: (rows[r][1], r)):  # in ingest order: what the label held then
-        w = when[rid]
-        if newest is not None and w < newest - PAST_JUMP:
-            warnings.append(f"run {rid}'s capture time {w:%Y-%m-%d %H:%M} is {(newest - w).days} days before the "
-                            "newest run its label held when it was ingested (a wrong date in its file name?)")
-        newest = w if newest is None else max(newest, w)
-    return out, warnings
+            when[rid] = cap
+            if newest is not None and cap < newest - PAST_JUMP:
+                warnings.append(f"run {rid}'s capture time {cap:%Y-%m-%d %H:%M} is {(newest - cap).days} days "
+                                "before the newest run its label held when it was ingested (a wrong date in its "
+                                "file name?)")
+        newest = when[rid] if newest is None else max(newest, when[rid])
+    return sorted(runs, key=lambda r: (when[r], r)), warnings
 
 
 def load(conn: Connection, *, label: str | None = None, tags: dict[str, str] | None = None,
@@ -83,7 +95,7 @@ def load(conn: Connection, *, label: str | None = None, tags: dict[str, str] | N
     runs = select_runs(conn, label, tags)
     if not runs:
         raise NotFound("no runs in the warehouse; ingest a CSV first")
-    runs, warnings = _ordered(conn, runs)
+    runs, warnings = ordered(conn, runs)
     meta = run_meta(conn, runs)
     if since or until:
         runs = [r for r in runs if _in_range(meta[r], since, until)]

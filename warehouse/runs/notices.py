@@ -47,7 +47,8 @@ def future_capture(captured: datetime | None, now: datetime) -> str | None:
     run would be every history's newest night for good (a real night after it never judged)."""
     if captured is not None and captured > now + FUTURE_SLACK:
         return (f"the file name's capture time {captured:%Y-%m-%d %H:%M} is after the time it was ingested "
-                f"({now:%Y-%m-%d %H:%M}): the run is ordered by its ingest time instead (rename the file to fix it)")
+                f"({now:%Y-%m-%d %H:%M}): the run takes the place of the night it was ingested on (rename the file to "
+                "fix it)")
     return None
 
 
@@ -56,7 +57,7 @@ def captured_at_problem(file_name: str) -> str | None:
     m = _CAPTURED.search(file_name)
     if m and captured_at(file_name) is None:
         return (f"the file name's capture time {m.group(0).strip('_')} is not a real date and time; the run is "
-                "ordered by its ingest time instead (rename the file to fix it)")
+                "placed as the night it was ingested on (rename the file to fix it)")
     return None
 
 
