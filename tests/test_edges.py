@@ -197,3 +197,12 @@ def test_charts_draw_no_value_that_is_not_finite():
                             ("2026-01-03", 3, float("nan"), False), ("2026-01-04", 4, 2.0, False)])], "us")
     assert "nan" not in out.lower() and "inf" not in out.lower()
     assert out.count("<circle") == 2
+
+
+def test_copy_says_triage_decisions_stay_behind(wh, db_url, tmp_path):
+    from corpus import cases
+    assert wh("ingest", cases()["dlv3_same"], "--label", "m").exit_code == 0
+    assert wh("triage", "run:1", "--status", "invalid", "--note", "a broken card").exit_code == 0
+    r = wh("copy", "--from", db_url, "--to", tmp_path / "other.db")
+    assert r.exit_code == 0, r.output
+    assert "1 triage decision(s) about these runs were not copied" in r.output and "run:1" in r.output

@@ -221,10 +221,18 @@ def copy(src: str, dst: str, runs: tuple[str, ...]) -> None:
             click.echo(f"run {c.src_id}: already there as run {c.dst_id}")
         else:
             click.echo(f"run {c.src_id}: copied as run {c.dst_id} ({c.ops} ops)")
-    done = Warehouse(src).copy_to(dst, list(runs) or None, progress=show)
+    source = Warehouse(src)
+    done = source.copy_to(dst, list(runs) or None, progress=show)
     failed = sum(c.error is not None for c in done)
     click.echo(f"{sum(not c.existing and not c.error for c in done)} copied, "
                f"{sum(c.existing for c in done)} already there" + (f", {failed} failed" if failed else ""))
+    # (a decision's id names its runs by their number in the source: it would name nothing, or another night, in
+    # the destination; the command says so rather than copying it wrong)
+    left = source.decisions([c.src_id for c in done if c.error is None])
+    if left:
+        click.echo(f"note: {len(left)} triage decision(s) about these runs were not copied (their ids name runs "
+                   f"by their number here): {', '.join(d.id for d in left[:5])}{' ...' if len(left) > 5 else ''}; "
+                   "record them again in the destination with `warehouse triage`", err=True)
     if failed:
         sys.exit(1)
 
