@@ -84,6 +84,7 @@ def test_every_dashboard_route_goes_through_the_warehouse(tmp_path, nights, reco
     assert make_invoke(url)("ingest", *nights, "--label", "m").exit_code == 0
     app = create_app(url)
     paths = {"runs": "/", "run": "/runs/2", "report": "/runs/2/report.json", "export": "/runs/2/export.csv",
+             "trace": "/runs/2/trace.json",
              "perf": "/runs/2/perf.csv", "compare": "/compare?a=1&b=2", "regressions": "/regressions?label=m",
              "changes": "/changes?label=m", "trend": "/trend?label=m", "sql": "/sql?q=SELECT+1+AS+x"}
     routes = [r.name for r in app.routes if not isinstance(r, Mount)]

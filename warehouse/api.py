@@ -345,6 +345,13 @@ class Warehouse:
         from warehouse.runs.export import export_run
         return export_run(self._reader(), self.resolve(run), out)
 
+    def export_perfetto(self, run: str | int, out: IO[bytes]) -> int:
+        """Write a run's timeline as Chrome trace-event JSON (Perfetto, chrome://tracing) to ``out``; the number of
+        op slices. See :mod:`warehouse.runs.perfetto`."""
+        from warehouse.runs.perfetto import write_trace
+        with self._reader().connect() as conn:
+            return write_trace(conn, self.resolve(run), out)
+
     def export_lake(self, dest: str | Path, *, label: str | None = None,
                     progress: Callable[[int, int, int, bool], None] | None = None) -> LakeExport:
         """Export every run (of ``label``) into the Parquet lake at ``dest``, incrementally (see

@@ -76,9 +76,10 @@ def runs(ctx: click.Context, label: str | None, warnings: bool, as_json: bool) -
 # ---------------------------------------------------------------------------------------------------- export
 @cli.command()
 @click.argument("target", metavar="RUN|DIR")
-@click.option("--format", "fmt", type=click.Choice(["csv", "parquet"]), default="csv", show_default=True,
-              help="csv: RUN back as its original file; parquet: every run into the Parquet lake DIR.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="csv: the file (default: stdout).")
+@click.option("--format", "fmt", type=click.Choice(["csv", "parquet", "perfetto"]), default="csv", show_default=True,
+              help="csv: RUN back as its original file; perfetto: RUN's timeline as Chrome trace-event JSON "
+                   "(ui.perfetto.dev, chrome://tracing); parquet: every run into the Parquet lake DIR.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="csv, perfetto: the file (default: stdout).")
 @click.option("--label", default=None, help="parquet: only the runs of this label.")
 @click.pass_context
 def export(ctx: click.Context, target: str, fmt: str, output: str | None, label: str | None) -> None:
@@ -91,10 +92,14 @@ def export(ctx: click.Context, target: str, fmt: str, output: str | None, label:
     wh = _api(ctx)
     if fmt == "parquet":
         if output:
-            raise click.UsageError("--output is for --format csv; the lake is the folder DIR")
+            raise click.UsageError("--output is for --format csv or perfetto; the lake is the folder DIR")
         _export_lake(wh, target, label)
         return
     run_id = wh.resolve(target, label)
+    if fmt == "perfetto":
+        with output_stream(output) if output else contextlib.nullcontext(sys.stdout.buffer) as f:
+            wh.export_perfetto(run_id, f)
+        return
     if output:
         with output_stream(output) as f:
             wh.export(run_id, f)

@@ -11,10 +11,6 @@ from warehouse.registry.codes import HIST_HOW, code
 from warehouse.store import dialect
 
 
-UPDATE_SQL = ("UPDATE op SET hist_place_id = {m}, hist_how = {m}, iteration = {m}, iter_pos = {m} "
-              "WHERE run_id = {m} AND row_no = {m}")
-
-
 Written = tuple[int, int | None, int | None, int | None]  # (row, place id, iteration, position in it)
 
 
@@ -23,21 +19,11 @@ def apply(conn: Connection, run_id: int, fixes: list[tuple[int, Attributed]]) ->
     last row). Returns what was written, per corrected op."""
     if not fixes:
         return []
-    m = dialect.paramstyle_mark(conn)
     written = [(row, a.place or None, a.iteration, a.iter_pos) for row, a in fixes]
-    if dialect.name(conn) == "postgresql":
-        # (an UPDATE a row costs PostgreSQL a statement each: the corrections go in by COPY, then one joined UPDATE)
-        conn.exec_driver_sql("CREATE TEMPORARY TABLE hist_fix (row_no bigint PRIMARY KEY, place bigint, how smallint, "
-                             "iteration integer, iter_pos integer) ON COMMIT DROP")
-        dialect.bulk_insert(conn, "hist_fix", ["row_no", "place", "how", "iteration", "iter_pos"],
-                            [(row, p, code(HIST_HOW, a.how), i, ip) for (row, p, i, ip), (_, a) in zip(written, fixes)])
-        conn.execute(text("UPDATE op SET hist_place_id = f.place, hist_how = f.how, iteration = f.iteration, "
-                          "iter_pos = f.iter_pos FROM hist_fix f WHERE op.run_id = :r AND op.row_no = f.row_no"),
-                     {"r": run_id})
-        conn.exec_driver_sql("DROP TABLE hist_fix")
-        return written
-    conn.exec_driver_sql(UPDATE_SQL.format(m=m), [(p, code(HIST_HOW, a.how), i, ip, run_id, row)
-                                                   for (row, p, i, ip), (_, a) in zip(written, fixes)])
+    dialect.bulk_update(conn, "op", {"run_id": run_id}, [("row_no", "bigint")],
+                        [("hist_place_id", "bigint"), ("hist_how", "smallint"), ("iteration", "integer"),
+                         ("iter_pos", "integer")],
+                        [(row, p, code(HIST_HOW, a.how), i, ip) for (row, p, i, ip), (_, a) in zip(written, fixes)])
     return written
 
 

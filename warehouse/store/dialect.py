@@ -172,6 +172,29 @@ def bulk_insert(conn: Connection, table: str, columns: list[str], rows: list[tup
                          rows if isinstance(rows[0], tuple) else list(map(tuple, rows)))
 
 
+def bulk_update(conn: Connection, table: str, fixed: dict[str, Any], keys: list[tuple[str, str]],
+                sets: list[tuple[str, str]], rows: list[tuple]) -> None:
+    """Update ``sets`` columns of ``table``'s rows that match ``fixed`` (column -> value) and each row's ``keys``;
+    ``rows`` are (keys..., sets...) tuples, columns given as (name, SQL type). PostgreSQL takes them by COPY into a
+    temporary table and one joined UPDATE (an UPDATE a row costs it a statement each); SQLite an executemany."""
+    if not rows:
+        return
+    names = [k for k, _ in keys] + [c for c, _ in sets]
+    if name(conn) == "postgresql":
+        cols = ", ".join(f"{c} {ty}" for c, ty in [*keys, *sets])
+        conn.exec_driver_sql(f"CREATE TEMPORARY TABLE bulk_rows ({cols}) ON COMMIT DROP")
+        bulk_insert(conn, "bulk_rows", names, rows)
+        where = " AND ".join([f"{table}.{c} = :{c}" for c in fixed] + [f"{table}.{k} = b.{k}" for k, _ in keys])
+        conn.execute(text(f"UPDATE {table} SET {', '.join(f'{c} = b.{c}' for c, _ in sets)} FROM bulk_rows b "
+                          f"WHERE {where}"), fixed)
+        conn.exec_driver_sql("DROP TABLE bulk_rows")
+        return
+    m = paramstyle_mark(conn)
+    where = " AND ".join(f"{c} = {m}" for c in [*fixed, *(k for k, _ in keys)])
+    conn.exec_driver_sql(f"UPDATE {table} SET {', '.join(f'{c} = {m}' for c, _ in sets)} WHERE {where}",
+                         [(*r[len(keys):], *fixed.values(), *r[:len(keys)]) for r in rows])
+
+
 def paramstyle_mark(conn: Connection) -> str:
     """The driver's placeholder, for plain INSERTs handed to ``executemany`` on the hot path."""
     mark = {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(conn.dialect.paramstyle)

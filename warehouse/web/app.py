@@ -193,6 +193,23 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
         return Response(rr.text(res) + "\n", media_type="text/markdown",
                         headers={"Content-Disposition": f'attachment; filename="run{run_id}.md"'})
 
+    def trace_download(request: Request) -> Response:
+        run_id = wh.resolve(request.path_params["run"])
+        spool = tempfile.SpooledTemporaryFile(max_size=8 << 20)  # (as the export: never whole in memory)
+        try:
+            wh.export_perfetto(run_id, spool)
+        except BaseException:
+            spool.close()
+            raise
+        spool.seek(0)
+
+        def chunks() -> Iterator[bytes]:
+            with spool:
+                while block := spool.read(1 << 20):
+                    yield block
+        return StreamingResponse(chunks(), media_type="application/json",
+                                 headers={"Content-Disposition": f'attachment; filename="run{run_id}.trace.json"'})
+
     def export_download(request: Request) -> Response:
         run_id = wh.resolve(request.path_params["run"])
         name = wh.query("SELECT file_name FROM run WHERE id = :r", r=run_id)[0]["file_name"]
@@ -282,6 +299,7 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
         Route("/runs/{run}", guarded(run_page), name="run"),
         Route("/runs/{run}/report.{kind:str}", guarded(report_download), name="report"),
         Route("/runs/{run}/export.csv", guarded(export_download), name="export"),
+        Route("/runs/{run}/trace.json", guarded(trace_download), name="trace"),
         Route("/runs/{run}/perf.csv", guarded(perf_download), name="perf"),
         Route("/compare", guarded(compare_page), name="compare"),
         Route("/regressions", guarded(regressions_page), name="regressions"),
