@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # (imported lazily at run time: a one-line answer pays only f
 
     from warehouse.history.changes import ChangesResult
     from warehouse.history.farm import Farm
+    from warehouse.history.opdiff import OpDiff
     from warehouse.history.compare import Comparison
     from warehouse.runs.copy import Copied
     from warehouse.runs.lake import LakeExport
@@ -419,6 +420,13 @@ class Warehouse:
         trace when present; 'all': the whole run), by ``metric``; only ``keys`` when given."""
         from warehouse.history.compare import compare_runs
         return compare_runs(self._reader(), str(a), str(b), by=by, section=section, metric=metric, keys=keys)
+
+    def compare_ops(self, a: str | int, b: str | int, *, section: str | None = None) -> OpDiff:
+        """Run ``b`` against run ``a`` op by op: their op sequences aligned per section and iteration, matched ops
+        with their deltas, inserted and removed ops at their places. See :mod:`warehouse.history.opdiff`."""
+        from warehouse.history.opdiff import diff_ops
+        with self._reader().connect() as conn:
+            return diff_ops(conn, self.resolve(a), self.resolve(b), section=section)
 
     def regressions(self, *, label: str | None = None, tags: dict[str, str] | None = None, last: int = 1,
                     window: int = 7, threshold: float = 0.05, min_us: float = 1.0, by: list[str] | None = None,

@@ -30,7 +30,8 @@ from warehouse.cli.base import (
 @cli.command()
 @click.argument("a")
 @click.argument("b")
-@click.option("--by", type=_by_choice(), default="layer", show_default=True, help="The grouping of the keys.")
+@click.option("--by", type=click.Choice([*_by_choice().choices, "op"]), default="layer", show_default=True,
+              help="The grouping of the keys; op: op by op, the sequences aligned (inserted and removed ops named).")
 @click.option("--metric", type=_metric_choice(), default="kernel", show_default=True, help="The figure compared.")
 @click.option("--section", help="A section of the runs (default: trace when present, else the first; 'all' is "
                                 "the whole run).")
@@ -45,6 +46,13 @@ def compare(ctx: click.Context, a: str, b: str, by: str, metric: str, section: s
     from warehouse import render
     from warehouse.render import compare as cmp
 
+    if by == "op":
+        diff = _api(ctx).compare_ops(a, b, section=section)
+        _warn(diff.warnings)
+        n = 30 if top is None and fmt != "json" else (top or None)
+        click.echo(render.to_json(diff.to_json(n)) if fmt == "json" else cmp.ops_markdown(diff, n) if fmt == "md"
+                   else cmp.ops_text(diff, n))
+        return
     bys, ks = _keys(by, keys, block_key, layer_key, _given(ctx, "by"), ctx)
     res = _api(ctx).compare(a, b, by=(bys or [by])[0], section=section, metric=metric, keys=ks)
     _warn(res.warnings)
