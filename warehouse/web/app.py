@@ -276,7 +276,8 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
                                section=section or "all", keys=res.keys or None)
         regressed = {(f["run_id"], f["key"]) for f in marks.regressions if f["device"] == "all"}
         return page(request, "trend.html", {"res": res, "regressed": sorted(regressed)},
-                    chart=svg(from_trend(res, regressed), res.unit, run_url=run_link))
+                    # (fitted to the values: a 5 % step must show, not sit flat at the top of an axis from 0)
+                    chart=svg(from_trend(res, regressed), res.unit, run_url=run_link, from_zero=False))
 
     def sql_page(request: Request) -> Response:
         from warehouse import render
