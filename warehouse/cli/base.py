@@ -55,9 +55,11 @@ class _Group(click.Group):
             error(f"cannot write the output: {e.strerror or e}")
             ctx.exit(1)
         except KeyboardInterrupt:
+            ctx.find_root().meta["warehouse.interrupted"] = True
             error("interrupted; an unfinished write was rolled back whole (nothing half-written)")
             ctx.exit(130)
         except Terminated:
+            ctx.find_root().meta["warehouse.interrupted"] = True
             error("terminated; an unfinished write was rolled back whole (nothing half-written)")
             ctx.exit(143)
         except Exception as e:
@@ -87,7 +89,12 @@ def _api(ctx: click.Context):
         # (one per command, its connections given back when the command ends: a process that runs many commands,
         # a test's CliRunner or a notebook's, never piles up a server's connections)
         wh = root.meta["warehouse.api"] = Warehouse(ctx.obj["db"])
-        root.call_on_close(wh.close)
+
+        def close() -> None:
+            # (not after a signal: the interrupted frame may hold the pool's lock; the process is ending anyway)
+            if not root.meta.get("warehouse.interrupted"):
+                wh.close()
+        root.call_on_close(close)
     return wh
 
 

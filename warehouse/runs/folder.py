@@ -15,6 +15,8 @@ closing them releases the parent's locks.
 """
 from __future__ import annotations
 
+import contextlib
+
 import json
 import multiprocessing
 import os
@@ -235,8 +237,13 @@ def merge_run(engine: Engine, src: Path, result: IngestResult) -> IngestResult:
         try:
             with conn.begin():
                 run_id, existing = _merge(conn)
-        finally:
-            raw.execute("DETACH DATABASE src")
+        except BaseException:
+            # (a signal inside the transaction may leave the connection closed: a failing DETACH must not replace
+            # what is on its way up, or a SIGTERM would read as this file's error and the command go on)
+            with contextlib.suppress(Exception):
+                raw.execute("DETACH DATABASE src")
+            raise
+        raw.execute("DETACH DATABASE src")
     return IngestResult(result.path, run_id, ops=result.ops, signposts=result.signposts, sections=result.sections,
                         seconds=result.seconds, existing=existing, warnings=result.warnings)
 
