@@ -206,3 +206,16 @@ def test_copy_says_triage_decisions_stay_behind(wh, db_url, tmp_path):
     r = wh("copy", "--from", db_url, "--to", tmp_path / "other.db")
     assert r.exit_code == 0, r.output
     assert "1 triage decision(s) about these runs were not copied" in r.output and "run:1" in r.output
+
+
+def test_a_change_judged_beyond_the_runs_level_says_so():
+    """Every op 10 % slower and one block 30 %: the block's finding is +18 % beyond the run's level, while its
+    printed before and after are measured; the line says both."""
+    from warehouse.history.causes import Cause
+    from warehouse.render.causes import line
+    c = Cause("r-0", "regression", "block", "b0", "2026-11-09 02:00:00", 9, 100.0, 130.0, 18.2, 30.0, 1.0,
+              ["trace"], ["kernel"], ["all"])
+    assert "+18.2 % beyond the run's level (+30.0 % measured) (100.0 -> 130.0 us" in line(c)
+    plain = Cause("r-1", "regression", "block", "b0", "2026-11-09 02:00:00", 9, 100.0, 118.0, 18.0, 18.0, 1.0,
+                  ["trace"], ["kernel"], ["all"])
+    assert "beyond" not in line(plain)

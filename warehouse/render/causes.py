@@ -41,8 +41,17 @@ def line(c: Cause) -> str:
             if c.per_night_pct is not None else f", since {c.since[:10]}"
     evidence = f"; evidence: {', '.join(c.evidence)}" if c.evidence else ""
     triage = f" [{c.triage}]" if c.triage else ""
-    return (f"{MARK.get(c.kind, '')} {c.id} {c.kind} {name(c)}: {_pct(c.change_pct)} ({c.before:.1f} -> "
+    return (f"{MARK.get(c.kind, '')} {c.id} {c.kind} {name(c)}: {_pct(c.change_pct)}{_beyond(c)} ({c.before:.1f} -> "
             f"{c.after:.1f} {u}, {c.delta_us:+.1f} {u}) {night}; {where(c)}{evidence}{triage}")
+
+
+def _beyond(c: Cause) -> str:
+    """Where the change is judged beyond the run's level (a clock, a card, every op slower), and so differs from
+    the measured before and after printed beside it: say so, with the measured change."""
+    if c.change_pct is None or not c.before or c.by == "section" and c.key == "all":
+        return ""
+    measured = 100 * (c.after / c.before - 1)
+    return f" beyond the run's level ({measured:+.1f} % measured)" if abs(measured - c.change_pct) >= 1.0 else ""
 
 
 def text_lines(causes: list[Cause], contributors: int = 5) -> list[str]:
