@@ -27,6 +27,7 @@ PARAMS: dict[str, list[str]] = {
     "/runs/{run}/report.{kind:str}": [],
     "/runs/{run}/export.csv": [],
     "/runs/{run}/perf.csv": [],
+    "/runs/{run}/trace.json": [],
     "/compare": ["a", "b", "by", "section", "metric", "format"],
     "/regressions": ["label", "format"],
     "/changes": ["label", "since", "until", "format"],
