@@ -298,32 +298,9 @@ def _series_cases(seed: int = 7) -> list[tuple[str, list[float], list[int]]]:
     return out
 
 
-def f_measure(truth: list[int], pred: list[int], margin: int = 5) -> float:
-    """TCPDBench's F1 for one annotator: the start counts as a change point of both, each prediction matches one
-    true change point within ``margin``."""
-    t, x = {0, *truth}, sorted({0, *pred})
-    used: set[int] = set()
-    tp = 0
-    for c in sorted(t):
-        near = [p for p in x if abs(p - c) <= margin and p not in used]
-        if near:
-            used.add(min(near, key=lambda p: abs(p - c)))
-            tp += 1
-    precision, recall = tp / len(x), tp / len(t)
-    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-
-
-def covering(truth: list[int], pred: list[int], n: int) -> float:
-    """TCPDBench's covering of the true segmentation by the predicted one."""
-    def segs(cps: list[int]) -> list[set[int]]:
-        edges = [0, *sorted(c for c in set(cps) if 0 < c < n), n]
-        return [set(range(a, b)) for a, b in zip(edges, edges[1:]) if b > a]
-    g, p = segs(truth), segs(pred)
-    return sum(len(a) * max(len(a & b) / len(a | b) for b in p) for a in g) / n
-
-
 def series_main(a: argparse.Namespace) -> int:
     from warehouse.history.changepoints import detect_series
+    from warehouse.history.outside import covering, f_measure
 
     methods: dict[str, Callable[[list[float]], list[int]]] = {
         "warehouse": lambda v: [c.index for c in detect_series(v).changes],

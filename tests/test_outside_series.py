@@ -11,20 +11,7 @@ from click.testing import CliRunner
 
 import warehouse
 from warehouse.cli import cli
-
-
-def f_measure(truth: list[int], pred: list[int], margin: int = 5) -> float:
-    """TCPDBench's F1: the start counts as a change point of both, a prediction matches one truth within margin."""
-    t, x = {0, *truth}, sorted({0, *pred})
-    used: set[int] = set()
-    tp = 0
-    for c in sorted(t):
-        near = [p for p in x if abs(p - c) <= margin and p not in used]
-        if near:
-            used.add(min(near, key=lambda p: abs(p - c)))
-            tp += 1
-    precision, recall = tp / len(x), tp / len(t)
-    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+from warehouse.history.outside import f_measure
 
 
 def _series(seed: int) -> tuple[list[float], list[int]]:

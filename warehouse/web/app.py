@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 from urllib.parse import urlencode
 
 from starlette.applications import Starlette
@@ -76,6 +76,26 @@ class _SecurityHeaders:
                     (b"referrer-policy", b"same-origin")]
             await send(message)
         await self.app(scope, receive, send_with_headers)
+
+
+def _spooled(write: Callable[[IO[bytes]], Any]) -> tuple[Iterator[bytes], int]:
+    """What ``write`` writes, spooled to a temporary file (in memory up to 8 MiB) and then streamed from it in 1 MiB
+    blocks, with its size: a 161 MiB run never sits in the server's memory, and a failed write is an error, never
+    half a file."""
+    spool = tempfile.SpooledTemporaryFile(max_size=8 << 20)
+    try:
+        write(spool)
+    except BaseException:
+        spool.close()
+        raise
+    size = spool.tell()
+    spool.seek(0)
+
+    def chunks() -> Iterator[bytes]:
+        with spool:
+            while block := spool.read(1 << 20):
+                yield block
+    return chunks(), size
 
 
 def _int_param(request: Request, name: str, default: int, minimum: int = 0) -> int:
@@ -195,41 +215,16 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
 
     def trace_download(request: Request) -> Response:
         run_id = wh.resolve(request.path_params["run"])
-        spool = tempfile.SpooledTemporaryFile(max_size=8 << 20)  # (as the export: never whole in memory)
-        try:
-            wh.export_perfetto(run_id, spool)
-        except BaseException:
-            spool.close()
-            raise
-        spool.seek(0)
-
-        def chunks() -> Iterator[bytes]:
-            with spool:
-                while block := spool.read(1 << 20):
-                    yield block
-        return StreamingResponse(chunks(), media_type="application/json",
+        chunks, _ = _spooled(lambda f: wh.export_perfetto(run_id, f))
+        return StreamingResponse(chunks, media_type="application/json",
                                  headers={"Content-Disposition": f'attachment; filename="run{run_id}.trace.json"'})
 
     def export_download(request: Request) -> Response:
         run_id = wh.resolve(request.path_params["run"])
         name = wh.query("SELECT file_name FROM run WHERE id = :r", r=run_id)[0]["file_name"]
-        # spooled to a temporary file (in memory up to 8 MiB), verified by the export, then streamed from it: a
-        # 161 MiB run never sits in the server's memory, and a damaged run is an error, never half a file
-        spool = tempfile.SpooledTemporaryFile(max_size=8 << 20)
-        try:
-            wh.export(run_id, spool)
-        except BaseException:
-            spool.close()
-            raise
-        size = spool.tell()
-        spool.seek(0)
-
-        def chunks() -> Iterator[bytes]:
-            with spool:
-                while block := spool.read(1 << 20):
-                    yield block
+        chunks, size = _spooled(lambda f: wh.export(run_id, f))
         safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in str(name))
-        return StreamingResponse(chunks(), media_type="text/csv",
+        return StreamingResponse(chunks, media_type="text/csv",
                                  headers={"Content-Disposition": f'attachment; filename="{safe}"',
                                           "Content-Length": str(size)})
 
