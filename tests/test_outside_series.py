@@ -97,3 +97,13 @@ def test_bad_series_files_give_one_error_line(tmp_path, content, where):
     assert r.exit_code != 0 and r.exception is None or isinstance(r.exception, SystemExit), r.exception
     assert r.output.startswith("Error: ") and where in r.output and str(f) in r.output, r.output
     assert "Traceback" not in r.output
+
+
+def test_a_first_column_of_labels_is_the_index(tmp_path):
+    rng = random.Random(5)
+    f = tmp_path / "commits.csv"
+    f.write_text("sha,tokens_per_s\n" + "".join(f"c{i:03d},{100 * (0.9 if i >= 30 else 1) * rng.gauss(1, 0.01):.3f}\n"
+                                                  for i in range(60)))
+    doc = json.loads(CliRunner().invoke(cli, ["changes", "--series", str(f), "--format", "json"]).output)
+    assert [s["name"] for s in doc["series"]] == ["tokens_per_s"]
+    assert [(c["index"], c["at"]) for c in doc["changes"]] == [(30, "c030")]
