@@ -125,7 +125,7 @@ def evidence(s: Series, r: int, index: dict[tuple[str, str, str], Series], thres
     if not channels and j.z[r] >= FAR * Z_GATE and abs(j.rel[r]) >= FAR * threshold:
         # ... and no one-op hiccup (x2 or more, a few a night on a big model): a one-op key's doubling is red once
         # it holds two nights running.
-        if _beyond_a_hiccup(s, r, n) or _persists(s, r, n, threshold):
+        if _beyond_a_hiccup(s, r, n) or persists(s, r, n, threshold):
             return ["far beyond its noise"]
         return []
     # Two channels where two exist: each alone is met by chance on a big model (a hiccup in eager and one in the
@@ -152,7 +152,7 @@ def _beyond_a_hiccup(s: Series, r: int, n: Night) -> bool:
     return bool(math.isfinite(ops) and (ops >= 2 or float(s.j.rel[r]) < HICCUP_LEAST - 1))
 
 
-def _persists(s: Series, r: int, n: Night, threshold: float) -> bool:
+def persists(s: Series, r: int, n: Night, threshold: float) -> bool:
     """Whether the night before ``n`` (in the same history) moved row ``r`` of ``s`` the same way, by at least half
     the move and beyond the threshold (both against the same baseline, each night beyond its run-wide level)."""
     c, p = s.table.column(n.cand), s.table.column(n.prev) if n.prev is not None else None
@@ -184,7 +184,10 @@ def _typical(j: Judged, rows: list[int], move: float) -> bool:
     ok = np.isfinite(d)
     if ok.sum() < 2:
         return False
-    mid = float(np.median(d[ok]))
+    # (the typical part as a strict majority of them sees it: the lower median in the move's direction. Of two
+    # parts, both must move; the plain median of two is their mean, which one hiccuped part moves by half)
+    ranked = np.sort(d[ok] * (1 if move >= 0 else -1))
+    mid = float(ranked[(len(ranked) - 1) // 2]) * (1 if move >= 0 else -1)
     # (and beyond what a median of so many noisy parts moves by itself: 1.2533 sigma / sqrt n)
     noise = 1.2533 * float(np.median(j.sigma[rows][ok])) / math.sqrt(int(ok.sum()))
     return mid * move > 0 and abs(mid) >= 0.5 * abs(move) and abs(mid) >= CORROBORATE * noise

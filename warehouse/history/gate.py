@@ -12,7 +12,9 @@ other models in no baseline). For each night checked:
 3. **Evidence**: a move blocks a merge only with what a real change leaves: it shows in eager and in the trace
    (they run the same ops), or in the trace's replays with the hiccuped one taken out, or on several devices, or in
    several of the key's (block, op code) pairs, or (a series nothing else measures) it is far beyond its noise and
-   beyond what one op's hiccup can do (or two nights running). A move
+   beyond what one op's hiccup can do (or two nights running). Then the move is read from its ops
+   (:mod:`warehouse.history.hiccups`): hiccups at different ops are no change, whatever channels they passed, and a
+   hiccup-sized jump of the same op in every measurement blocks once it holds two nights. A move
    without is *suspicious*: printed, never exit 3. ``section`` restricts what is reported, never what corroborates.
 4. **Causes**: the moves are nested into causes (:mod:`warehouse.history.causes`) with their contributors.
 
@@ -33,6 +35,8 @@ from warehouse.errors import NotFound
 from warehouse.history.boundchange import with_bound_changes
 from warehouse.history.causes import Cause, Group, Overlaps, cause_id, holds, nest, rank
 from warehouse.history.evidence import PER_DEVICE, Night, Series, established, evidence, share
+from warehouse.history.finding import Finding
+from warehouse.history.hiccups import reread_from_ops
 from warehouse.history.judge import Z_GATE, judge, night_levels
 from warehouse.history.quality import judge as judge_quality
 from warehouse.history.select import History, load
@@ -48,32 +52,6 @@ NOISE_NIGHTS = 30  # the valid nights before a run whose night-to-night moves gi
 RUN_MIN_CHANGE = 0.01  # a whole-run cause moved at least this much (every op 1 % slower is news)
 DEFAULT_BY = ["section", "block", "layer", "op-code"]
 TOP_CONTRIBUTORS = 3
-
-
-@dataclass
-class Finding:
-    """One series that moved: ``kind`` regression, improvement or suspicious (no evidence a real change leaves).
-    ``value_us`` and ``baseline_us`` are measured (the night's figure and the baseline's median); ``delta_pct``
-    is the move beyond the night's run-wide level, the one judged."""
-
-    kind: str
-    run_id: int
-    time: str | None
-    section: str
-    by: str
-    key: str
-    device: str  # "all" or the device id
-    metric: str
-    value_us: float
-    baseline_us: float
-    delta_us: float
-    delta_pct: float | None
-    noise_us: float
-    window: int
-    z: float = 0.0
-    evidence: list[str] = field(default_factory=list)
-    contributors: list[dict[str, Any]] = field(default_factory=list)
-    unit: str = "us"  # of value_us, baseline_us, delta_us and noise_us: the metric's (us for times)
 
 
 @dataclass
@@ -346,6 +324,7 @@ def _night(conn: Connection, gate: Gate, n: Night, runs: list[int], read: list[s
                         coverage["gone_keys"] += int(((past * 2 >= max(1, len(n.base)))
                                                       & ~np.isfinite(tab.values[mk][:, c])).sum())
     index = {(s.section, s.dim, s.metric): s for s in series}
+    origin: dict[int, tuple[Series, int]] = {}  # a finding's place in ``out``: its series and row
     for s in series:
         if s.section not in shown or s.dim == "block/op-code":
             continue
@@ -366,6 +345,7 @@ def _night(conn: Connection, gate: Gate, n: Night, runs: list[int], read: list[s
             ev = evidence(s, r, index, gate.threshold, n)
             up = jj.rel[r] > 0
             kind = ("regression" if up == (m.worse > 0) else "improvement") if ev else "suspicious"
+            origin[len(out)] = (s, r)
             out.append(Finding(kind, n.cand, time, section_label(s.section), s.dim, key,
                                "all" if dev == ALL_DEVICES else str(dev), s.metric, round(float(jj.now[r]), 3),
                                round(float(jj.base[r]), 3), round(delta, 3), round(100 * float(jj.rel[r]), 2),
@@ -378,6 +358,7 @@ def _night(conn: Connection, gate: Gate, n: Night, runs: list[int], read: list[s
             sec = "" if f.section == "(whole run)" else f.section
             f.contributors = _contributors(conn, f, n.cand, n.base, sec, cache, layers, gate.metrics)
     _same_ops(conn, out, n, cache, layers, gate.metrics)
+    reread_from_ops(conn, out, origin, n, gate.threshold, computed)
     return out, coverage
 
 

@@ -1,0 +1,123 @@
+"""Whether a key's move is a hiccup's shape, read from its ops: the last check of a move that only eager and the
+trace (or the trace's replays) corroborate.
+
+A hiccup slows one op execution, once, by x2 or more. A real change moves the same ops in every measurement (eager
+and each replay run the same ops). So, per section, the move is split over the key's op executions (each matched
+by its position inside the key and iteration against the baseline nights' median at that position):
+
+- a move made (for the most part) of executions that jumped by a hiccup's size is *hiccup-shaped*;
+- hiccup-shaped in both sections but at different ops: two hiccups, not a change (suspicious);
+- hiccup-shaped at the same op in every measurement: a real change of that op by x2 or more, or hiccups that hit
+  the same op each time. On a big model with many hiccups the second comes a few times a year; it blocks once it
+  holds two nights running (the night before moved the same way), never on its first night alone.
+
+Where the ops say anything else (the move is spread over several ops, or an op moved by less than a hiccup
+does), the section evidence stands as it is.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Connection, text
+
+from warehouse.history.evidence import HICCUP_LEAST, Night, Series, persists
+from warehouse.history.finding import Finding
+from warehouse.registry.contract import EAGER, TRACE
+from warehouse.registry.measures import GROUPINGS, KEY_TEXTS
+
+HICCUP_SHARE = 0.7  # a move this much made of hiccup-sized jumps is hiccup-shaped
+HICCUP_RATIO = 0.9 * HICCUP_LEAST  # an execution this much slower than its baseline jumped by a hiccup's size
+# (x2 at least, less the op's own noise of a few per cent)
+BASE_NIGHTS = 3  # baseline nights whose median, position by position, the ops are held against
+COLUMNS = {"kernel": "kernel_ns", "fw": "fw_ns"}  # the metrics that are sums of op durations
+
+Ops = dict[tuple[str, int], list[list[float]]]  # (key, device) -> per iteration, the key's executions in order
+
+
+def verdict(conn: Connection, cache: dict[tuple, Any], cand: int, base: list[int], sections: list[str], dim: str,
+            key: str, device: int | None, metric: str) -> str | None:
+    """What the ops of ``key`` in ``sections`` say of its move on run ``cand`` against the nights ``base`` (the
+    newest :data:`BASE_NIGHTS` of them): ``"hiccups"`` (hiccup-shaped at different ops: no change),
+    ``"same ops"`` (hiccup-sized at the same ops in every measurement: it must hold a second night), or None (the
+    move is a change's shape, or the ops cannot say). ``device``: None for all devices together."""
+    col = COLUMNS.get(metric)
+    g = next((x for x in GROUPINGS if x.key == dim), None)
+    if col is None or g is None or g.expr not in KEY_TEXTS or not base:
+        return None
+    shapes = []
+    for sec in sections:
+        now = _ops(conn, cache, cand, sec, g.expr, col).get((key, -1 if device is None else device))
+        past = [p for p in (_ops(conn, cache, r, sec, g.expr, col).get((key, -1 if device is None else device))
+                            for r in base[-BASE_NIGHTS:]) if p]
+        if not now or not past:
+            return None
+        shape = _shape(now, past)
+        if shape is None:
+            return None  # (a change's shape in one section: the sections' evidence stands)
+        shapes.append(shape)
+    if not shapes:
+        return None
+    sets = [its for shape in shapes for its in shape]
+    return "same ops" if all(its and its == sets[0] for its in sets) else "hiccups"
+
+
+def _shape(now: list[list[float]], past: list[list[list[float]]]) -> list[frozenset[int]] | None:
+    """Per iteration, the positions of the hiccup-sized jumps that make a section's move (None: the move is no
+    hiccup's shape). ``now``: the night's executions per iteration; ``past``: the baseline nights'."""
+    width = len(now[0])
+    if any(len(it) != width for it in now) or any(len(it) != width for p in past for it in p):
+        return None  # (the key's ops differ between iterations or nights: a change of the model, not of speed)
+    ref = np.median(np.array([it for p in past for it in p], dtype=float), axis=0)
+    cur = np.array(now, dtype=float)
+    delta = cur - ref[None, :]
+    total = float(np.sum(delta[delta > 0]))
+    if not total > 0:
+        return None
+    with np.errstate(all="ignore"):
+        jumped = (ref[None, :] > 0) & (cur >= HICCUP_RATIO * ref[None, :])
+    if float(np.sum(delta[jumped])) < HICCUP_SHARE * total:
+        return None
+    return [frozenset(np.nonzero(row)[0].tolist()) for row in jumped]
+
+
+def _ops(conn: Connection, cache: dict[tuple, Any], run: int, section: str, expr: str, col: str) -> Ops:
+    """A run's executions of one section by key of the grouping ``expr`` (read once per run and section)."""
+    ck = ("hiccup-ops", run, section, expr, col)
+    if ck in cache:
+        return cache[ck]
+    rows = conn.execute(text(
+        f"SELECT o.iteration, COALESCE(p.block, ''), COALESCE(p.layer, ''), c.name, c.category, o.device_id, "
+        f"o.{col} FROM op o JOIN section s ON s.id = o.section_id JOIN op_code c ON c.id = o.op_code_id "
+        "LEFT JOIN place p ON p.id = o.hist_place_id WHERE o.run_id = :r AND s.name = :s ORDER BY o.row_no"),
+        {"r": run, "s": section}).all()
+    key_of = KEY_TEXTS[expr]
+    per: dict[tuple[str, int], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for it, block, layer, code, cat, dev, v in rows:
+        value = float(v) if v is not None and math.isfinite(float(v)) else 0.0
+        k = key_of(block, layer, code, cat)
+        per[(k, -1)][it or 0].append(value)
+        if dev is not None:
+            per[(k, int(dev))][it or 0].append(value)
+    out: Ops = {k: [its[i] for i in sorted(its)] for k, its in per.items()}
+    cache[ck] = out
+    return out
+
+
+def reread_from_ops(conn: Connection, found: list[Finding], origin: dict[int, tuple[Series, int]], n: Night,
+                    threshold: float, cache: dict[tuple, Any]) -> None:
+    """Every blocking move of ``found`` read from its ops, in the sections that corroborate
+    it: a move made of hiccups at different ops (one in eager and one in the trace, one in each of two replays, in
+    each of two blocks) is suspicious, whatever the channels it passed; a hiccup-sized jump of the same ops in every
+    measurement blocks once it holds two nights running."""
+    for i, f in enumerate(found):
+        if f.kind == "suspicious" or i not in origin or f.section == "(whole run)":
+            continue
+        s, r = origin[i]
+        sections = [EAGER, TRACE] if "eager and trace" in f.evidence else [s.section]
+        shape = verdict(conn, cache, n.cand, n.base, sections, s.dim, f.key,
+                        None if f.device == "all" else int(f.device), f.metric)
+        if shape == "hiccups" or (shape == "same ops" and not persists(s, r, n, threshold)):
+            f.kind, f.evidence = "suspicious", []
