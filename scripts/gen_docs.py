@@ -2,7 +2,8 @@
 """Generate the documentation's references from the code, so that they cannot drift: the table and view reference
 (schema.TABLE_DOCS, views.VIEWS, the columns of a database built at head), the command list and the whole CLI
 reference (every command's help and options, from click), the typed op columns (warehouse.registry.columns), the
-family views' columns (warehouse.registry.families) and the metrics (warehouse.registry.measures). Each is a
+family views' columns (warehouse.registry.families) and the metrics (warehouse.registry.measures), and the site's
+home page (docs/index.md, the README with its links made relative). Each of the others is a
 ``<!-- BEGIN generated: NAME -->`` ... ``<!-- END generated: NAME -->`` block in a page of docs/ (or the README).
 
     python scripts/gen_docs.py           # rewrite the generated blocks
@@ -109,6 +110,12 @@ def render(text: str, bodies: dict[str, str], seen: set[str]) -> str:
     return text
 
 
+def home(readme: str) -> str:
+    """The site's home page: the README with its links made relative to docs/ (the README is the one to edit)."""
+    text = re.sub(r"\]\(docs/([^)]+)\)", r"](\1)", readme).replace("](CHANGELOG.md)", "](changelog.md)")
+    return "\n".join(x for x in text.splitlines() if not x.startswith("The site: ")) + "\n"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="only check; exit 1 when a page is out of date")
@@ -123,6 +130,12 @@ def main() -> int:
             stale.append(page.relative_to(ROOT))
             if not a.check:
                 page.write_text(new)
+    index = ROOT / "docs" / "index.md"  # (from the README with its generated blocks as they should be)
+    want = home(render((ROOT / "README.md").read_text(), bodies, set()))
+    if index.read_text() != want:
+        stale.append(index.relative_to(ROOT))
+        if not a.check:
+            index.write_text(want)
     missing = sorted(set(bodies) - seen)
     if missing:
         print(f"no page holds the generated block(s) {', '.join(missing)}", file=sys.stderr)

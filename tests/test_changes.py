@@ -220,7 +220,9 @@ def test_a_block_cause_nests_its_op_codes_and_shows_where(histories):
     text = wh("changes", "--label", "block_step").output
     assert "step block stage2.block0" in text and "2026-10-12" in text
     md = wh("changes", "--label", "block_step", "--format", "md").output
-    assert "| step | block stage2.block0 |" in md and len(md) < 65536
+    # (the gate's rows: the mark, the id triage takes, the cause)
+    assert f"| ▲ | `{c['id']}` | block stage2.block0 |" in md and len(md) < 65536
+    assert c["id"] in text
 
 
 def test_since_until_and_errors(histories):

@@ -20,10 +20,9 @@ Fed from the rollups (runs x keys, never ops) and handed to the pure detector of
 """
 from __future__ import annotations
 
-import hashlib
 import math
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -32,10 +31,11 @@ from sqlalchemy import Connection, Engine
 from warehouse.registry.contract import SECTIONS  # the oracle's sections, which run the same ops
 from warehouse.history.changepoints import MIN_AFTER, MIN_BEFORE, analyse, prepare_many
 from warehouse.errors import NotFound, UsageError
-from warehouse.registry.measures import METRIC, is_metric, nests_under, ordered, part_rank
+from warehouse.registry.measures import METRIC, is_metric, ordered
 from warehouse.history.levels import _level, _replay_noise, _robust_night, _without_outliers
 from warehouse.history.series import HISTORY_METRICS, RunMeta, fetch_history, run_meta, select_runs
 from warehouse.history.boundchange import of_cause
+from warehouse.history.causes import Cause, Group, Overlaps, cause_id, nest
 from warehouse.history.quality import judge, other_models
 from warehouse.history.select import ordered as history_order
 from warehouse.history.triage import decisions, invalid_runs
@@ -43,46 +43,11 @@ from warehouse.history.triage import decisions, invalid_runs
 METRICS = HISTORY_METRICS  # the stored ones, read by default; any of METRIC when asked
 TOP_CONTRIBUTORS = 5
 PAIRS_SEEN = 3  # a block or op code with this many (block, op code) pairs is also seen through their median
-NEST_SLACK = 1.25  # a candidate is explained by a cause whose change is at least this share of its own
-NEST_NIGHTS = 3
-CORROBORATE = 2.0  # ... and whose night is this close to its own (a noisy child may name a neighbouring night)
+NEST_NIGHTS = 3  # a child's night is this close to its cause's (a noisy child may name a neighbouring night)
+CORROBORATE = 2.0  # a key moved in one of its sections only must be this many times as clear
 
 
-@dataclass
-class Change:
-    """One cause: a lasting step, a creep, or (in ``outliers``) a one-night outlier."""
-
-    id: str
-    kind: str  # step | creep | outlier
-    by: str  # section | device | block | op-code
-    key: str
-    time: str | None  # the first night of the new level (a creep: the first night past the noise)
-    run_id: int
-    before: float  # us per iteration, before and after (medians of the levels)
-    after: float
-    change_pct: float
-    delta_us: float
-    confidence: float
-    z: float
-    sections: list[str]
-    metrics: list[str]
-    devices: list[str]
-    tags: dict[str, str] = field(default_factory=dict)
-    since: str | None = None  # a creep: where its fitted ramp begins
-    per_night_pct: float | None = None
-    contributors: list[dict[str, Any]] = field(default_factory=list)
-    triage: str | None = None  # what a person decided (`warehouse triage`): acknowledged, expected, invalid
-    # a cause's series over the history's runs (us per iteration, None where a night lacks it): what the
-    # dashboard draws with the step marked; contributors and outliers have none
-    series: list[float | None] | None = None
-    series_of: str | None = None  # which series that is: its section and metric ("trace kernel")
-    unit: str = "us"  # of before, after and delta_us: the metric's (us for times; %, ops for computed ones)
-    worse: bool | None = None  # the change is for the worse (slower; a utilisation that fell, ...)
-    # a change of a Bound count: the op identities whose Bound moved in or out of the class that night
-    bound_changes: list[dict[str, Any]] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+Change = Cause  # (``changes`` and the gate answer with one type: warehouse.history.causes.Cause)
 
 
 @dataclass
@@ -413,51 +378,50 @@ def _causes(found: list[_Detection], data, runs: list[int], meta: dict[int, RunM
             if not _corroborated(g, data, tau):
                 continue
             groups.append((by, key, kind, up, main, g))
-    # 2. nest: the whole run over everything, a device over everything, then by impact; a child must overlap its
-    # cause (a block holds the op code, an op code runs in the block, a section total holds anything of its
-    # section), move the same way, no more than the cause does, and on a night close to the cause's (or, under a
-    # creep, any night after it began)
-    pair_keys = {k for (s, g, k, dev) in data if g == "block/op-code"}
+    # 2. nest (warehouse.history.causes, as the gate does): the whole run over everything, a device over
+    # everything, then by impact; a child must be held by its cause (a block holds the op codes that run in it, an
+    # op code the blocks it runs in, a section total anything of its section), move the same way, no more than the
+    # cause does, and on a night close to the cause's (or, under a creep, any night after it began)
+    overlaps = Overlaps(pairs={k for (s, g, k, dev) in data if g == "block/op-code"})
 
-    def overlap(top, cand) -> bool:
-        tb, tk, cb, ck = top[0], top[1], cand[0], cand[1]
-        if tb == "device" or (tb == "section" and tk == "all") or (tb, tk) == (cb, ck):
-            return True
-        secs = {d.section for d in top[5]} & {d.section for d in cand[5]}
-        if cb == "section" and ck == "total":
-            return bool(secs)
-        if tb == "block" and cb == "op-code":
-            return f"{tk} / {ck}" in pair_keys
-        if tb == "op-code" and cb == "block":
-            return f"{ck} / {tk}" in pair_keys
-        return False
+    def when(top: Group, cand: Group) -> bool:
+        t, c = top.main, cand.main
+        if top.kind == "creep":  # a drift shows in its parts as drifts (from any night) or steps after it began
+            return cand.kind == "creep" or c.night >= (t.start if t.start is not None else t.night) - 1
+        return cand.kind == "step" and abs(c.night - t.night) <= NEST_NIGHTS
 
-    def when(top, cand) -> bool:
-        t, c = top[4], cand[4]
-        if top[2] == "creep":  # a drift shows in its parts as drifts (from any night) or steps after it began
-            return cand[2] == "creep" or c.night >= (t.start if t.start is not None else t.night) - 1
-        return cand[2] == "step" and abs(c.night - t.night) <= NEST_NIGHTS
-
-    def rank(gr) -> tuple:
-        by, key = gr[0], gr[1]
-        tier = 0 if key == "all" else 1 if by == "device" else 3 if key == "total" else 2
-        return (tier, part_rank(by, gr[4].metric), -abs(gr[4].delta))
-
-    tops: list[tuple[Any, list]] = []
-    for gr in sorted(groups, key=rank):
-        host = next((t for t in tops if t[0][3] == gr[3] and overlap(t[0], gr) and when(t[0], gr)
-                     and nests_under(t[0][4].metric, gr[4].metric) and (
-            t[0][0] == "device" or t[0][1] == "all" or gr[1] == "total" or METRIC[gr[4].metric].mean
-            or abs(gr[4].delta) <= NEST_SLACK * abs(t[0][4].delta))), None)
-        if host is None:
-            tops.append((gr, []))
-        else:
-            host[1].append(gr)
+    tops = [((g.by, g.key, g.kind, g.up, g.main, g.members), [(k.by, k.key, k.kind, k.up, k.main, k.members)
+                                                                for k in kids])
+            for g, kids in nest([Group(*gr) for gr in groups], overlaps, when)]
     out = [_change(top, nested, data, runs, meta, label) for top, nested in tops]
     for c, (top, _nested) in zip(out, tops):
         c.series, c.series_of = _series_of(top[4], data)
+    _link_fixes(out, runs)
     out.sort(key=lambda c: -abs(c.delta_us))
     return out
+
+
+FIX_LIKE = 0.5  # a step undoes an earlier one when its size is within this share of it (log scale)
+
+
+def _link_fixes(causes: list[Cause], runs: list[int]) -> None:
+    """A step that undoes an earlier step of the same key (the other way, by a like size: a regression fixed
+    again) names it in ``fixes``: one episode, its start and its end."""
+    steps = sorted((c for c in causes if c.kind == "step"), key=lambda c: runs.index(c.run_id))
+    fixed: set[str] = set()
+    for i, late in enumerate(steps):
+        if not (late.before > 0 and late.after > 0):
+            continue
+        d = math.log(late.after / late.before)
+        for early in reversed(steps[:i]):
+            if (early.by, early.key) != (late.by, late.key) or early.id in fixed \
+                    or not (early.before > 0 and early.after > 0):
+                continue
+            e = math.log(early.after / early.before)
+            if e * d < 0 and abs(abs(d) - abs(e)) <= FIX_LIKE * max(abs(d), abs(e)):
+                late.fixes = early.id
+                fixed.add(early.id)
+            break  # (only the key's step just before it can be the one it undoes)
 
 
 def _series_of(d: _Detection, data) -> tuple[list[float | None], str]:
@@ -504,14 +468,14 @@ def _change(top, nested, data, runs: list[int], meta: dict[int, RunMeta], label:
     m = meta[run]
     pct = 100 * (main.after / main.before - 1) if main.before else 0.0
     conf = max(0.0, 1 - min(1.0, min(d.p for d in ds)))
-    ident = hashlib.sha1(f"{label}|{kind}|{by}|{key}|{run}|{up}".encode()).hexdigest()[:12]
     contributors = [{k: v for k, v in _change(gr, [], data, runs, meta, label).to_json().items()
                      if k not in ("series", "series_of")}
                     for gr in nested]
     contributors += _drill(by, key, main, data, night, {(c["by"], c["key"]) for c in contributors})
     contributors.sort(key=_by_impact)
-    return Change(
-        id=f"c-{ident}", kind=kind, by=by, key=key, time=m.time, run_id=run, before=round(main.before, 3),
+    return Cause(
+        id=cause_id("c", label, kind, by, key, run, up), kind=kind, by=by, key=key, time=m.time, run_id=run,
+        before=round(main.before, 3),
         after=round(main.after, 3), change_pct=round(pct, 2), delta_us=round(main.delta, 3),
         confidence=round(conf, 6), z=round(main.z, 1), sections=sorted({d.section or "(whole run)" for d in ds}),
         metrics=ordered({d.metric for d in ds}), unit=METRIC[main.metric].unit,
@@ -571,9 +535,9 @@ def _outlier_nights(outs: list[_Detection], runs: list[int], meta: dict[int, Run
         by, key = _by_of(main)
         run = runs[night]
         m = meta[run]
-        ident = hashlib.sha1(f"{label}|outlier|{run}".encode()).hexdigest()[:12]
-        res.append(Change(
-            id=f"o-{ident}", kind="outlier", by=by, key=key, time=m.time, run_id=run, before=round(main.before, 3),
+        res.append(Cause(
+            id=cause_id("o", label, "outlier", run), kind="outlier", by=by, key=key, time=m.time, run_id=run,
+            before=round(main.before, 3),
             after=round(main.after, 3), change_pct=round(100 * (main.after / main.before - 1), 2) if main.before else 0,
             delta_us=round(main.delta, 3), confidence=1.0, z=round(main.z, 1),
             sections=sorted({o.section or "(whole run)" for o in os_}), metrics=sorted({o.metric for o in os_}),

@@ -17,7 +17,7 @@ def find(engine: Engine, ident: str, label: str | None) -> dict[str, Any]:
         res = find_changes(engine, label=label)
         for c in res.changes:
             if c.id == ident:
-                return {"run_id": c.run_id, "kind": c.kind, "by": c.by, "key": c.key, "up": c.change_pct > 0}
+                return {"run_id": c.run_id, "kind": c.kind, "by": c.by, "key": c.key, "up": (c.change_pct or 0) > 0}
     elif ident.startswith("r-"):
         reg = find_regressions(engine, label=label, last=30)
         for f in reg.findings:

@@ -9,7 +9,8 @@ from warehouse.history.causes import Cause
 from warehouse.registry.measures import METRIC
 from warehouse.render import rows as rowfmt
 
-MARK = {"regression": "🔺", "improvement": "🟢", "suspicious": "❔", "step": "▲", "drift": "↗", "outlier": "·"}
+MARK = {"regression": "🔺", "improvement": "🟢", "suspicious": "❔", "step": "▲", "drift": "↗", "creep": "↗",
+        "outlier": "·"}
 
 
 def name(c: Cause | dict[str, Any]) -> str:
@@ -36,11 +37,13 @@ def line(c: Cause) -> str:
     night = f"run {c.run_id} ({(c.time or '')[:16]})"
     if c.first_shown:
         night = f"at or before {night}, the first night shown"
-    if c.kind == "drift" and c.since:
+    if c.kind in ("drift", "creep") and c.since:
         night += f", rising since {c.since[:10]} ({c.per_night_pct:+.2f} % a night)" \
             if c.per_night_pct is not None else f", since {c.since[:10]}"
     evidence = f"; evidence: {', '.join(c.evidence)}" if c.evidence else ""
     triage = f" [{c.triage}]" if c.triage else ""
+    if c.fixes:
+        night += f", undoing {c.fixes}"
     return (f"{MARK.get(c.kind, '')} {c.id} {c.kind} {name(c)}: {_pct(c.change_pct)}{_beyond(c)} ({c.before:.1f} -> "
             f"{c.after:.1f} {u}, {c.delta_us:+.1f} {u}) {night}; {where(c)}{evidence}{triage}")
 

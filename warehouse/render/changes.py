@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from warehouse.history.boundchange import describe
 from warehouse.render import rows as render
-from warehouse.history.changes import Change, ChangesResult
+from warehouse.history.changes import ChangesResult
+from warehouse.render import causes as cz
 from warehouse.history.farm import Farm
 from warehouse.history.outside import OutsideResult
 
@@ -18,34 +18,10 @@ from warehouse.history.outside import OutsideResult
 MD_BUDGET = 60_000
 
 
-def _where(c: Change | dict[str, Any]) -> str:
-    d = c if isinstance(c, dict) else c.to_json()
-    bits = [", ".join(d.get("sections") or []), "+".join(d.get("metrics") or [])]
-    devs = [x for x in d.get("devices") or [] if x != "all"]
-    if devs:
-        bits.append("device " + ",".join(devs))
-    return "; ".join(b for b in bits if b)
-
-
 def _name(d: dict[str, Any]) -> str:
     if d["by"] == "section" and d["key"] == "all":
         return "whole run"
     return f"{d['by']} {d['key']}"
-
-
-def headline(c: Change) -> str:
-    """One line per cause."""
-    d = c.to_json()
-    when = (d["time"] or "")[:16]
-    what = {"step": "step", "creep": "creep", "outlier": "outlier"}.get(d["kind"], d["kind"])
-    extra = f", since {d['since'][:10]} at {d['per_night_pct']:+.2f} %/night" if d["kind"] == "creep" and \
-        d.get("since") else ""
-    tags = " ".join(f"{k}={v}" for k, v in (d.get("tags") or {}).items())
-    u = d.get("unit", "us")  # (a computed metric's own unit: %, ops)
-    pct = f"{d['change_pct']:+.1f} % " if d["before"] else ""
-    return (f"{what} {_name(d)}: {pct}({d['before']:.1f} -> {d['after']:.1f} {u}, "
-            f"{d['delta_us']:+.1f} {u}) from run {d['run_id']} ({when}{', ' + tags if tags else ''}){extra}; "
-            f"{_where(d)}; z {d['z']:g} [{d['id']}]")
 
 
 def _threshold(res: ChangesResult) -> str:
@@ -55,34 +31,22 @@ def _threshold(res: ChangesResult) -> str:
 
 
 def text(res: ChangesResult, contributors: int = 3) -> str:
-    """The table a person reads in a terminal: causes, their top contributors indented, then outliers."""
+    """The table a person reads in a terminal: causes (the gate's lines: :mod:`warehouse.render.causes`), their
+    top contributors indented, then outlier nights."""
     out = [f"{len(res.changes)} change(s), {len(res.outliers)} outlier night(s) in {len(res.runs)} runs"
            f"{' of ' + res.label if res.label else ''} ({res.series} series, {_threshold(res)}, FDR {res.fdr:g})"]
-    for c in res.changes:
-        out.append(headline(c))
-        for k in c.contributors[:contributors]:
-            pct = f" ({k['change_pct']:+.1f} %)" if k.get("change_pct") is not None else ""
-            out.append(f"    {_name(k)}: {k['delta_us']:+.1f} {c.unit}{pct}")
-        out += [f"    {describe(b)}" for b in c.bound_changes or []]
-    for o in res.outliers:
-        out.append("outlier night: " + headline(o))
+    out += cz.text_lines(res.changes, contributors)
+    out += ["outlier night: " + cz.line(o) for o in res.outliers]
     return "\n".join(out)
 
 
 def markdown(res: ChangesResult, budget: int = MD_BUDGET) -> str:
-    """A pull-request comment: one row per cause by impact, contributors in the row, never over ``budget``."""
+    """A pull-request comment: one row per cause by impact (the gate's rows), never over ``budget``."""
     head = (f"**{len(res.changes)} change(s)** in {len(res.runs)} runs"
             f"{' of `' + res.label + '`' if res.label else ''} ({res.series} series; {_threshold(res)}, "
             f"FDR {res.fdr:g})")
-    lines = [head, "", "| kind | cause | change | before us | after us | first night | where | contributors |",
-             "|---|---|---:|---:|---:|---|---|---|"]
-    rows = []
-    for c in res.changes:
-        d = c.to_json()
-        contrib = ", ".join(f"{_name(k)} {k['delta_us']:+.1f}" for k in d["contributors"][:3])
-        rows.append(f"| {d['kind']} | {_name(d)} | {d['change_pct']:+.1f} % | {d['before']:.1f} | {d['after']:.1f} | "
-                    f"run {d['run_id']} ({(d['time'] or '')[:10]}) | {_where(d)} | {contrib} |".replace("\n", " "))
-    lines = render.within_budget(lines, rows, budget, "`warehouse changes --format json`", reserve=200)
+    lines = render.within_budget([head, "", *cz.MD_HEAD], [cz.md_row(c) for c in res.changes], budget,
+                                 "`warehouse changes --format json`", reserve=200)
     if res.outliers:
         lines.append(f"\n{len(res.outliers)} one-night outlier night(s), not changes.")
     return "\n".join(lines)
