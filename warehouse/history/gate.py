@@ -34,6 +34,7 @@ from sqlalchemy import Connection, Engine, text
 from warehouse.errors import NotFound
 from warehouse.history.boundchange import with_bound_changes
 from warehouse.history.causes import Cause, Group, Overlaps, cause_id, holds, nest, rank
+from warehouse.history.changepoints import medians_over
 from warehouse.history.evidence import PER_DEVICE, Night, Series, established, evidence, share
 from warehouse.history.finding import Finding
 from warehouse.history.hiccups import reread_from_ops
@@ -223,8 +224,9 @@ def _judge_nights(conn: Connection, gate: Gate, nights: list[Night], meta: dict[
                 gate.warnings.append(f"section {section_label(sec)} of run {n.cand}: {100 * gap:.0f} % of its ops "
                                      "have no block (no m: signposts, and no eager section to align with); its "
                                      "block and layer series say little, op codes and totals are still checked")
-        levels = _levels(conn, runs, read, gate.metrics)
-        got, coverage = _night(conn, gate, n, runs, read, shown, levels, keys, meta, computed)
+        tables = _Tables(conn, runs, gate.metrics, computed)
+        levels = _levels(tables, read, gate.metrics)
+        got, coverage = _night(conn, gate, n, runs, read, shown, levels, keys, meta, computed, tables)
         findings += got
         gate.checked.append({**meta[n.cand].as_dict(), "window": n.base,
                              "sections": [section_label(s) for s in shown], **coverage})
@@ -250,11 +252,28 @@ def _all_sections(conn: Connection, runs: list[int]) -> list[str]:
     return real or [""]
 
 
-def _levels(conn: Connection, runs: list[int], sections: list[str], metrics: list[str]
+class _Tables:
+    """The rollup tables of one checked night's runs, each read once (the run-wide level and the judgment both
+    read the (block, op code) pairs, the most rows by far)."""
+
+    def __init__(self, conn: Connection, runs: list[int], metrics: list[str], computed: dict[tuple, Any]) -> None:
+        self.conn, self.runs, self.metrics, self.computed = conn, runs, metrics, computed
+        self.read: dict[tuple, Table] = {}
+
+    def get(self, section: str, dim: str, devices: bool = False, keys: list[str] | None = None) -> Table:
+        k = (section, dim, devices, None if keys is None else tuple(keys))
+        if k not in self.read:
+            self.read[k] = fetch_table(self.conn, self.runs, section, dim, devices=devices, keys=keys,
+                                       metrics=self.metrics, cache=self.computed)
+        return self.read[k]
+
+
+def _levels(tables: _Tables, sections: list[str], metrics: list[str]
             ) -> dict[str, tuple[np.ndarray, list[int], int]]:
-    """Each stored time metric's run-wide level per night (columns: ``runs``), over every (block, op code) pair of
-    every section, and how many pairs said."""
-    tabs = [fetch_table(conn, runs, sec, "block/op-code") for sec in sections]
+    """Each stored time metric's run-wide level per night (columns: the night's runs), over every (block, op
+    code) pair of every section, and how many pairs said."""
+    runs = tables.runs
+    tabs = [tables.get(sec, "block/op-code") for sec in sections]
     out: dict[str, tuple[np.ndarray, list[int], int]] = {}
     for mk in metrics:
         if mk == "span" or not METRIC[mk].stored:
@@ -276,7 +295,8 @@ def _levels(conn: Connection, runs: list[int], sections: list[str], metrics: lis
 
 def _night(conn: Connection, gate: Gate, n: Night, runs: list[int], read: list[str], shown: list[str],
            levels: dict[str, tuple[np.ndarray, list[int], int]], keys: list[str] | None,
-           meta: dict[int, RunMeta], computed: dict[tuple, Any]) -> tuple[list[Finding], dict[str, Any]]:
+           meta: dict[int, RunMeta], computed: dict[tuple, Any], tables: _Tables
+           ) -> tuple[list[Finding], dict[str, Any]]:
     """The findings of one night, and its coverage: series judged, with too little history, keys new and gone."""
     time = meta[n.cand].time
     out: list[Finding] = []
@@ -286,9 +306,8 @@ def _night(conn: Connection, gate: Gate, n: Night, runs: list[int], read: list[s
     coverage = {"series_judged": 0, "too_little_history": 0, "new_keys": 0, "gone_keys": 0}
     for sec in read:
         for dim in dict.fromkeys([*gate.by, "block/op-code"] if set(gate.by) & {"block", "op-code"} else gate.by):
-            tab = fetch_table(conn, runs, sec, dim, devices=dim in PER_DEVICE,
-                              keys=sorted(keys) if keys is not None and dim != "block/op-code" else None,
-                              metrics=gate.metrics, cache=computed)
+            tab = tables.get(sec, dim, dim in PER_DEVICE,
+                             sorted(keys) if keys is not None and dim != "block/op-code" else None)
             c = tab.column(n.cand)
             if c is None:
                 continue
@@ -296,17 +315,18 @@ def _night(conn: Connection, gate: Gate, n: Night, runs: list[int], read: list[s
             base_cols = [tab.column(r) for r in n.base]
             noise_cols = np.array([j for j in (tab.column(r) for r in n.noise) if j is not None], dtype=np.intp)
             need = _need(gate, n)
+            plain = np.array([b for b in base_cols if b is not None], dtype=np.intp)
+            rows_base = [_baseline_cols(tab, n, plain, tab.keys[i][0], dim) for i in mine] if n.breaks \
+                else [plain] * len(mine)
             for mk in gate.metrics:
                 m = METRIC[mk]
                 if dim == "block/op-code" and (mk == "span" or not m.stored):
                     continue
                 vals = tab.values[mk][mine]
                 lv = _table_levels(levels.get(mk if mk != "span" else "kernel"), tab, m.stored and m.unit == "us")
-                rows_base = [_baseline_cols(tab, n, base_cols, tab.keys[i][0], dim, mk) for i in mine]
                 with np.errstate(all="ignore"), warnings.catch_warnings():
                     warnings.simplefilter("ignore", RuntimeWarning)  # (a key no baseline night has: NaN)
-                    base_med = np.array([np.nanmedian(tab.values[mk][i, b]) if len(b) else np.nan
-                                         for i, b in zip(mine, rows_base)])
+                    base_med = medians_over(tab.values[mk], mine, rows_base)[0]
                     floor = m.floor_of(gate.min_us) / np.abs(base_med)
                 # (a count per iteration, ops of a Bound class, is judged as count + 1: none to one is a move)
                 off = 1.0 if m.unit == "ops" else 0.0
@@ -403,16 +423,12 @@ def _table_levels(level: tuple[np.ndarray, list[int], int] | None, tab: Table, a
     return np.array([lv[cols.index(r)] for r in tab.runs])
 
 
-def _baseline_cols(tab: Table, n: Night, base_cols: list[int | None], key: str, dim: str, metric: str
-                   ) -> np.ndarray:
-    """A key's baseline columns: the window, from the night of a step a person acknowledged on this key (or on a
-    key that holds it) on, when there is one before the checked night."""
+def _baseline_cols(tab: Table, n: Night, plain: np.ndarray, key: str, dim: str) -> np.ndarray:
+    """A key's baseline columns: the window (``plain``), from the night of a step a person acknowledged on this
+    key (or on a key that holds it) on, when there is one before the checked night."""
     starts = [tab.runs.index(night) for b_by, b_key, night in n.breaks
               if night in tab.runs and _rebaselines(b_by, b_key, dim, key)]
-    cols = [c for c in base_cols if c is not None]
-    if starts:
-        cols = [c for c in cols if c >= max(starts)]
-    return np.array(cols, dtype=np.intp)
+    return plain[plain >= max(starts)] if starts else plain
 
 
 def _rebaselines(b_by: str, b_key: str, dim: str, key: str) -> bool:

@@ -17,12 +17,11 @@ evidence a real change leaves (:mod:`warehouse.history.gate` gathers it), else i
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from warehouse.history.changepoints import row_medians
+from warehouse.history.changepoints import medians_over, row_medians, row_quantiles
 
 Z_GATE = 5.0  # a move must pass this many noises of its series
 CORROBORATE = 2.5  # another measurement agrees when it moved the same way by this many of its own noises...
@@ -75,9 +74,7 @@ def log_sigma(seq: np.ndarray) -> np.ndarray:
         moves = np.abs(np.diff(np.log(np.where(np.isfinite(seq) & (seq > 0), seq, np.nan)), axis=1))
     enough = np.isfinite(moves).sum(axis=1) >= 2 if moves.size else np.zeros(len(seq), dtype=bool)
     if enough.any():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            mid, q3 = np.nanquantile(moves[enough], [0.5, 0.75], axis=1)
+        mid, q3 = row_quantiles(moves[enough], [0.5, 0.75])
         # (|difference of two normal draws| has median 0.6745 sigma sqrt 2, upper quartile 1.1503 sigma sqrt 2)
         out[enough] = np.maximum(mid / 0.6745, q3 / 1.1503) / math.sqrt(2)
     return out
@@ -104,20 +101,12 @@ def judge(values: np.ndarray, spreads: np.ndarray, iterations: np.ndarray, level
     now = values[:, cand]
     now_n = norm[:, cand]
     n = len(values)
-    base_n = np.full(n, np.nan)
-    base = np.full(n, np.nan)
-    n_base = np.zeros(n, dtype=int)
-    for i in range(n):
-        cols = base_cols[i]
-        if not len(cols):
-            continue
-        row = norm[i, cols]
-        raw = values[i, cols]
-        ok = np.isfinite(row) & (row > 0)
-        n_base[i] = int(ok.sum())
-        if n_base[i]:
-            base_n[i] = float(np.exp(np.median(np.log(row[ok]))))
-            base[i] = float(np.median(raw[np.isfinite(raw)]))
+    everyone = np.arange(n)
+    with np.errstate(all="ignore"):
+        logs = np.where(np.isfinite(norm) & (norm > 0), np.log(norm), np.nan)
+    base_log, n_base = medians_over(logs, everyone, base_cols)  # (the baseline: finite, positive nights)
+    base_n = np.where(n_base > 0, np.exp(base_log), np.nan)
+    base = np.where(n_base > 0, medians_over(values, everyone, base_cols)[0], np.nan)
     if len(noise_cols):
         # (a noise measured on few nights is itself uncertain, and more often under- than over-estimated where it
         # matters: widen it by 1 + 1/sqrt(moves), x1.4 on a first week's 6 moves, x1.2 on a month's 29)
