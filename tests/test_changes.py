@@ -217,6 +217,8 @@ def test_a_block_cause_nests_its_op_codes_and_shows_where(histories):
     assert (c["by"], c["key"], c["time"][:10]) == ("block", "stage2.block0", "2026-10-12")
     assert c["sections"] == ["eager", "trace"] and "kernel" in c["metrics"] and 4 < c["change_pct"] < 6.5
     assert c["contributors"] and all(k["by"] == "op-code" for k in c["contributors"])
+    # (told, and drawn, by the trace's series, a mean over replays, not eager's one iteration)
+    assert c["series_of"] == "trace kernel" and len(c["series"]) == 30
     text = wh("changes", "--label", "block_step").output
     assert "step block stage2.block0" in text and "2026-10-12" in text
     md = wh("changes", "--label", "block_step", "--format", "md").output
@@ -229,6 +231,13 @@ def test_since_until_and_errors(histories):
     wh, _ = histories
     doc = json.loads(wh("changes", "--label", "block_step", "--since", "2026-10-13", "--format", "json").stdout)
     assert doc["changes"] == []  # the step's night is before the window
+    # the step's night the first in view (none of its old level shown): named on its own night, with the id and
+    # size it has without --since (the detector reads the history before the view)
+    whole = json.loads(wh("changes", "--label", "block_step", "--format", "json").stdout)["changes"]
+    doc = json.loads(wh("changes", "--label", "block_step", "--since", "2026-10-12", "--format", "json").stdout)
+    assert [(c["id"], c["time"][:10], c["change_pct"]) for c in doc["changes"]] == \
+        [(c["id"], c["time"][:10], c["change_pct"]) for c in whole]
+    assert doc["runs"][0]["time"][:10] == "2026-10-12" and len(doc["changes"][0]["series"]) == len(doc["runs"])
     r = wh("changes", "--label", "nosuch")
     assert r.exit_code == 2 and "no runs match" in r.output
     r = wh("changes", "--label", "block_step", "--since", "yesterday")

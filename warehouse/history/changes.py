@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Connection, Engine
 
-from warehouse.registry.contract import SECTIONS  # the oracle's sections, which run the same ops
+from warehouse.registry.contract import SECTIONS, TRACE  # the oracle's sections, which run the same ops
 from warehouse.history.changepoints import MIN_AFTER, MIN_BEFORE, analyse, prepare_many
 from warehouse.errors import NotFound, UsageError
 from warehouse.registry.measures import METRIC, is_metric, ordered
@@ -137,19 +137,25 @@ def find_changes(engine: Engine, *, label: str | None = None, tags: dict[str, st
         # (the gate's order: a capture time in the future orders its run by its ingest time, with a warning)
         runs, warnings = history_order(conn, runs)
         meta = run_meta(conn, runs)
-        runs = [r for r in runs if _in_range(meta[r], since, until)]
+        # the detector reads the history before ``since`` too: a step a few nights into the view is then named on
+        # its own night, with the id it has without ``since`` (never a night late, for want of its old level)
+        shown = {r for r in runs if _in_range(meta[r], since, until)}
+        runs = [r for r in runs if _in_range(meta[r], None, until)]
+        if not shown:
+            raise NotFound(f"no run of the history is between {since or 'its start'} and {until or 'its end'}; "
+                           f"changes need at least {MIN_BEFORE + MIN_AFTER} nights")
         quality = judge(conn, runs)
         strangers = other_models(conn, runs)
         triaged = {d.id: d.status for d in decisions(conn, runs)}
         for r, why in invalid_runs(conn, runs).items():
             quality[r] = [why]
-        for r in sorted(strangers):
+        for r in sorted(set(strangers) & shown):
             warnings.append(f"{meta[r].short()} {strangers[r]}: left out")
         bad = {r for r, p in quality.items() if p} | set(excluded or ()) | set(strangers)
-        for r in sorted(bad & set(runs)):
+        for r in sorted(bad & shown):
             if quality.get(r):
                 warnings.append(f"{meta[r].short()} is an invalid capture ({'; '.join(quality[r])}): left out")
-        invalid = [{**meta[r].as_dict(), "problems": quality[r]} for r in runs if quality.get(r)]
+        invalid = [{**meta[r].as_dict(), "problems": quality[r]} for r in runs if quality.get(r) and r in shown]
         newest_invalid = bool(runs) and bool(quality.get(runs[-1]))
         runs = [r for r in runs if r not in bad]
         if len(runs) < MIN_BEFORE + MIN_AFTER:
@@ -157,11 +163,24 @@ def find_changes(engine: Engine, *, label: str | None = None, tags: dict[str, st
                            f"{MIN_BEFORE + MIN_AFTER} nights")
         data = fetch_history(conn, runs, tuple(m for m in metrics if not METRIC[m].stored))
         res = _detect(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_us, warnings)
+        _within(res, runs, shown)
         _with_bound_changes(conn, res.changes, runs)
     res.invalid, res.newest_invalid = invalid, newest_invalid
     for c in res.changes:
         c.triage = triaged.get(c.id)
     return res
+
+
+def _within(res: ChangesResult, runs: list[int], shown: set[int]) -> None:
+    """What ``since`` shows of an answer found over the whole history: the changes and outlier nights on its
+    nights, the runs and each change's series over them."""
+    keep = [i for i, r in enumerate(runs) if r in shown]
+    res.changes = [c for c in res.changes if c.run_id in shown]
+    res.outliers = [c for c in res.outliers if c.run_id in shown]
+    res.runs = [d for d in res.runs if d["run_id"] in shown]
+    for c in res.changes:
+        if c.series is not None and len(c.series) == len(runs):
+            c.series = [c.series[i] for i in keep]
 
 
 def _with_bound_changes(conn: Connection, changes: list[Change], runs: list[int]) -> None:
@@ -367,14 +386,15 @@ def _causes(found: list[_Detection], data, runs: list[int], meta: dict[int, RunM
         for g in sets:
             # the night most of the evidence names: the sum of z over the detections naming it (the trace, a mean
             # over replays, and the series seen through their pairs outweigh eager's one iteration, which a hiccup
-            # can move by a night); the size is the largest of that night's metric
+            # can move by a night); the cause is told by that night's metric in the trace where it shows there (a
+            # mean over replays, what the dashboard then draws), else by its largest move
             votes: dict[int, float] = defaultdict(float)
             for d in g:
                 votes[d.night] += d.z
             night = max(votes, key=lambda k: (votes[k], -k))
             on = [d for d in g if d.night == night]
             main = max(on, key=lambda d: (d.metric == "kernel", d.z))
-            main = max((d for d in on if d.metric == main.metric), key=lambda d: abs(d.delta))
+            main = max((d for d in on if d.metric == main.metric), key=lambda d: (d.section == TRACE, abs(d.delta)))
             if not _corroborated(g, data, tau):
                 continue
             groups.append((by, key, kind, up, main, g))
