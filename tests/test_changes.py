@@ -13,7 +13,8 @@ import pytest
 
 from conftest import BACKENDS, _new_url, make_invoke
 from score_changes import score
-from warehouse.history.changepoints import analyse, prepare, prepare_many, row_medians
+from warehouse.history.changepoints import analyse, prepare, prepare_many
+from warehouse.history.rowstats import row_medians
 
 HERE = Path(__file__).parent
 DATA = HERE / "data"
@@ -485,3 +486,26 @@ def test_a_step_that_undoes_an_earlier_one_names_it():
     again = step("c-again", 14, "b0", 100.5, 90)  # (down by 10 %: no like size to undo)
     _link_fixes([again, other, down, up], list(range(20)))
     assert (up.fixes, down.fixes, other.fixes, again.fixes) == (None, "c-up", None, None)
+
+
+def test_row_statistics_equal_numpys_row_by_row():
+    """The gate's every-key-at-once statistics give numpy's numbers, NaN nights and all."""
+    import warnings
+
+    from warehouse.history.rowstats import medians_over, row_quantiles
+    rng = np.random.default_rng(7)
+    m = rng.lognormal(0, 1, (300, 31))
+    m[rng.random(m.shape) < 0.2] = np.nan
+    m[5] = np.nan  # a key without any figure
+    m[6, 1:] = np.nan  # one figure
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = np.nanquantile(m, [0.5, 0.75], axis=1)
+        got = row_quantiles(m, [0.5, 0.75])
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-12, equal_nan=True)
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-12, equal_nan=True)
+        cols = [np.arange(7), np.arange(3, 10), np.arange(7)] * 100
+        med, cnt = medians_over(m, np.arange(300), cols)
+        for i, c in enumerate(cols):
+            np.testing.assert_allclose(med[i], np.nanmedian(m[i, c]), rtol=1e-12, equal_nan=True)
+            assert cnt[i] == np.isfinite(m[i, c]).sum()

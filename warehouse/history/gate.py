@@ -34,7 +34,7 @@ from sqlalchemy import Connection, Engine, text
 from warehouse.errors import NotFound
 from warehouse.history.boundchange import with_bound_changes
 from warehouse.history.causes import Cause, Group, Overlaps, cause_id, holds, nest, rank
-from warehouse.history.changepoints import medians_over
+from warehouse.history.rowstats import medians_over
 from warehouse.history.evidence import PER_DEVICE, Night, Series, established, evidence, share
 from warehouse.history.finding import Finding
 from warehouse.history.hiccups import reread_from_ops

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from warehouse.history.changepoints import medians_over, row_medians, row_quantiles
+from warehouse.history.rowstats import medians_over, row_medians, row_quantiles
 
 Z_GATE = 5.0  # a move must pass this many noises of its series
 CORROBORATE = 2.5  # another measurement agrees when it moved the same way by this many of its own noises...

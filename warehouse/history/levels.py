@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from warehouse.history.changepoints import clean, robust_sigma, row_medians
+from warehouse.history.changepoints import clean, robust_sigma
+from warehouse.history.rowstats import row_medians
 
 
 def _level(series: list[np.ndarray], n: int) -> np.ndarray:
