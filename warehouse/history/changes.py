@@ -36,6 +36,7 @@ from warehouse.history.levels import _level, _replay_noise, _robust_night, _with
 from warehouse.history.series import HISTORY_METRICS, RunMeta, fetch_history, run_meta, select_runs
 from warehouse.history.boundchange import of_cause
 from warehouse.history.causes import Cause, Group, Overlaps, cause_id, nest
+from warehouse.history.hiccups import STEP_NIGHTS, step_of_hiccups
 from warehouse.history.quality import judge, other_models
 from warehouse.history.select import ordered as history_order
 from warehouse.history.triage import decisions, invalid_runs
@@ -164,11 +165,34 @@ def find_changes(engine: Engine, *, label: str | None = None, tags: dict[str, st
         data = fetch_history(conn, runs, tuple(m for m in metrics if not METRIC[m].stored))
         res = _detect(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_us, warnings)
         _within(res, runs, shown)
+        _without_hiccup_steps(conn, res, runs)
         _with_bound_changes(conn, res.changes, runs)
     res.invalid, res.newest_invalid = invalid, newest_invalid
     for c in res.changes:
         c.triage = triaged.get(c.id)
     return res
+
+
+def _without_hiccup_steps(conn: Connection, res: ChangesResult, runs: list[int]) -> None:
+    """Steps of a block or an op code whose ops say they are hiccups (:func:`warehouse.history.hiccups.
+    step_of_hiccups`: nights that each hiccup at a different op, which a key of many ops on a farm with many
+    hiccups strings together now and then) are no change; a step that undid one of them undoes nothing."""
+    cache: dict[tuple, Any] = {}
+    keep = []
+    for c in res.changes:
+        if c.kind == "step" and c.by in ("block", "op-code") and c.change_pct:
+            i = runs.index(c.run_id)
+            secs = [x for x in c.sections if x != "(whole run)"]
+            metric = "kernel" if "kernel" in c.metrics else c.metrics[0]
+            if secs and step_of_hiccups(conn, cache, runs[max(0, i - STEP_NIGHTS):i], runs[i:i + STEP_NIGHTS],
+                                        secs, c.by, c.key, metric, c.change_pct / 100):
+                continue
+        keep.append(c)
+    gone = {c.id for c in res.changes} - {c.id for c in keep}
+    for c in keep:
+        if c.fixes in gone:
+            c.fixes = None
+    res.changes = keep
 
 
 def _within(res: ChangesResult, runs: list[int], shown: set[int]) -> None:

@@ -121,3 +121,54 @@ def reread_from_ops(conn: Connection, found: list[Finding], origin: dict[int, tu
                         None if f.device == "all" else int(f.device), f.metric)
         if shape == "hiccups" or (shape == "same ops" and not persists(s, r, n, threshold)):
             f.kind, f.evidence = "suspicious", []
+
+
+STEP_NIGHTS = 5  # nights on each side of a step its ops are read on
+STEP_SHARE = 0.5  # a step's ops must move by at least this share of it, hiccups aside, on the nights after
+
+
+def step_of_hiccups(conn: Connection, cache: dict[tuple, Any], before: list[int], after: list[int],
+                    sections: list[str], dim: str, key: str, metric: str, rel: float) -> bool:
+    """Whether a step of ``key`` (``rel``: its relative size) found over a whole history is hiccups, read from its
+    ops: on the nights ``after`` it, held position by position against the median of the nights ``before`` it,
+    the key's ops moved (hiccup-sized jumps aside) by less than half the step, and no op jumped on most of those
+    nights (a change moves the same ops every night; a run of nights that each hiccup somewhere, which a key of
+    many ops on a farm has, moves different ones). False when the ops cannot say."""
+    col = COLUMNS.get(metric)
+    g = next((x for x in GROUPINGS if x.key == dim), None)
+    if col is None or g is None or g.expr not in KEY_TEXTS or not before or not after or not rel:
+        return False
+    moves: list[float] = []
+    jumps: dict[tuple[str, int], int] = defaultdict(int)
+    nights = 0
+    for run in after[:STEP_NIGHTS]:
+        night_move, night_base, seen = 0.0, 0.0, False
+        for sec in sections:
+            now = _ops(conn, cache, run, sec, g.expr, col).get((key, -1))
+            past = [p for p in (_ops(conn, cache, r, sec, g.expr, col).get((key, -1))
+                                for r in before[-STEP_NIGHTS:]) if p]
+            if not now or not past or any(len(it) != len(now[0]) for it in now) \
+                    or any(len(it) != len(now[0]) for p in past for it in p):
+                return False  # (the key's ops differ between nights: the ops cannot say)
+            # (each op's lower median over the nights before: of two nights the faster, which a hiccup in
+            # either, at the start of a history, leaves where it was)
+            stack = np.sort(np.array([it for p in past for it in p], dtype=float), axis=0)
+            ref = stack[(len(stack) - 1) // 2]
+            cur = np.array(now, dtype=float)
+            with np.errstate(all="ignore"):
+                jumped = (ref[None, :] > 0) & ((cur >= HICCUP_RATIO * ref[None, :])
+                                               | (cur <= ref[None, :] / HICCUP_RATIO))
+            delta = np.where(jumped, 0.0, cur - ref[None, :])
+            night_move += float(delta.sum()) / len(cur)
+            night_base += float(ref.sum())
+            for pos in set(np.nonzero(jumped)[1].tolist()):
+                jumps[(sec, pos)] += 1
+            seen = True
+        if seen and night_base > 0:
+            moves.append(night_move / night_base)
+            nights += 1
+    if not nights:
+        return False
+    typical = float(np.median(moves))
+    same_op = any(c * 2 > nights for c in jumps.values())
+    return not same_op and not (typical * rel > 0 and abs(typical) >= STEP_SHARE * abs(rel))
