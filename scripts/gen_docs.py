@@ -3,7 +3,8 @@
 (schema.TABLE_DOCS, views.VIEWS, the columns of a database built at head), the command list and the whole CLI
 reference (every command's help and options, from click), the typed op columns (warehouse.registry.columns), the
 family views' columns (warehouse.registry.families) and the metrics (warehouse.registry.measures), and the site's
-home page (docs/index.md, the README with its links made relative). Each of the others is a
+home page (docs/index.md, the README with its links made relative) and changelog (docs/changelog.md, a copy of
+CHANGELOG.md). Each of the others is a
 ``<!-- BEGIN generated: NAME -->`` ... ``<!-- END generated: NAME -->`` block in a page of docs/ (or the README).
 
     python scripts/gen_docs.py           # rewrite the generated blocks
@@ -130,12 +131,13 @@ def main() -> int:
             stale.append(page.relative_to(ROOT))
             if not a.check:
                 page.write_text(new)
-    index = ROOT / "docs" / "index.md"  # (from the README with its generated blocks as they should be)
-    want = home(render((ROOT / "README.md").read_text(), bodies, set()))
-    if index.read_text() != want:
-        stale.append(index.relative_to(ROOT))
-        if not a.check:
-            index.write_text(want)
+    # the site's copies: its home page (the README with its generated blocks as they should be) and the changelog
+    for copy, want in ((ROOT / "docs" / "index.md", home(render((ROOT / "README.md").read_text(), bodies, set()))),
+                       (ROOT / "docs" / "changelog.md", (ROOT / "CHANGELOG.md").read_text())):
+        if copy.read_text() != want:
+            stale.append(copy.relative_to(ROOT))
+            if not a.check:
+                copy.write_text(want)
     missing = sorted(set(bodies) - seen)
     if missing:
         print(f"no page holds the generated block(s) {', '.join(missing)}", file=sys.stderr)
