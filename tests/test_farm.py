@@ -22,7 +22,8 @@ def farm(request, tmp_path_factory):
     ``b`` (one compiler change, two models); ``c`` has a block 15 % slower from night 6, alone."""
     folder = tmp_path_factory.mktemp("farm")
     gen = _new_url(request.param, folder)
-    wh = make_invoke(next(gen))
+    url = next(gen)
+    wh = make_invoke(url)
     for label, seed, step in (("a", 1, "op:Conv2dDeviceOperation:10:1.10"),
                               ("b", 2, "op:Conv2dDeviceOperation:10:1.20"), ("c", 3, "block:stage2.block0:6:1.15")):
         out = folder / label
@@ -31,6 +32,7 @@ def farm(request, tmp_path_factory):
         for n, f in enumerate(sorted(out.glob("*.csv")), 1):
             r = wh("ingest", f, "--label", label, "--tag", f"commit=c{n:02d}")
             assert r.exit_code == 0, r.output
+    wh.url = url  # (the dashboard's test opens the same warehouse)
     yield wh
     for _ in gen:
         pass
@@ -61,3 +63,17 @@ def test_a_label_alone_is_its_own_history(farm):
     assert [c["key"] for c in doc["changes"]] == ["stage2.block0"]
     r = farm("changes", "--label", "c", "--bisect-cmd", "x {good} {bad}")
     assert r.exit_code == 2 and "leave --label" in r.output
+
+
+def test_the_dashboard_shows_the_groups(farm):
+    """/farm: the same two groups, the labels of each, and each change's last good and first bad runs linked."""
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from warehouse.web.app import create_app
+    page = TestClient(create_app(farm.url), base_url="http://127.0.0.1").get("/farm")
+    assert page.status_code == 200
+    text = page.text
+    assert "2 group(s) of changes over 3 label(s)" in text
+    assert "first night" in text and "a, b" in text and "last good c09 &rarr; first bad c10" in text
+    assert text.count('id="group-') == 2 and "/runs/" in text

@@ -31,6 +31,7 @@ PARAMS: dict[str, list[str]] = {
     "/compare": ["a", "b", "by", "section", "metric", "format"],
     "/regressions": ["label", "format"],
     "/changes": ["label", "since", "until", "format"],
+    "/farm": [],
     "/trend": ["label", "by", "key", "metric", "section", "top", "last", "format"],
     "/sql": ["q", "format"],
 }

@@ -257,6 +257,10 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
         return page(request, "changes.html", {"res": res, "labels": wh.labels()}, charts=charts,
                     chart_causes=CHART_CAUSES)
 
+    def farm_page(request: Request) -> Response:
+        """Every label's changes grouped by cause across labels (``warehouse changes`` without ``--label``)."""
+        return page(request, "farm.html", {"res": wh.farm().to_json()})
+
     def trend_page(request: Request) -> Response:
         from warehouse.web.chart import from_trend, svg
         q = request.query_params
@@ -300,6 +304,7 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
         Route("/compare", guarded(compare_page), name="compare"),
         Route("/regressions", guarded(regressions_page), name="regressions"),
         Route("/changes", guarded(changes_page), name="changes"),
+        Route("/farm", guarded(farm_page), name="farm"),
         Route("/trend", guarded(trend_page), name="trend"),
         Route("/sql", guarded(sql_page), name="sql"),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
