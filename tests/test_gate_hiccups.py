@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import make_invoke
+from conftest import BACKENDS, _new_url, make_invoke
 
 HERE = Path(__file__).parent
 DLV3 = HERE / "data/seedfmt/dlv3_same/ops_perf_results_2026_11_01_02_00_00.csv"
@@ -54,11 +54,12 @@ CASES: dict[str, tuple[str, list[Callable[[str, int], float]]]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def gate(tmp_path_factory):
-    """Nine quiet nights (no hiccups), then each case's nights, one label each, in one SQLite warehouse."""
+@pytest.fixture(scope="module", params=BACKENDS)
+def gate(request, tmp_path_factory):
+    """Nine quiet nights (no hiccups), then each case's nights, one label each, in one warehouse."""
     folder = tmp_path_factory.mktemp("hiccups")
-    wh = make_invoke(str(folder / "w.db"))
+    gen = _new_url(request.param, folder)
+    wh = make_invoke(next(gen))
     for seed, (name, (code, nights)) in enumerate(CASES.items(), 61):
         d = folder / name  # (each its own nights: a file already stored is not stored again)
         subprocess.run([sys.executable, str(HERE / "mkhistory.py"), str(DLV3), str(d), "--nights", "9", "--seed",
@@ -68,7 +69,9 @@ def gate(tmp_path_factory):
             _night(quiet[-1 - k], d / f"ops_perf_results_2026_10_{10 + k:02d}_02_00_00.csv", code, scale)
         r = wh("ingest", d, "--label", name)
         assert r.exit_code == 0, r.output
-    return wh
+    yield wh
+    for _ in gen:
+        pass
 
 
 def _last(wh, label: str) -> tuple[int, list[dict]]:
@@ -167,12 +170,13 @@ def _block_night(src: Path, dst: Path, scale: Callable[[str, int], float]) -> No
         w.writerows(rows)
 
 
-@pytest.fixture(scope="module")
-def week(tmp_path_factory):
+@pytest.fixture(scope="module", params=BACKENDS)
+def week(request, tmp_path_factory):
     """Nine quiet nights, then seven in which the block's trace hiccups at a different op each night (x4), or
     in which every op of the block is 30 % slower in both sections: one label each."""
     folder = tmp_path_factory.mktemp("week")
-    wh = make_invoke(str(folder / "w.db"))
+    gen = _new_url(request.param, folder)
+    wh = make_invoke(next(gen))
     big = [0, 2, 3, 7, 1]  # (the block's ops of 34-71 us, a different one each night)
     cases = {"hiccup_week": lambda n: (lambda s, i: 4.0 if s == "trace" and i == big[n % len(big)] else 1.0),
              "slower_block": lambda n: (lambda s, i: 1.3)}
@@ -183,7 +187,9 @@ def week(tmp_path_factory):
         for n, f in enumerate(sorted(d.glob("ops_perf_results_*.csv"))[9:]):
             _block_night(f, f, scale(n))
         assert wh("ingest", d, "--label", name).exit_code == 0
-    return wh
+    yield wh
+    for _ in gen:
+        pass
 
 
 def test_a_week_of_hiccups_at_different_ops_is_no_step(week):
