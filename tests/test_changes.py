@@ -222,6 +222,10 @@ def test_a_block_cause_nests_its_op_codes_and_shows_where(histories):
     assert c["series_of"] == "trace kernel" and len(c["series"]) == 30
     text = wh("changes", "--label", "block_step").output
     assert "step block stage2.block0" in text and "2026-10-12" in text
+    # (what was judged, as the gate says it: lost coverage must not read as a quiet history)
+    cov = json.loads(wh("changes", "--label", "block_step", "--format", "json").stdout)["coverage"]
+    assert cov["series_judged"] > 400 and cov["new_keys"] == cov["gone_keys"] == 0, cov
+    assert f"coverage: {cov['series_judged']:,} series judged, " in text
     md = wh("changes", "--label", "block_step", "--format", "md").output
     # (the gate's rows: the mark, the id triage takes, the cause)
     assert f"| ▲ | `{c['id']}` | block stage2.block0 |" in md and len(md) < 65536
@@ -509,3 +513,22 @@ def test_row_statistics_equal_numpys_row_by_row():
         for i, c in enumerate(cols):
             np.testing.assert_allclose(med[i], np.nanmedian(m[i, c]), rtol=1e-12, equal_nan=True)
             assert cnt[i] == np.isfinite(m[i, c]).sum()
+
+
+def test_coverage_counts_short_new_and_gone_keys():
+    """A key first seen on night 5 is new, one the newest night lacks is gone, one with 3 nights is too short to
+    judge; the (block, op code) pairs and other sections are no keys of `changes`' own."""
+    from warehouse.history.changes import _coverage
+    n = 12
+    full = {"kernel": np.ones(n)}
+
+    def late(k: int) -> dict[str, np.ndarray]:
+        v = np.ones(n)
+        v[:k] = np.nan
+        return {"kernel": v}
+    gone = {"kernel": np.r_[np.ones(n - 1), np.nan]}
+    short = {"kernel": np.r_[np.full(n - 3, np.nan), np.ones(3)]}
+    data = {("eager", "block", "b0", -1): full, ("eager", "block", "b1", -1): late(4),
+            ("eager", "op-code", "X", -1): gone, ("eager", "op-code", "Y", -1): short,
+            ("eager", "block/op-code", "b0 / X", -1): late(6), ("other", "block", "b9", -1): late(2)}
+    assert _coverage(data, n, ["eager"], ["kernel"]) == {"too_little_history": 1, "new_keys": 2, "gone_keys": 1}

@@ -65,10 +65,13 @@ class ChangesResult:
     warnings: list[str]
     invalid: list[dict[str, Any]] = field(default_factory=list)  # invalid captures left out (newest last)
     newest_invalid: bool = False  # the history's newest night is an invalid capture (the CLI exits 4)
+    # what was judged: series judged, series with too few nights to judge, keys that appeared after the first
+    # night and keys the newest night no longer has (neither is a change)
+    coverage: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"label": self.label, "runs": self.runs, "series": self.series, "invalid": self.invalid,
-                "newest_invalid": self.newest_invalid,
+                "newest_invalid": self.newest_invalid, "coverage": self.coverage,
                 "threshold_sigmas": self.threshold_sigmas, "fdr": self.fdr,
                 "changes": [c.to_json() for c in self.changes], "outliers": [c.to_json() for c in self.outliers],
                 "warnings": self.warnings}
@@ -109,7 +112,9 @@ def _bh_threshold(best: list[tuple[float, int]], fdr: float, floor: float) -> fl
     ``floor``)."""
     if not best:
         return floor
-    ps = sorted((_p(z, n), z) for z, n in best)
+    # (by p, and among equal ones the larger z first: p-values that underflow to 0, which noise-free counts give,
+    # must not make the cut the largest z of all)
+    ps = sorted(((_p(z, n), z) for z, n in best), key=lambda pz: (pz[0], -pz[1]))
     m = len(ps)
     cut = None
     for i, (p, z) in enumerate(ps, 1):
@@ -246,7 +251,26 @@ def _finish(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_u
     changes = _causes(found, data, runs, meta, label, tau)
     outs = _outlier_nights(outliers, runs, meta, label)
     return ChangesResult(label, [meta[r].as_dict() for r in runs], len(todo),
-                         round(tau, 2) if math.isfinite(tau) else None, fdr, changes, outs, warnings)
+                         round(tau, 2) if math.isfinite(tau) else None, fdr, changes, outs, warnings,
+                         coverage={"series_judged": len(todo), **_coverage(data, n, sections, metrics)})
+
+
+def _coverage(data, n: int, sections: list[str], metrics: list[str]) -> dict[str, int]:
+    """The series too short to judge (a figure on fewer nights than a change needs), and the keys (kernel time)
+    that appeared after the history's first night or that its newest night no longer has."""
+    short = new = gone = 0
+    for (s, g, _key, dev), d in data.items():
+        if s not in sections or g == "block/op-code" or (dev >= 0 and g != "section"):
+            continue
+        for m in metrics:
+            if m in d and (m != "span" or g == "section"):
+                got = int(np.isfinite(d[m]).sum())
+                short += int(0 < got < MIN_BEFORE + MIN_AFTER)
+        at = np.nonzero(np.isfinite(d.get("kernel", np.full(n, np.nan))))[0]
+        if len(at):
+            new += int(at[0] > 0)
+            gone += int(at[-1] < n - 1)
+    return {"too_little_history": short, "new_keys": new, "gone_keys": gone}
 
 
 def _pass(data, n: int, sections: list[str], metrics: list[str], fdr: float, min_sigmas: float, min_change: float,

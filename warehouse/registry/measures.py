@@ -184,6 +184,15 @@ def _computed() -> tuple[dict[str, Term], list[Metric]]:
         out.append(Metric(name, f"{what} ops", "ops", f"{name}_ops", f"SUM({name})",
                           f"ops whose tt-perf-report Bound is {cls} ({what}), per iteration (op_perf.bound)",
                           worse=1 if cls in ("DRAM", "SLOW") else -1, floor=0.5, stored=False, stored_unit="ops"))
+    # program-cache misses: ops whose program was built, not taken from the cache (a step up is a regression: a
+    # cache key that stopped matching rebuilds the program every iteration)
+    # (an op without the column is no figure, not a hit)
+    terms["cache_misses"] = Term("cache_misses", "CASE WHEN x.program_cache_hit = 0 THEN 1 "
+                                 "WHEN x.program_cache_hit = 1 THEN 0 END", "op_program", "program_cache_hit",
+                                 "INTEGER")
+    out.append(Metric("cache_misses", "program-cache misses", "ops", "cache_misses_ops", "SUM(cache_misses)",
+                      "ops whose PROGRAM CACHE HIT is 0 (the program was built), per iteration "
+                      "(op_program.program_cache_hit)", worse=1, floor=0.5, stored=False, stored_unit="ops"))
     return terms, out
 
 

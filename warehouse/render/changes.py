@@ -30,11 +30,21 @@ def _threshold(res: ChangesResult) -> str:
     return f"threshold {res.threshold_sigmas:g} sigma"
 
 
+def coverage(res: ChangesResult) -> str:
+    """What `changes` judged (the gate's coverage line, over a whole history)."""
+    c = res.coverage
+    verdict = " (insufficient data)" if not c.get("series_judged") else ""
+    return (f"coverage: {c.get('series_judged', 0):,} series judged{verdict}, {c.get('too_little_history', 0):,} with "
+            f"too little history, {c.get('new_keys', 0):,} key(s) new and {c.get('gone_keys', 0):,} gone over the "
+            "history")
+
+
 def text(res: ChangesResult, contributors: int = 3) -> str:
     """The table a person reads in a terminal: causes (the gate's lines: :mod:`warehouse.render.causes`), their
     top contributors indented, then outlier nights."""
     out = [f"{len(res.changes)} change(s), {len(res.outliers)} outlier night(s) in {len(res.runs)} runs"
            f"{' of ' + res.label if res.label else ''} ({res.series} series, {_threshold(res)}, FDR {res.fdr:g})"]
+    out.append(coverage(res))
     out += cz.text_lines(res.changes, contributors)
     out += ["outlier night: " + cz.line(o) for o in res.outliers]
     return "\n".join(out)
@@ -45,8 +55,8 @@ def markdown(res: ChangesResult, budget: int = MD_BUDGET) -> str:
     head = (f"**{len(res.changes)} change(s)** in {len(res.runs)} runs"
             f"{' of `' + res.label + '`' if res.label else ''} ({res.series} series; {_threshold(res)}, "
             f"FDR {res.fdr:g})")
-    lines = render.within_budget([head, "", *cz.MD_HEAD], [cz.md_row(c) for c in res.changes], budget,
-                                 "`warehouse changes --format json`", reserve=200)
+    lines = render.within_budget([head, "", coverage(res), "", *cz.MD_HEAD], [cz.md_row(c) for c in res.changes],
+                                 budget, "`warehouse changes --format json`", reserve=200)
     if res.outliers:
         lines.append(f"\n{len(res.outliers)} one-night outlier night(s), not changes.")
     return "\n".join(lines)

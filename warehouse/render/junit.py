@@ -85,7 +85,9 @@ def changes(res: Any) -> str:
     root = ET.Element("testsuites", {"name": "warehouse changes"})
     suite = _suite(root, f"changes of {res.label or 'every run'}", res.runs[-1].get("time") if res.runs else None)
     cov = _case(suite, "coverage", "series judged")
-    summary = f"{res.series} series over {len(res.runs)} runs"
+    cv = getattr(res, "coverage", None) or {}
+    summary = (f"{res.series} series over {len(res.runs)} runs; {cv.get('too_little_history', 0)} with too little "
+               f"history, {cv.get('new_keys', 0)} key(s) new and {cv.get('gone_keys', 0)} gone")
     if not res.series or len(res.runs) < 2:
         ET.SubElement(cov, "skipped", {"message": f"insufficient data: {summary}"})
     else:

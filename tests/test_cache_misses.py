@@ -1,0 +1,66 @@
+"""Program-cache misses in history: `trend` and `changes` read them per key and night (the ops whose PROGRAM CACHE
+HIT is 0, per iteration), and a night from which more programs are built than before is a change for the worse."""
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import BACKENDS, _new_url, make_invoke
+
+HERE = Path(__file__).parent
+DEEPSEEK = HERE / "data/ttperf_extra/bh_8xp150_deepseek_v3_d_p.csv"  # 208 ops on 8 devices, PROGRAM CACHE HIT
+
+
+def _misses(path: Path, built: int) -> None:
+    """The file with its first ``built`` ops' programs built (PROGRAM CACHE HIT False), the rest from the cache."""
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        rows = list(csv.DictReader(fh))
+    for i, r in enumerate(rows):
+        r["PROGRAM CACHE HIT"] = "False" if i < built else "True"
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def misses(request, tmp_path_factory):
+    """Twelve nights: 8 programs built a night, then 48 from night 7 on."""
+    folder = tmp_path_factory.mktemp("misses")
+    gen = _new_url(request.param, folder)
+    wh = make_invoke(next(gen))
+    subprocess.run([sys.executable, str(HERE / "mkhistory.py"), str(DEEPSEEK), str(folder / "n"), "--nights", "12",
+                    "--seed", "81", "--outliers", "0"], check=True, capture_output=True)
+    for n, f in enumerate(sorted((folder / "n").glob("*.csv")), 1):
+        _misses(f, 8 if n < 7 else 48)
+    assert wh("ingest", folder / "n", "--label", "misses").exit_code == 0
+    yield wh
+    for _ in gen:
+        pass
+
+
+def test_trend_reads_the_misses(misses):
+    doc = json.loads(misses("trend", "--label", "misses", "--by", "section", "--metric", "cache_misses",
+                            "--format", "json").stdout)
+    values = next(iter(doc["values"].values()))
+    assert values == [8.0] * 6 + [48.0] * 6, doc
+
+
+def test_changes_names_the_night_more_programs_are_built(misses):
+    r = misses("changes", "--label", "misses", "--metric", "cache_misses", "--format", "json")
+    assert r.exit_code == 0, r.output
+    found = [c for c in json.loads(r.stdout)["changes"] if "cache_misses" in c["metrics"]]
+    assert found and all(c["time"][:10] == "2026-10-07" and c["worse"] for c in found), found
+    # (one cause: every device builds more; inside it the capture's total, 8 -> 48 a night, and the op codes whose
+    # programs started being built, 0 -> 8 each)
+    (cause,) = found
+    inside = {(k["by"], k["key"]): (k.get("before"), k.get("after")) for k in [cause, *cause["contributors"]]}
+    assert inside[("section", "total")] == (8.0, 48.0), inside
+    assert sum(1 for (by, _k), ba in inside.items() if by == "op-code" and ba == (0.0, 8.0)) == 4, inside
+
+
