@@ -1,5 +1,7 @@
-"""Program-cache misses in history: `trend` and `changes` read them per key and night (the ops whose PROGRAM CACHE
-HIT is 0, per iteration), and a night from which more programs are built than before is a change for the worse."""
+"""The newest measures in history: program-cache misses (the ops whose PROGRAM CACHE HIT is 0, per iteration) and
+the trace's kernel and firmware durations (DEVICE TRACE KERNEL / FIRMWARE DURATION [ns], which tt-metal's
+post-processor writes for traced ops): `trend` reads them per key and night, and `changes` names the night from which
+more programs are built, or the traced kernels are slower, as a change for the worse."""
 from __future__ import annotations
 
 import csv
@@ -16,12 +18,18 @@ HERE = Path(__file__).parent
 DEEPSEEK = HERE / "data/ttperf_extra/bh_8xp150_deepseek_v3_d_p.csv"  # 208 ops on 8 devices, PROGRAM CACHE HIT
 
 
-def _misses(path: Path, built: int) -> None:
-    """The file with its first ``built`` ops' programs built (PROGRAM CACHE HIT False), the rest from the cache."""
+TRACE_COLUMNS = ("DEVICE TRACE KERNEL DURATION [ns]", "DEVICE TRACE FIRMWARE DURATION [ns]")
+
+
+def _misses(path: Path, built: int, traced: float) -> None:
+    """The file with its first ``built`` ops' programs built (PROGRAM CACHE HIT False), the rest from the cache, and
+    the trace's durations added: the kernel and FW durations times ``traced``."""
     with open(path, newline="", encoding="utf-8-sig") as fh:
         rows = list(csv.DictReader(fh))
     for i, r in enumerate(rows):
         r["PROGRAM CACHE HIT"] = "False" if i < built else "True"
+        for new, old in zip(TRACE_COLUMNS, ("DEVICE KERNEL DURATION [ns]", "DEVICE FW DURATION [ns]")):
+            r[new] = f"{float(r[old]) * traced:.0f}"
     with open(path, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
@@ -30,14 +38,15 @@ def _misses(path: Path, built: int) -> None:
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def misses(request, tmp_path_factory):
-    """Twelve nights: 8 programs built a night, then 48 from night 7 on."""
+    """Twelve nights: 8 programs built a night, then 48 from night 7 on; the traced kernels 20 % slower from
+    night 7 on."""
     folder = tmp_path_factory.mktemp("misses")
     gen = _new_url(request.param, folder)
     wh = make_invoke(next(gen))
     subprocess.run([sys.executable, str(HERE / "mkhistory.py"), str(DEEPSEEK), str(folder / "n"), "--nights", "12",
                     "--seed", "81", "--outliers", "0"], check=True, capture_output=True)
     for n, f in enumerate(sorted((folder / "n").glob("*.csv")), 1):
-        _misses(f, 8 if n < 7 else 48)
+        _misses(f, 8 if n < 7 else 48, 1.0 if n < 7 else 1.2)
     assert wh("ingest", folder / "n", "--label", "misses").exit_code == 0
     yield wh
     for _ in gen:
@@ -64,3 +73,16 @@ def test_changes_names_the_night_more_programs_are_built(misses):
     assert sum(1 for (by, _k), ba in inside.items() if by == "op-code" and ba == (0.0, 8.0)) == 4, inside
 
 
+
+
+def test_the_trace_durations_are_metrics(misses):
+    doc = json.loads(misses("trend", "--label", "misses", "--by", "section", "--metric", "trace_kernel",
+                            "--format", "json").stdout)
+    values = next(iter(doc["values"].values()))
+    before, after = sum(values[:6]) / 6, sum(values[6:]) / 6
+    assert 1.15 < after / before < 1.25, values
+    r = misses("changes", "--label", "misses", "--metric", "trace_kernel", "--metric", "trace_fw", "--format",
+               "json")
+    found = [c for c in json.loads(r.stdout)["changes"] if {"trace_kernel", "trace_fw"} & set(c["metrics"])]
+    assert found and found[0]["time"][:10] == "2026-10-07" and found[0]["worse"], found
+    assert 15 < found[0]["change_pct"] < 25, found[0]

@@ -95,6 +95,10 @@ FAMILIES: tuple[Family, ...] = (
         _c("cb_reserve_back_ns", "DEVICE COMPUTE CB RESERVE BACK [ns]", "ns", "compute waiting on output buffers"),
         _c("op2op_brnrisc_ns", "OP TO OP LATENCY BR/NRISC START [ns]", "ns",
            "the gap since the previous op, to the first BRISC / NCRISC start"),
+        _c("trace_kernel_ns", "DEVICE TRACE KERNEL DURATION [ns]", "ns",
+           "a traced op's kernel time as tt-metal's post-processor measures it in the trace"),
+        _c("trace_fw_ns", "DEVICE TRACE FIRMWARE DURATION [ns]", "ns",
+           "a traced op's firmware time as tt-metal's post-processor measures it in the trace"),
     )),
     Family("op_dispatch", "every op's host and dispatch times (ns): host duration, command-queue and go-signal "
                           "waits", (
