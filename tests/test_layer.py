@@ -86,7 +86,8 @@ def test_every_dashboard_route_goes_through_the_warehouse(tmp_path, nights, reco
     paths = {"runs": "/", "run": "/runs/2", "report": "/runs/2/report.json", "export": "/runs/2/export.csv",
              "trace": "/runs/2/trace.json",
              "perf": "/runs/2/perf.csv", "compare": "/compare?a=1&b=2", "regressions": "/regressions?label=m",
-             "changes": "/changes?label=m", "trend": "/trend?label=m", "sql": "/sql?q=SELECT+1+AS+x"}
+             "changes": "/changes?label=m", "farm": "/farm", "trend": "/trend?label=m",
+             "sql": "/sql?q=SELECT+1+AS+x"}
     routes = [r.name for r in app.routes if not isinstance(r, Mount)]
     assert sorted(routes) == sorted(paths)
     client = TestClient(app, base_url="http://127.0.0.1")
