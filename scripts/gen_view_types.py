@@ -33,7 +33,7 @@ def main() -> int:
         cols = ", ".join(f'"{c["name"]}": "{generic(c["type"])}"' for c in insp.get_columns(name))
         lines.append("\n".join(textwrap.wrap(f'"{name}": {{{cols}}},', 116, initial_indent="    ",
                                               subsequent_indent="        ", break_on_hyphens=False)))
-    path = ROOT / "warehouse" / "view_types.py"
+    path = ROOT / "warehouse" / "store" / "view_types.py"
     text = path.read_text()
     head, _, rest = text.partition("VIEW_TYPES: dict[str, dict[str, str]] = {\n")
     _, _, tail = rest.partition("\n}\n")

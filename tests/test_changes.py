@@ -480,7 +480,7 @@ def test_a_step_that_undoes_an_earlier_one_names_it():
     """A regression fixed again: the second step names the first (one episode); another key's, a step the same
     way or of another size, does not."""
     from warehouse.history.causes import Cause
-    from warehouse.history.changes import _link_fixes
+    from warehouse.history.causes import link_fixes
 
     def step(ident: str, run: int, key: str, before: float, after: float) -> Cause:
         return Cause(ident, "step", "block", key, None, run, before, after, 100 * (after / before - 1),
@@ -488,7 +488,7 @@ def test_a_step_that_undoes_an_earlier_one_names_it():
     up, down = step("c-up", 3, "b0", 100, 106), step("c-down", 9, "b0", 106, 100.5)
     other = step("c-other", 12, "b1", 100, 94)
     again = step("c-again", 14, "b0", 100.5, 90)  # (down by 10 %: no like size to undo)
-    _link_fixes([again, other, down, up], list(range(20)))
+    link_fixes([again, other, down, up], list(range(20)))
     assert (up.fixes, down.fixes, other.fixes, again.fixes) == (None, "c-up", None, None)
 
 

@@ -19,6 +19,7 @@ One :class:`Cause` type carries the answer of both questions; ``to_json()`` is t
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -173,3 +174,26 @@ def nest(groups: list[Group], overlaps: Overlaps,
         else:
             home[1].append(g)
     return tops
+
+
+FIX_LIKE = 0.5  # a step undoes an earlier one when its size is within this share of it (log scale)
+
+
+def link_fixes(causes: list[Cause], runs: list[int]) -> None:
+    """A step that undoes an earlier step of the same key (the other way, by a like size: a regression fixed
+    again) names it in ``fixes``: one episode, its start and its end."""
+    steps = sorted((c for c in causes if c.kind == "step"), key=lambda c: runs.index(c.run_id))
+    fixed: set[str] = set()
+    for i, late in enumerate(steps):
+        if not (late.before > 0 and late.after > 0):
+            continue
+        d = math.log(late.after / late.before)
+        for early in reversed(steps[:i]):
+            if (early.by, early.key) != (late.by, late.key) or early.id in fixed \
+                    or not (early.before > 0 and early.after > 0):
+                continue
+            e = math.log(early.after / early.before)
+            if e * d < 0 and abs(abs(d) - abs(e)) <= FIX_LIKE * max(abs(d), abs(e)):
+                late.fixes = early.id
+                fixed.add(early.id)
+            break  # (only the key's step just before it can be the one it undoes)

@@ -35,7 +35,7 @@ from warehouse.registry.measures import METRIC, is_metric, ordered
 from warehouse.history.levels import _level, _replay_noise, _robust_night, _without_outliers
 from warehouse.history.series import HISTORY_METRICS, RunMeta, fetch_history, run_meta, select_runs
 from warehouse.history.boundchange import of_cause
-from warehouse.history.causes import Cause, Group, Overlaps, cause_id, nest
+from warehouse.history.causes import Cause, Group, Overlaps, cause_id, link_fixes, nest
 from warehouse.history.hiccups import STEP_NIGHTS, step_of_hiccups
 from warehouse.history.quality import judge, other_models
 from warehouse.history.select import ordered as history_order
@@ -464,32 +464,9 @@ def _causes(found: list[_Detection], data, runs: list[int], meta: dict[int, RunM
     out = [_change(top, nested, data, runs, meta, label) for top, nested in tops]
     for c, (top, _nested) in zip(out, tops):
         c.series, c.series_of = _series_of(top[4], data)
-    _link_fixes(out, runs)
+    link_fixes(out, runs)
     out.sort(key=lambda c: -abs(c.delta_us))
     return out
-
-
-FIX_LIKE = 0.5  # a step undoes an earlier one when its size is within this share of it (log scale)
-
-
-def _link_fixes(causes: list[Cause], runs: list[int]) -> None:
-    """A step that undoes an earlier step of the same key (the other way, by a like size: a regression fixed
-    again) names it in ``fixes``: one episode, its start and its end."""
-    steps = sorted((c for c in causes if c.kind == "step"), key=lambda c: runs.index(c.run_id))
-    fixed: set[str] = set()
-    for i, late in enumerate(steps):
-        if not (late.before > 0 and late.after > 0):
-            continue
-        d = math.log(late.after / late.before)
-        for early in reversed(steps[:i]):
-            if (early.by, early.key) != (late.by, late.key) or early.id in fixed \
-                    or not (early.before > 0 and early.after > 0):
-                continue
-            e = math.log(early.after / early.before)
-            if e * d < 0 and abs(abs(d) - abs(e)) <= FIX_LIKE * max(abs(d), abs(e)):
-                late.fixes = early.id
-                fixed.add(early.id)
-            break  # (only the key's step just before it can be the one it undoes)
 
 
 def _series_of(d: _Detection, data) -> tuple[list[float | None], str]:

@@ -108,7 +108,7 @@ VIEW_TYPES: dict[str, dict[str, str]] = {
         "REAL", "ncrisc_ns": "REAL", "trisc0_ns": "REAL", "trisc1_ns": "REAL", "trisc2_ns": "REAL", "erisc_ns":
         "REAL", "kernel_dm_start_ns": "REAL", "per_core_min_ns": "REAL", "per_core_max_ns": "REAL",
         "per_core_avg_ns": "REAL", "first_to_last_start_ns": "REAL", "cb_wait_front_ns": "REAL",
-        "cb_reserve_back_ns": "REAL", "op2op_brnrisc_ns": "REAL"},
+        "cb_reserve_back_ns": "REAL", "op2op_brnrisc_ns": "REAL", "trace_kernel_ns": "REAL", "trace_fw_ns": "REAL"},
     "op_dispatch": {"run_id": "INTEGER", "row_no": "INTEGER", "device": "INTEGER", "op_code": "TEXT",
         "host_duration_ns": "REAL", "dispatch_cq_cmd_ns": "REAL", "dispatch_go_wait_ns": "REAL"},
     "op_binary": {"run_id": "INTEGER", "row_no": "INTEGER", "device": "INTEGER", "op_code": "TEXT",
