@@ -4,7 +4,6 @@ post-processor writes for traced ops): `trend` reads them per key and night, and
 more programs are built, or the traced kernels are slower, as a change for the worse."""
 from __future__ import annotations
 
-import csv
 import json
 import subprocess
 import sys
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BACKENDS, _new_url, make_invoke
+from csvedit import TIMES, read_rows, write_rows
 
 HERE = Path(__file__).parent
 DEEPSEEK = HERE / "data/ttperf_extra/bh_8xp150_deepseek_v3_d_p.csv"  # 208 ops on 8 devices, PROGRAM CACHE HIT
@@ -24,16 +24,12 @@ TRACE_COLUMNS = ("DEVICE TRACE KERNEL DURATION [ns]", "DEVICE TRACE FIRMWARE DUR
 def _misses(path: Path, built: int, traced: float) -> None:
     """The file with its first ``built`` ops' programs built (PROGRAM CACHE HIT False), the rest from the cache, and
     the trace's durations added: the kernel and FW durations times ``traced``."""
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        rows = list(csv.DictReader(fh))
+    rows = read_rows(path)
     for i, r in enumerate(rows):
         r["PROGRAM CACHE HIT"] = "False" if i < built else "True"
-        for new, old in zip(TRACE_COLUMNS, ("DEVICE KERNEL DURATION [ns]", "DEVICE FW DURATION [ns]")):
+        for new, old in zip(TRACE_COLUMNS, TIMES):
             r[new] = f"{float(r[old]) * traced:.0f}"
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_rows(path, rows)
 
 
 @pytest.fixture(scope="module", params=BACKENDS)

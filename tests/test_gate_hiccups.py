@@ -3,7 +3,6 @@ hiccups has them on the same night a few times a month) is no regression, whiche
 x4 in both sections blocks once it holds a second night; a real change of every op of a code blocks at once."""
 from __future__ import annotations
 
-import csv
 import json
 import subprocess
 import sys
@@ -13,32 +12,25 @@ from pathlib import Path
 import pytest
 
 from conftest import BACKENDS, _new_url, make_invoke
+from csvedit import read_rows, scale_times, write_rows
 
 HERE = Path(__file__).parent
 DLV3 = HERE / "data/seedfmt/dlv3_same/ops_perf_results_2026_11_01_02_00_00.csv"
 CODE = "Pool2D"  # three ops of ~70 us in each section: one x4 moves the op code by ~+100 %
-TIMES = ("DEVICE KERNEL DURATION [ns]", "DEVICE FW DURATION [ns]")
 
 
 def _night(src: Path, dst: Path, code: str, scale: Callable[[str, int], float]) -> None:
     """``src`` written to ``dst`` with the durations of the ``code`` ops scaled by ``scale(section, occurrence)``."""
-    with open(src, newline="", encoding="utf-8-sig") as fh:
-        rows = list(csv.DictReader(fh))
+    rows = read_rows(src)
     section, seen = "", {"eager": 0, "trace": 0}
     for r in rows:
         if r["OP TYPE"] == "signpost":
             section = r["OP CODE"] if r["OP CODE"] in ("eager", "trace") else section
             continue
         if r["OP CODE"] == code and section in seen:
-            f = scale(section, seen[section])
+            scale_times(r, scale(section, seen[section]))
             seen[section] += 1
-            for c in TIMES:
-                if r[c].strip():
-                    r[c] = f"{float(r[c]) * f:.0f}"
-    with open(dst, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_rows(dst, rows)
 
 
 SLICE = "SliceDeviceOperation"  # its first two ops (58 us each) are block stage0.block1's (335 us)
@@ -139,8 +131,7 @@ BLOCK = "stage0.block1"  # 335 us in eager: eight ops of 3-71 us
 def _block_night(src: Path, dst: Path, scale: Callable[[str, int], float]) -> None:
     """``src`` written to ``dst`` with the durations of block ``BLOCK``'s ops scaled by ``scale(section, i)`` (i:
     the op's place in the block)."""
-    with open(src, newline="", encoding="utf-8-sig") as fh:
-        rows = list(csv.DictReader(fh))
+    rows = read_rows(src)
     section, block, t = "", "", 0
     eager: list[tuple[str, int]] = []  # eager's ops in order: (block, place in the block)
     for r in rows:
@@ -160,14 +151,8 @@ def _block_night(src: Path, dst: Path, scale: Callable[[str, int], float]) -> No
         else:
             continue
         if mine == BLOCK:
-            f = scale(section, i)
-            for c in TIMES:
-                if r[c].strip():
-                    r[c] = f"{float(r[c]) * f:.0f}"
-    with open(dst, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+            scale_times(r, scale(section, i))
+    write_rows(dst, rows)
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
