@@ -1,18 +1,21 @@
-"""Whether a key's move is a hiccup's shape, read from its ops: the last check of a move that only eager and the
-trace (or the trace's replays) corroborate.
+"""Whether a move is hiccups, read from the key's ops: the last check of every blocking move of the gate, and of
+every step of a block or op code that `changes` finds.
 
 A hiccup slows one op execution, once, by x2 or more. A real change moves the same ops in every measurement (eager
-and each replay run the same ops). So, per section, the move is split over the key's op executions (each matched
-by its position inside the key and iteration against the baseline nights' median at that position):
+and each replay run the same ops) and on every night after it. So the move is split over the key's op executions,
+each matched by its position inside the key and iteration against the baseline nights at that position:
 
-- a move made (for the most part) of executions that jumped by a hiccup's size is *hiccup-shaped*;
-- hiccup-shaped in both sections but at different ops: two hiccups, not a change (suspicious);
-- hiccup-shaped at the same op in every measurement: a real change of that op by x2 or more, or hiccups that hit
-  the same op each time. On a big model with many hiccups the second comes a few times a year; it blocks once it
-  holds two nights running (the night before moved the same way), never on its first night alone.
+- the gate (:func:`verdict`, :func:`reread_from_ops`): a night's move made (for the most part) of executions that
+  jumped by a hiccup's size is *hiccup-shaped*; hiccup-shaped at different ops (one in eager and another in the
+  trace, one in each of two replays) is hiccups, not a change (suspicious); hiccup-shaped at the same op in every
+  measurement is a real change of that op by x2 or more, or hiccups that hit it each time (on a big model with many
+  hiccups, a few times a year): it blocks once it holds two nights running, never on its first night alone;
+- `changes` (:func:`step_of_hiccups`): a step whose ops, on the nights after it, moved by less than half of it once
+  hiccup-sized jumps are set aside, and where no op jumped on most of those nights, is a run of nights that each
+  hiccuped somewhere (a key of many ops on a farm strings them together now and then), not a step.
 
-Where the ops say anything else (the move is spread over several ops, or an op moved by less than a hiccup
-does), the section evidence stands as it is.
+Where the ops say anything else (the move is spread over several ops, or an op moved by less than a hiccup does),
+the evidence stands as it is.
 """
 from __future__ import annotations
 
