@@ -169,8 +169,9 @@ def find_changes(engine: Engine, *, label: str | None = None, tags: dict[str, st
                            f"{MIN_BEFORE + MIN_AFTER} nights")
         data = fetch_history(conn, runs, tuple(m for m in metrics if not METRIC[m].stored))
         res = _detect(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_us, warnings)
-        _within(res, runs, shown)
         _without_hiccup_steps(conn, res, runs)
+        link_fixes(res.changes, runs)  # (over the whole history: a step in view may undo one before it)
+        _within(res, runs, shown)
         _with_bound_changes(conn, res.changes, runs)
     res.invalid, res.newest_invalid = invalid, newest_invalid
     for c in res.changes:
@@ -181,7 +182,7 @@ def find_changes(engine: Engine, *, label: str | None = None, tags: dict[str, st
 def _without_hiccup_steps(conn: Connection, res: ChangesResult, runs: list[int]) -> None:
     """Steps of a block or an op code whose ops say they are hiccups (:func:`warehouse.history.hiccups.
     step_of_hiccups`: nights that each hiccup at a different op, which a key of many ops on a farm with many
-    hiccups strings together now and then) are no change; a step that undid one of them undoes nothing."""
+    hiccups strings together now and then) are no change."""
     cache: dict[tuple, Any] = {}
     keep = []
     for c in res.changes:
@@ -193,10 +194,6 @@ def _without_hiccup_steps(conn: Connection, res: ChangesResult, runs: list[int])
                                         secs, c.by, c.key, metric, c.change_pct / 100):
                 continue
         keep.append(c)
-    gone = {c.id for c in res.changes} - {c.id for c in keep}
-    for c in keep:
-        if c.fixes in gone:
-            c.fixes = None
     res.changes = keep
 
 
@@ -464,7 +461,6 @@ def _causes(found: list[_Detection], data, runs: list[int], meta: dict[int, RunM
     out = [_change(top, nested, data, runs, meta, label) for top, nested in tops]
     for c, (top, _nested) in zip(out, tops):
         c.series, c.series_of = _series_of(top[4], data)
-    link_fixes(out, runs)
     out.sort(key=lambda c: -abs(c.delta_us))
     return out
 

@@ -23,7 +23,6 @@ A night that is an invalid capture is reported as such (the CLI exits 4), never 
 from __future__ import annotations
 
 import math
-import warnings
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -34,7 +33,6 @@ from sqlalchemy import Connection, Engine, text
 from warehouse.errors import NotFound
 from warehouse.history.boundchange import with_bound_changes
 from warehouse.history.causes import Cause, Group, Overlaps, cause_id, holds, nest, rank
-from warehouse.history.rowstats import medians_over
 from warehouse.history.evidence import PER_DEVICE, Night, Series, established, evidence, share
 from warehouse.history.finding import Finding
 from warehouse.history.hiccups import reread_from_ops
@@ -324,14 +322,10 @@ def _night(conn: Connection, gate: Gate, n: Night, runs: list[int], read: list[s
                     continue
                 vals = tab.values[mk][mine]
                 lv = _table_levels(levels.get(mk if mk != "span" else "kernel"), tab, m.stored and m.unit == "us")
-                with np.errstate(all="ignore"), warnings.catch_warnings():
-                    warnings.simplefilter("ignore", RuntimeWarning)  # (a key no baseline night has: NaN)
-                    base_med = medians_over(tab.values[mk], mine, rows_base)[0]
-                    floor = m.floor_of(gate.min_us) / np.abs(base_med)
                 # (a count per iteration, ops of a Bound class, is judged as count + 1: none to one is a move)
                 off = 1.0 if m.unit == "ops" else 0.0
                 j = judge(vals + off, tab.spreads[mk][mine], tab.iterations[mine] if tab.iterations is not None
-                          else np.ones_like(vals), lv, c, rows_base, noise_cols, floor)
+                          else np.ones_like(vals), lv, c, rows_base, noise_cols)
                 j.now, j.base = j.now - off, j.base - off
                 series.append(Series(sec, dim, mk, tab, mine, j, lv))
                 if sec in shown and dim != "block/op-code":
@@ -340,7 +334,7 @@ def _night(conn: Connection, gate: Gate, n: Night, runs: list[int], read: list[s
                     coverage["too_little_history"] += int((np.isfinite(j.now) & (j.n_base < need)).sum())
                     if mk == "kernel":
                         coverage["new_keys"] += int((np.isfinite(j.now) & (j.n_base == 0)).sum())
-                        past = np.isfinite(tab.values[mk][:, [b for b in base_cols if b is not None]]).sum(axis=1)
+                        past = np.isfinite(tab.values[mk][:, plain]).sum(axis=1)
                         coverage["gone_keys"] += int(((past * 2 >= max(1, len(n.base)))
                                                       & ~np.isfinite(tab.values[mk][:, c])).sum())
     index = {(s.section, s.dim, s.metric): s for s in series}

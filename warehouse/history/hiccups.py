@@ -40,26 +40,41 @@ COLUMNS = {"kernel": "kernel_ns", "fw": "fw_ns"}  # the metrics that are sums of
 Ops = dict[tuple[str, int], list[list[float]]]  # (key, device) -> per iteration, the key's executions in order
 
 
+def _source(dim: str, metric: str) -> tuple[str, str] | None:
+    """The grouping's key expression and the op column a key's executions are read with (None: the metric is no
+    sum of op durations, or the grouping's keys are not computed in Python)."""
+    col = COLUMNS.get(metric)
+    g = next((x for x in GROUPINGS if x.key == dim), None)
+    return (g.expr, col) if col is not None and g is not None and g.expr in KEY_TEXTS else None
+
+
+def _held(conn: Connection, cache: dict[tuple, Any], run: int, before: list[int], section: str, src: tuple[str, str],
+          key: tuple[str, int]) -> tuple[np.ndarray, np.ndarray] | None:
+    """A key's executions on ``run`` (iteration x position) and, position by position, the executions of the nights
+    ``before`` sorted (execution x position); None when either has none, or the key's ops differ between
+    iterations or nights (a change of the model, not of speed: the ops cannot say)."""
+    now = _ops(conn, cache, run, section, *src).get(key)
+    past = [it for r in before for it in _ops(conn, cache, r, section, *src).get(key) or []]
+    if not now or not past or any(len(it) != len(now[0]) for it in (*now, *past)):
+        return None
+    return np.array(now, dtype=float), np.sort(np.array(past, dtype=float), axis=0)
+
+
 def verdict(conn: Connection, cache: dict[tuple, Any], cand: int, base: list[int], sections: list[str], dim: str,
             key: str, device: int | None, metric: str) -> str | None:
     """What the ops of ``key`` in ``sections`` say of its move on run ``cand`` against the nights ``base`` (the
     newest :data:`BASE_NIGHTS` of them): ``"hiccups"`` (hiccup-shaped at different ops: no change),
     ``"same ops"`` (hiccup-sized at the same ops in every measurement: it must hold a second night), or None (the
     move is a change's shape, or the ops cannot say). ``device``: None for all devices together."""
-    col = COLUMNS.get(metric)
-    g = next((x for x in GROUPINGS if x.key == dim), None)
-    if col is None or g is None or g.expr not in KEY_TEXTS or not base:
+    src = _source(dim, metric)
+    if src is None or not base:
         return None
     shapes = []
     for sec in sections:
-        now = _ops(conn, cache, cand, sec, g.expr, col).get((key, -1 if device is None else device))
-        past = [p for p in (_ops(conn, cache, r, sec, g.expr, col).get((key, -1 if device is None else device))
-                            for r in base[-BASE_NIGHTS:]) if p]
-        if not now or not past:
-            return None
-        shape = _shape(now, past)
+        held = _held(conn, cache, cand, base[-BASE_NIGHTS:], sec, src, (key, -1 if device is None else device))
+        shape = None if held is None else _shape(held[0], np.median(held[1], axis=0))
         if shape is None:
-            return None  # (a change's shape in one section: the sections' evidence stands)
+            return None  # (a change's shape in one section, or no ops to read: the sections' evidence stands)
         shapes.append(shape)
     if not shapes:
         return None
@@ -67,14 +82,9 @@ def verdict(conn: Connection, cache: dict[tuple, Any], cand: int, base: list[int
     return "same ops" if all(its and its == sets[0] for its in sets) else "hiccups"
 
 
-def _shape(now: list[list[float]], past: list[list[list[float]]]) -> list[frozenset[int]] | None:
+def _shape(cur: np.ndarray, ref: np.ndarray) -> list[frozenset[int]] | None:
     """Per iteration, the positions of the hiccup-sized jumps that make a section's move (None: the move is no
-    hiccup's shape). ``now``: the night's executions per iteration; ``past``: the baseline nights'."""
-    width = len(now[0])
-    if any(len(it) != width for it in now) or any(len(it) != width for p in past for it in p):
-        return None  # (the key's ops differ between iterations or nights: a change of the model, not of speed)
-    ref = np.median(np.array([it for p in past for it in p], dtype=float), axis=0)
-    cur = np.array(now, dtype=float)
+    hiccup's shape). ``cur``: the night's executions (iteration x position); ``ref``: the baseline's, by position."""
     delta = cur - ref[None, :]
     total = float(np.sum(delta[delta > 0]))
     if not total > 0:
@@ -133,45 +143,36 @@ STEP_SHARE = 0.5  # a step's ops must move by at least this share of it, hiccups
 def step_of_hiccups(conn: Connection, cache: dict[tuple, Any], before: list[int], after: list[int],
                     sections: list[str], dim: str, key: str, metric: str, rel: float) -> bool:
     """Whether a step of ``key`` (``rel``: its relative size) found over a whole history is hiccups, read from its
-    ops: on the nights ``after`` it, held position by position against the median of the nights ``before`` it,
-    the key's ops moved (hiccup-sized jumps aside) by less than half the step, and no op jumped on most of those
-    nights (a change moves the same ops every night; a run of nights that each hiccup somewhere, which a key of
-    many ops on a farm has, moves different ones). False when the ops cannot say."""
-    col = COLUMNS.get(metric)
-    g = next((x for x in GROUPINGS if x.key == dim), None)
-    if col is None or g is None or g.expr not in KEY_TEXTS or not before or not after or not rel:
+    ops: on the nights ``after`` it, held position by position against the nights ``before`` it, the key's ops
+    moved (hiccup-sized jumps aside) by less than half the step, and no op jumped on most of those nights (a change
+    moves the same ops every night; a run of nights that each hiccup somewhere, which a key of many ops on a farm
+    has, moves different ones). False when the ops cannot say."""
+    src = _source(dim, metric)
+    if src is None or not before or not after or not rel:
         return False
     moves: list[float] = []
     jumps: dict[tuple[str, int], int] = defaultdict(int)
-    nights = 0
     for run in after[:STEP_NIGHTS]:
-        night_move, night_base, seen = 0.0, 0.0, False
+        night_move = night_base = 0.0
         for sec in sections:
-            now = _ops(conn, cache, run, sec, g.expr, col).get((key, -1))
-            past = [p for p in (_ops(conn, cache, r, sec, g.expr, col).get((key, -1))
-                                for r in before[-STEP_NIGHTS:]) if p]
-            if not now or not past or any(len(it) != len(now[0]) for it in now) \
-                    or any(len(it) != len(now[0]) for p in past for it in p):
-                return False  # (the key's ops differ between nights: the ops cannot say)
+            held = _held(conn, cache, run, before[-STEP_NIGHTS:], sec, src, (key, -1))
+            if held is None:
+                return False
+            cur, stack = held
             # (each op's lower median over the nights before: of two nights the faster, which a hiccup in
             # either, at the start of a history, leaves where it was)
-            stack = np.sort(np.array([it for p in past for it in p], dtype=float), axis=0)
             ref = stack[(len(stack) - 1) // 2]
-            cur = np.array(now, dtype=float)
             with np.errstate(all="ignore"):
                 jumped = (ref[None, :] > 0) & ((cur >= HICCUP_RATIO * ref[None, :])
                                                | (cur <= ref[None, :] / HICCUP_RATIO))
-            delta = np.where(jumped, 0.0, cur - ref[None, :])
-            night_move += float(delta.sum()) / len(cur)
+            night_move += float(np.where(jumped, 0.0, cur - ref[None, :]).sum()) / len(cur)
             night_base += float(ref.sum())
             for pos in set(np.nonzero(jumped)[1].tolist()):
                 jumps[(sec, pos)] += 1
-            seen = True
-        if seen and night_base > 0:
+        if night_base > 0:
             moves.append(night_move / night_base)
-            nights += 1
-    if not nights:
+    if not moves:
         return False
     typical = float(np.median(moves))
-    same_op = any(c * 2 > nights for c in jumps.values())
+    same_op = any(c * 2 > len(moves) for c in jumps.values())
     return not same_op and not (typical * rel > 0 and abs(typical) >= STEP_SHARE * abs(rel))

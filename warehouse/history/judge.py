@@ -93,10 +93,10 @@ def replay_sigma(values: np.ndarray, spreads: np.ndarray, iterations: np.ndarray
 
 
 def judge(values: np.ndarray, spreads: np.ndarray, iterations: np.ndarray, levels: np.ndarray, cand: int,
-          base_cols: list[np.ndarray], noise_cols: np.ndarray, floor_rel: np.ndarray) -> Judged:
+          base_cols: list[np.ndarray], noise_cols: np.ndarray) -> Judged:
     """The candidate column ``cand`` of every row against the row's own baseline columns (``base_cols[i]``: the
-    columns of row i's baseline, which a re-baselined key starts later), its noise over ``noise_cols``, its
-    relative floor ``floor_rel`` (min_us over the baseline). ``levels``: each column's run-wide level."""
+    columns of row i's baseline, which a re-baselined key starts later), its noise over ``noise_cols``.
+    ``levels``: each column's run-wide level. (The ``min_us`` floor is the caller's: an absolute move.)"""
     norm = values / levels[None, :]
     now = values[:, cand]
     now_n = norm[:, cand]

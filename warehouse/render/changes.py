@@ -6,7 +6,6 @@ Markdown always fits a pull-request comment: causes are listed by impact until t
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from warehouse.render import rows as render
 from warehouse.history.changes import ChangesResult
@@ -16,12 +15,6 @@ from warehouse.history.outside import OutsideResult
 
 # GitHub refuses a comment over 65,536 characters; leave room for what a CI job adds around it
 MD_BUDGET = 60_000
-
-
-def _name(d: dict[str, Any]) -> str:
-    if d["by"] == "section" and d["key"] == "all":
-        return "whole run"
-    return f"{d['by']} {d['key']}"
 
 
 def _threshold(res: ChangesResult) -> str:
