@@ -6,6 +6,8 @@ family views' columns (warehouse.registry.families) and the metrics (warehouse.r
 home page (docs/index.md, the README with its links made relative) and changelog (docs/changelog.md, a copy of
 CHANGELOG.md). Each of the others is a
 ``<!-- BEGIN generated: NAME -->`` ... ``<!-- END generated: NAME -->`` block in a page of docs/ (or the README).
+It also writes the one constant the code keeps generated: ``warehouse/store/lite.py``'s ``VIEWS_HASH``, the views'
+stamp that the light reader compares without importing the views' SQL.
 
     python scripts/gen_docs.py           # rewrite the generated blocks
     python scripts/gen_docs.py --check   # exit 1 when a page differs from what the code says (CI runs this)
@@ -117,6 +119,16 @@ def home(readme: str) -> str:
     return "\n".join(x for x in text.splitlines() if not x.startswith("The site: ")) + "\n"
 
 
+LITE = ROOT / "warehouse" / "store" / "lite.py"
+
+
+def lite_source() -> str:
+    """lite.py with its ``VIEWS_HASH`` set to the stamp of the views as they are now."""
+    from warehouse.store.views import VIEWS_HASH
+    return re.sub(r'^VIEWS_HASH = "[0-9a-f]*"$', f'VIEWS_HASH = "{VIEWS_HASH}"', LITE.read_text(), count=1,
+                  flags=re.M)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="only check; exit 1 when a page is out of date")
@@ -133,7 +145,8 @@ def main() -> int:
                 page.write_text(new)
     # the site's copies: its home page (the README with its generated blocks as they should be) and the changelog
     for copy, want in ((ROOT / "docs" / "index.md", home(render((ROOT / "README.md").read_text(), bodies, set()))),
-                       (ROOT / "docs" / "changelog.md", (ROOT / "CHANGELOG.md").read_text())):
+                       (ROOT / "docs" / "changelog.md", (ROOT / "CHANGELOG.md").read_text()),
+                       (LITE, lite_source())):
         if copy.read_text() != want:
             stale.append(copy.relative_to(ROOT))
             if not a.check:
