@@ -158,3 +158,17 @@ def test_lazy_imports_say_why():
                     if "lazy" not in here:
                         unexplained[m].append(node.lineno)
     assert not unexplained, dict(unexplained)
+
+
+def test_no_function_grows_more_complex():
+    """Complexity, arguments, branches and statements per function are held at today's counts
+    (tests/complexity_ceilings.json, written by scripts/complexity.py --write): a function may only get simpler, and
+    no new one may pass ruff's limits."""
+    import json
+    import sys
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from complexity import CEILINGS, measure, over_ceiling
+    found = measure()
+    assert found, "ruff measured nothing: the check itself is broken"
+    assert not over_ceiling(found, json.loads(CEILINGS.read_text())), \
+        "simplify, or split the function (scripts/complexity.py lists the worst)"

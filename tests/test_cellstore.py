@@ -11,7 +11,8 @@ import pytest
 from sqlalchemy import text
 
 from corpus import cases
-from warehouse.store.cells import CHUNK_ROWS, pack, sqlar_uncompress, unpack
+from warehouse.capture.packing import CHUNK_ROWS, sqlar_uncompress
+from warehouse.store.cells import pack, unpack
 from warehouse.store.db import open_db
 
 ROWS = [(1, 7, '["a","b"]'), (2, 7, "[]"), (3, 9, '["1.5","","x"]')]

@@ -23,7 +23,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from warehouse.capture.files import DEFAULT_GLOB, output_stream, shown, write_output  # noqa: F401 (for adapters)
+from warehouse.capture.files import (DEFAULT_GLOB as DEFAULT_GLOB, output_stream as output_stream,  # (for adapters)
+                                     shown as shown, write_output as write_output)
 from warehouse.errors import InputError, WarehouseError
 
 if TYPE_CHECKING:  # (imported lazily at run time: a one-line answer pays only for what it uses)
@@ -39,7 +40,7 @@ if TYPE_CHECKING:  # (imported lazily at run time: a one-line answer pays only f
     from warehouse.store.query import SqlResult
     from warehouse.history.gate import Gate
     from warehouse.store.listing import RunInfo
-    from warehouse.history.trend import Trend
+    from warehouse.history.trend import Trend as Trend  # (the dashboard's charts name it)
     from warehouse.history.changepoints import SeriesReport
     from warehouse.history.outside import OutsideResult
     from warehouse.history.triage import Decision

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, text
@@ -427,7 +427,7 @@ def _past_the_limit(conn: Connection, run_id: int) -> bool:
                              {"r": run_id}).scalar())
 
 
-def _close(a, b) -> bool:
+def _close(a: Sequence[Any], b: Sequence[Any]) -> bool:
     """Equal row values: both missing, or numbers within 1e-6 (relative; the database may sum in another order).
     Sums past the float limit (1e308 durations) are infinite or not a number, or NULL where SQL gives up: any two
     of those agree."""

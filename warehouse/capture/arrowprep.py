@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Generator, Iterator
-from typing import cast
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -96,7 +96,7 @@ def columnar_batches(prep: Preparer) -> Generator[Batch, None, int | None]:
             trim_heap()  # (and so does the C heap, with what the windows' Python objects left: a big file's)
 
 
-def _blocks(f: io.BufferedIOBase, *options) -> Iterator[pa.RecordBatch]:
+def _blocks(f: io.BufferedIOBase, *options: Any) -> Iterator[pa.RecordBatch]:
     """The rows of ``f`` parsed a block of whole lines at a time. (Not pyarrow's streaming reader: it reads ahead
     from the Python file on a thread of its own, and the memory it holds grows to ~4x what the rows need.)"""
     carry = b""

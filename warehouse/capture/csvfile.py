@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from operator import itemgetter
-from typing import IO
+from typing import IO, Any
 from collections.abc import Callable, Iterator
 
 from warehouse.errors import InputError
@@ -205,7 +205,7 @@ class _Hashing(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, b) -> int:
+    def readinto(self, b: Any) -> int:
         n = self.f.readinto(b)
         if n:
             self.sha.update(memoryview(b)[:n])

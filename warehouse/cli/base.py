@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,6 +13,9 @@ from warehouse import __version__
 from warehouse.api import database_error, write_output
 from warehouse.errors import UsageError, WarehouseError
 from warehouse.workers import Terminated
+
+if TYPE_CHECKING:
+    from warehouse.api import Warehouse
 
 
 class Finite(click.FloatRange):
@@ -80,7 +83,7 @@ def _stderr_terminal() -> bool:
     return sys.stderr.isatty()
 
 
-def _api(ctx: click.Context):
+def _api(ctx: click.Context) -> Warehouse:
     """The application layer over the command's warehouse: every command calls it, as notebooks do."""
     from warehouse.api import Warehouse
     root = ctx.find_root()

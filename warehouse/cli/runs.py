@@ -219,7 +219,7 @@ def copy(src: str, dst: str, runs: tuple[str, ...]) -> None:
     """Copy runs (all when none are named) between warehouses, lossless and idempotent."""
     from warehouse.api import Warehouse
 
-    def show(c) -> None:
+    def show(c: Any) -> None:
         if c.error:
             error(c.error)
         elif c.existing:

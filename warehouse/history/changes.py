@@ -33,7 +33,7 @@ from warehouse.history.changepoints import MIN_AFTER, MIN_BEFORE, analyse, prepa
 from warehouse.errors import NotFound, UsageError
 from warehouse.registry.measures import METRIC, is_metric, ordered
 from warehouse.history.levels import _level, _replay_noise, _robust_night, _without_outliers
-from warehouse.history.series import HISTORY_METRICS, RunMeta, fetch_history, run_meta, select_runs
+from warehouse.history.series import HISTORY_METRICS, SeriesData, RunMeta, fetch_history, run_meta, select_runs
 from warehouse.history.boundchange import of_cause
 from warehouse.history.causes import Cause, Group, Overlaps, cause_id, link_fixes, nest
 from warehouse.history.hiccups import STEP_NIGHTS, step_of_hiccups
@@ -225,7 +225,13 @@ def _in_range(m: RunMeta, since: str | None, until: str | None) -> bool:
     return (since is None or day >= since[:10]) and (until is None or day <= until[:10])
 
 
-def _detect(data: dict[tuple[str, str, str, int], dict[str, np.ndarray]], runs: list[int], meta: dict[int, RunMeta],
+# a pass's answer: the series it judged (section, grouping, key, device, metric, normalised values, noise), what moved,
+# the one-night outliers, and the false-discovery threshold in sigmas
+_Passed = tuple[list[tuple[str, str, str, int, str, np.ndarray, float]], list["_Detection"], list["_Detection"], float]
+# a cause before it is told: (grouping, key, kind, up, main detection, its detections)
+_Top = tuple[str, str, str, bool, "_Detection", list["_Detection"]]
+
+def _detect(data: SeriesData, runs: list[int], meta: dict[int, RunMeta],
             label: str | None, metrics: list[str], fdr: float, min_sigmas: float, min_change: float,
             min_us: float, warnings: list[str]) -> ChangesResult:
     n = len(runs)
@@ -239,8 +245,10 @@ def _detect(data: dict[tuple[str, str, str, int], dict[str, np.ndarray]], runs: 
                    first, parts)
 
 
-def _finish(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_us, warnings, sections, moved,
-            first, parts=None):
+def _finish(data: SeriesData, runs: list[int], meta: dict[int, RunMeta], label: str | None, metrics: list[str],
+            fdr: float, min_sigmas: float, min_change: float, min_us: float, warnings: list[str], sections: list[str],
+            moved: set[tuple[str, str, str]], first: _Passed,
+            parts: dict[tuple[str, str, str, str], np.ndarray] | None = None) -> ChangesResult:
     n = len(runs)
     # nothing moved in the first pass: the level had nothing to leave out, the second pass would be the same
     todo, found, outliers, tau = (_pass(data, n, sections, metrics, fdr, min_sigmas, min_change, min_us, moved,
@@ -252,7 +260,7 @@ def _finish(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_u
                          coverage={"series_judged": len(todo), **_coverage(data, n, sections, metrics)})
 
 
-def _coverage(data, n: int, sections: list[str], metrics: list[str]) -> dict[str, int]:
+def _coverage(data: SeriesData, n: int, sections: list[str], metrics: list[str]) -> dict[str, int]:
     """The series too short to judge (a figure on fewer nights than a change needs), and the keys (kernel time)
     that appeared after the history's first night or that its newest night no longer has."""
     short = new = gone = 0
@@ -270,9 +278,9 @@ def _coverage(data, n: int, sections: list[str], metrics: list[str]) -> dict[str
     return {"too_little_history": short, "new_keys": new, "gone_keys": gone}
 
 
-def _pass(data, n: int, sections: list[str], metrics: list[str], fdr: float, min_sigmas: float, min_change: float,
-          min_us: float, moved: set[tuple[str, str, str]],
-          part_levels: dict[tuple[str, str, str, str], np.ndarray] | None = None):
+def _pass(data: SeriesData, n: int, sections: list[str], metrics: list[str], fdr: float, min_sigmas: float,
+          min_change: float, min_us: float, moved: set[tuple[str, str, str]],
+          part_levels: dict[tuple[str, str, str, str], np.ndarray] | None = None) -> _Passed:
     """One detection pass. The run-wide level leaves out the (block, op code) pairs of the keys in ``moved``
     (what a first pass found changed), so that one op code that many blocks hold cannot move it.
     ``part_levels`` keeps the levels of each block's and op code's pairs, which no pass changes."""
@@ -369,11 +377,11 @@ def _pass(data, n: int, sections: list[str], metrics: list[str], fdr: float, min
             found.append(_Detection(s, g, key, dev, m, "step", st.index, st.before * scale - off,
                                     st.after * scale - off, st.z, _p(st.z, n)))
         if res.creep is not None:
-            c = res.creep
-            if abs(c.after - c.before) * scale >= least or g == "run":
-                found.append(_Detection(s, g, key, dev, m, "creep", c.index, c.before * scale - off,
-                                        c.after * scale - off, c.z, _p(c.z, n), start=c.start_index,
-                                        per_night=c.per_night))
+            cr = res.creep
+            if abs(cr.after - cr.before) * scale >= least or g == "run":
+                found.append(_Detection(s, g, key, dev, m, "creep", cr.index, cr.before * scale - off,
+                                        cr.after * scale - off, cr.z, _p(cr.z, n), start=cr.start_index,
+                                        per_night=cr.per_night))
         for o in res.outliers:
             if o.z >= 2 * (tau if math.isfinite(tau) else min_sigmas):
                 outliers.append(_Detection(s, g, key, dev, m, "outlier", o.index, o.expected * scale, o.value * scale,
@@ -386,7 +394,7 @@ def _pass(data, n: int, sections: list[str], metrics: list[str], fdr: float, min
 _OFFSET = {"ops": 1.0}
 
 
-def _scale(data, s: str, g: str, key: str, dev: int, m: str, run_level: bool) -> float:
+def _scale(data: SeriesData, s: str, g: str, key: str, dev: int, m: str, run_level: bool) -> float:
     """What a normalised level of 1.0 is in us per iteration (the whole run: the sum of the section totals; a
     device: the sum of its section totals)."""
     if g == "device":
@@ -409,7 +417,7 @@ def _by_of(d: _Detection) -> tuple[str, str]:
     return d.by, d.key
 
 
-def _causes(found: list[_Detection], data, runs: list[int], meta: dict[int, RunMeta],
+def _causes(found: list[_Detection], data: SeriesData, runs: list[int], meta: dict[int, RunMeta],
             label: str | None, tau: float) -> list[Change]:
     """Nest detections into causes (see the module docstring), ordered by impact."""
     # 1. one finding per (by, key, kind, night, direction): the sections and metrics where it shows
@@ -465,7 +473,7 @@ def _causes(found: list[_Detection], data, runs: list[int], meta: dict[int, RunM
     return out
 
 
-def _series_of(d: _Detection, data) -> tuple[list[float | None], str]:
+def _series_of(d: _Detection, data: SeriesData) -> tuple[list[float | None], str]:
     """The values behind a detection, per night, and what they are: its key's own series; the whole run's and a
     device's are the sums of their section totals (what their before and after are in)."""
     what = f"sum of the sections' {d.metric}" if d.by in ("run", "device") else \
@@ -483,7 +491,7 @@ def _series_of(d: _Detection, data) -> tuple[list[float | None], str]:
     return [round(float(v), 3) if math.isfinite(v) else None for v in y], what
 
 
-def _corroborated(ds: list[_Detection], data, tau: float) -> bool:
+def _corroborated(ds: list[_Detection], data: SeriesData, tau: float) -> bool:
     """A key that runs in several sections (eager and its trace run the same ops) and moved in one of them only
     must be twice as clear: the same kernels rarely change in one section alone, noise often does."""
     secs = {d.section for d in ds}
@@ -502,7 +510,8 @@ def _window_delta(v: np.ndarray, night: int, w: int = 7) -> tuple[float, float]:
     return b, a
 
 
-def _change(top, nested, data, runs: list[int], meta: dict[int, RunMeta], label: str | None) -> Change:
+def _change(top: _Top, nested: list[_Top], data: SeriesData, runs: list[int], meta: dict[int, RunMeta],
+            label: str | None) -> Change:
     by, key, kind, up, main, ds = top
     night = main.night
     run = runs[night]
@@ -527,7 +536,8 @@ def _change(top, nested, data, runs: list[int], meta: dict[int, RunMeta], label:
         contributors=contributors[:TOP_CONTRIBUTORS + len(nested)])
 
 
-def _drill(by: str, key: str, main: _Detection, data, night: int, seen: set) -> list[dict[str, Any]]:
+def _drill(by: str, key: str, main: _Detection, data: SeriesData, night: int,
+           seen: set[tuple[str, str]]) -> list[dict[str, Any]]:
     """What moved inside a cause on its night: a block's op codes, an op code's blocks (us per iteration)."""
     if by not in ("block", "op-code"):
         return []

@@ -74,7 +74,7 @@ def compare_runs(engine: Engine, a: str, b: str, by: str = "layer", section: str
     va = {k: p for (r, k, d), p in values.items() if r == ra and d == ALL_DEVICES}
     vb = {k: p for (r, k, d), p in values.items() if r == rb and d == ALL_DEVICES}
 
-    def row(key: str, x, y) -> CompareRow:
+    def row(key: str, x: Any, y: Any) -> CompareRow:
         xa = (x.values.get(metric) or 0.0) if x else 0.0
         yb = (y.values.get(metric) or 0.0) if y else 0.0
         return CompareRow(key, "both" if x and y else ("only in A" if x else "only in B"), round(xa, 3),

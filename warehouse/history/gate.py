@@ -40,8 +40,8 @@ from warehouse.history.judge import Z_GATE, judge, night_levels
 from warehouse.history.quality import judge as judge_quality
 from warehouse.history.select import History, load
 from warehouse.history.series import (ALL_DEVICES, RunMeta, Table, attribution_gaps, by_run, fetch, fetch_table,
-                                      resolve_sections, rollup_of, run_meta, section_label, sections_of,
-                                      select_runs)
+                                      resolve_sections, run_meta, section_label, sections_of, select_runs)
+from warehouse.store.rollupsql import rollup_of
 from warehouse.history.triage import decisions
 from warehouse.registry.contract import EAGER, TRACE
 from warehouse.registry.measures import DRILL_DOWN, METRIC, METRICS, ordered

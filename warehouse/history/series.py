@@ -17,7 +17,7 @@ from warehouse.analysis.rollups import computed_rows, run_rows
 from warehouse.errors import NotFound, UsageError
 from warehouse.registry.measures import COLUMN_METRIC, GROUPINGS, METRIC, METRICS, Metric, grouping_keys
 from warehouse.store.listing import order_key
-from warehouse.store.rollupsql import rollup_of, rollup_select, section_names, sql_list  # noqa: F401 (re-exported)
+from warehouse.store.rollupsql import rollup_of, section_names, sql_list
 from warehouse.store.dialect import exact_number_text, text_list_agg
 from warehouse.registry.contract import EAGER, TRACE
 
@@ -316,8 +316,11 @@ _HISTORY_COLUMNS = {"kernel": "kernel_us", "fw": "fw_us", "op2op": "op2op_us", "
 _HISTORY_GROUPINGS = ("section", "block", "op-code", "block/op-code")
 
 
-def fetch_history(conn: Connection, runs: list[int], computed: tuple[str, ...] = ()
-           ) -> dict[tuple[str, str, str, int], dict[str, np.ndarray]]:
+# (section, grouping, key, device) -> metric (and "<metric>_spread", "iterations") -> one value per night
+SeriesData = dict[tuple[str, str, str, int], dict[str, np.ndarray]]
+
+
+def fetch_history(conn: Connection, runs: list[int], computed: tuple[str, ...] = ()) -> SeriesData:
     """Every needed rollup row of ``runs`` as arrays over the nights: (section, grouping, key, device) ->
     metric -> values (and ``<metric>_spread``, ``iterations``). Only the sections the detector reads (the named
     ones; the whole run for captures without sections), so the reads follow the primary key. The (block, op

@@ -98,7 +98,7 @@ def table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
             widths[i] = max(widths[i], len(v))
     numeric = [all(isinstance(r[i], (int, float, Decimal)) or r[i] is None for r in rows) and rows
                for i in range(len(columns))]
-    def line(vals):
+    def line(vals: Sequence[str]) -> str:
         cells = (v.rjust(w) if numeric[i] else v.ljust(w) for i, (v, w) in enumerate(zip(vals, widths)))
         return "  ".join(cells).rstrip()
     out = [line(list(columns)), "  ".join("-" * w for w in widths)]

@@ -30,14 +30,16 @@ from warehouse.capture.alignment import SIGNPOST, HistoryTracker
 from warehouse.runs.notices import captured_at, finish_warnings, future_capture
 from warehouse.store.interning import Interner
 from warehouse.store.perfstore import ShapeCache, column_rows, perf_arch
-from warehouse.store.cells import compresses, pack_cells, static_ids_json
+from warehouse.store.cells import compresses, static_ids_json
+from warehouse.capture.packing import pack_cells
 from warehouse.capture.prepared import BATCH, REPLAY, ROW_TYPED, TYPED, Batch, Chunk
 from warehouse.capture.rowprep import RowSource, claim
 from warehouse.workers.heap import trim_heap
 from warehouse.capture.occurrence import Occurrences
 from warehouse.registry.columns import AT
 from warehouse.workers.fork import Aside
-from warehouse.analysis.report import ReportFeed, feed_parts, store_parts
+from warehouse.analysis.report import feed_parts, store_parts
+from warehouse.analysis.reportscan import ReportFeed
 from warehouse.analysis.rollups import KnownKeys, build_rollups
 from warehouse.analysis.rollupcalc import OpCapture
 from warehouse.capture.signposts import Attribution, SectionSpan

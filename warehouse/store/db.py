@@ -13,10 +13,14 @@ import sys
 import urllib.parse
 from pathlib import Path
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 from warehouse.store import dialect
 from warehouse.store.cells import register_sqlite_functions
@@ -55,7 +59,7 @@ def display(url: URL) -> str:
     return url.render_as_string(hide_password=True)
 
 
-def alembic_config(url: str | URL, connection: Connection | None = None):
+def alembic_config(url: str | URL, connection: Connection | None = None) -> Config:
     """An Alembic config for ``url`` (and an open connection to run on, when given)."""
     from alembic.config import Config
 
@@ -87,7 +91,7 @@ def check_revision_arg(revision: str, *, allow_base: bool = False) -> None:
         raise UsageError(f"{revision!r}: unknown revision; expected one of {', '.join(ok)}", param="revision")
 
 
-def _sqlite_pragmas(dbapi_conn, _record) -> None:
+def _sqlite_pragmas(dbapi_conn: Any, _record: object) -> None:
     # isolation_level None: the driver must not open transactions behind our back; we emit BEGIN ourselves.
     dbapi_conn.isolation_level = None
     cur = dbapi_conn.cursor()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from array import array
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Table
 
 from warehouse.capture.cellcodec import digest
 from warehouse.capture.csvfile import LONG_TEXT
@@ -61,7 +61,7 @@ class Interner:
             self._conn.close()
             self._conn = None
 
-    def _resolve(self, table, key_col: str, values: dict[object, dict]) -> dict[object, int]:
+    def _resolve(self, table: Table, key_col: str, values: dict[object, dict]) -> dict[object, int]:
         """``{key: id}`` for rows keyed by ``key_col``, inserting the missing ones (in key order)."""
         return {k: v[0] for k, v in dialect.resolve_ids(self.connection(), table, key_col, values).items()}
 

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 from warehouse.errors import NotFound, UsageError
 
 if TYPE_CHECKING:
-    from sqlalchemy import Engine
+    from sqlalchemy import ColumnElement, Engine
 
 
-def order_key():
+def order_key() -> tuple[ColumnElement[Any], ...]:
     """Runs in capture order (ingest time when the file name has no capture time), then id."""
     from sqlalchemy import func
 

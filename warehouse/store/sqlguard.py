@@ -260,20 +260,20 @@ def check_postgres(sql: str) -> bool:
     problems: list[str] = []
 
     class _Walk(Visitor):
-        def visit_FuncCall(self, _ancestors, node) -> None:
+        def visit_FuncCall(self, _ancestors: Any, node: Any) -> None:
             names = [n.sval.lower() for n in node.funcname]
             fn, schema = names[-1], names[:-1]
             if fn not in PG_FUNCTIONS or schema not in ([], ["pg_catalog"]):
                 problems.append(f"the function {'.'.join(names)}() (not on the list of functions `warehouse sql` "
                                 "allows: string, math, date, JSON, array, aggregate and window functions)")
 
-        def visit_RangeVar(self, _ancestors, node) -> None:
+        def visit_RangeVar(self, _ancestors: Any, node: Any) -> None:
             schema = (node.schemaname or "").lower()
             if schema not in ("", "public") or node.relname.lower().startswith("pg_"):
                 problems.append(f"reading {'.'.join(filter(None, [node.schemaname, node.relname]))} "
                                 "(outside the warehouse)")
 
-        def visit(self, _ancestors, node) -> None:  # every other node: refused kinds by class name
+        def visit(self, _ancestors: Any, node: Any) -> None:  # every other node: refused kinds by class name
             what = _PG_NODES_REFUSED.get(type(node).__name__)
             if what:
                 problems.append(what)

@@ -163,7 +163,7 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
         return templates.TemplateResponse(request, "error.html", {"error": str(e), "q": request.query_params,
                                                                   "url_for": url_for}, status_code=status)
 
-    def guarded(fn):
+    def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
         # a plain function: Starlette runs it in its thread pool, so one slow request (a 10 s /sql) never holds
         # the event loop that every other page is served from
         def endpoint(request: Request) -> Response:
