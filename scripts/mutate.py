@@ -5,8 +5,11 @@ should see it, and say whether they did (killed) or not (survived).
     python scripts/mutate.py [--only NAME ...] [--list]
 
 Each mutation is an exact text replacement in one file (it must match once); the copy is the working tree's
-tracked files (`git ls-files`), so uncommitted edits are checked too. Exit 1 when a mutation survives or no longer
-applies (the code moved: update its text here).
+tracked files (`git ls-files`), so uncommitted edits are checked too. A mutation is killed only when every test named
+for it ran (a test not found, deselected or skipped is no witness) and at least one of them failed; the verdicts
+read pytest's JUnit report, never its exit status alone (exit 5, "no tests ran", is not a kill). Exit 1 when a
+mutation survives, its tests did not run, or it no longer applies (the code moved: update its text here). CI runs
+this after the whole suite has passed on the unmutated tree.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,8 +88,28 @@ def _copy_tree(dst: Path) -> None:
             shutil.copy2(ROOT / rel, dst / rel)
 
 
+def verdict(junit: Path, tests: list[str]) -> str:
+    """'killed' when every named test ran (a case of it, not skipped) and one failed; 'not run' when one did not
+    run; else 'survived'. A named test is ``path::function`` (all its parameter cases) or one case ``...[id]``."""
+    cases = []
+    if junit.exists():
+        for case in ET.parse(junit).getroot().iter("testcase"):
+            outcome = ("skipped" if case.find("skipped") is not None else
+                       "failed" if case.find("failure") is not None or case.find("error") is not None else "passed")
+            cases.append((case.get("classname", ""), case.get("name", ""), outcome))
+    failed = False
+    for test in tests:
+        path, _, name = test.partition("::")
+        module = path.removesuffix(".py").replace("/", ".")
+        mine = [o for c, n, o in cases if c == module and (n == name or ("[" not in name and n.startswith(name + "[")))]
+        if not [o for o in mine if o != "skipped"]:
+            return "not run"
+        failed |= "failed" in mine
+    return "killed" if failed else "survived"
+
+
 def run(m: Mutation) -> str:
-    """'killed', 'survived' or 'stale' (its text no longer matches once)."""
+    """'killed', 'survived', 'not run' (a named test did not run) or 'stale' (its text no longer matches once)."""
     with tempfile.TemporaryDirectory(prefix="wh-mutant-") as tmp:
         tree = Path(tmp)
         _copy_tree(tree)
@@ -95,9 +119,10 @@ def run(m: Mutation) -> str:
             return "stale"
         target.write_text(src.replace(m.old, m.new))
         env = {**os.environ, "PYTHONPATH": str(tree)}  # the copy's package, before the installed one
-        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *m.tests],
-                           cwd=tree, env=env, capture_output=True, text=True)
-        return "killed" if r.returncode != 0 else "survived"
+        junit = tree / "mutant-junit.xml"
+        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
+                        *m.tests], cwd=tree, env=env, capture_output=True, text=True)
+        return verdict(junit, m.tests)
 
 
 def main() -> int:

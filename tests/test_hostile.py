@@ -185,7 +185,7 @@ def test_parser_fuzz(tmp_path_factory, data):
     folder = tmp_path_factory.mktemp("fuzz")
     f = folder / "ops_perf_results_fuzz.csv"
     f.write_bytes(content)
-    eng = open_db(str(folder / "w.db"))
+    eng = open_db(migrated_sqlite(folder / "w.db"))  # (a copy of the session's migrated warehouse, per example)
     try:
         r = ingest_file(eng, f)
     except InputError:

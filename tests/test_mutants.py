@@ -117,3 +117,25 @@ def test_the_runs_page_date_filter_is_inclusive(tmp_path):
     assert ids(since="2026-11-03", until="2026-11-03") == [3]  # one day: its own run
     assert ids(since="2026-11-03") == [3, 4, 5] and ids(until="2026-11-03") == [1, 2, 3]
     assert ids(since="2026-11-06") == [] and ids(until="2026-10-31") == []
+
+
+# ----------------------------------------------------------------------------- scripts/mutate.py's verdicts
+def test_a_mutation_is_killed_only_when_its_named_tests_ran_and_one_failed(tmp_path):
+    """A non-zero exit is no kill: a named test that was not found, or only skipped, is no witness."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    from mutate import verdict
+
+    def junit(*cases: tuple[str, str]) -> Path:
+        mark = {"failed": "<failure/>", "skipped": "<skipped/>", "passed": ""}
+        body = "".join(f'<testcase classname="tests.test_x" name="{n}">{mark[o]}</testcase>' for n, o in cases)
+        p = tmp_path / "j.xml"
+        p.write_text(f'<testsuites><testsuite>{body}</testsuite></testsuites>')
+        return p
+    named = ["tests/test_x.py::test_a", "tests/test_x.py::test_b[sqlite-1]"]
+    assert verdict(junit(("test_a[p]", "passed"), ("test_b[sqlite-1]", "failed")), named) == "killed"
+    assert verdict(junit(("test_a[p]", "failed"), ("test_b[sqlite-1]", "passed")), named) == "killed"
+    assert verdict(junit(("test_a[p]", "passed"), ("test_b[sqlite-1]", "passed")), named) == "survived"
+    assert verdict(junit(("test_a[p]", "failed")), named) == "not run"  # test_b was not found
+    assert verdict(junit(("test_a[p]", "failed"), ("test_b[sqlite-1]", "skipped")), named) == "not run"
+    assert verdict(junit(("test_ab", "failed"), ("test_b[sqlite-1]", "failed")), named) == "not run"  # another test
+    assert verdict(tmp_path / "missing.xml", named) == "not run"  # pytest never wrote its report
