@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from warehouse.capture import plan as budgets
 from warehouse.capture import prepared, rowprep
 from warehouse.capture.csvfile import scan_file
 
@@ -17,7 +18,7 @@ CAPTURES = sorted(DATA.glob("real/*.csv")) + sorted(DATA.glob("seedfmt/**/ops_pe
 
 def _items(path: Path, columnar: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[list, int | None]:
     """Every item of prepare() (progress left out) and where the columnar path stopped (None: it read all)."""
-    monkeypatch.setattr(rowprep, "COLUMNAR_MIN_BYTES", 0 if columnar else None)
+    monkeypatch.setattr(budgets, "COLUMNAR_MIN_BYTES", 0 if columnar else None)
     from warehouse.capture import arrowprep
     stops: list[int | None] = []
     real = arrowprep.columnar_batches

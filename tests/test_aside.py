@@ -48,7 +48,8 @@ def test_nothing_is_forked_from_a_process_that_runs_threads():
 def test_leaving_early_stops_the_child():
     t0 = time.monotonic()
     with Aside(lambda: time.sleep(60)) as a:
-        pid = a._pid
+        assert a._child is not None
+        pid = a._child.pid
     assert pid is not None and time.monotonic() - t0 < 30
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)  # reaped

@@ -32,7 +32,8 @@ def test_every_row_of_the_bench_input_is_distinct(tmp_path, source):
     assert len(set(rows)) == len(rows)
     # ...op rows included, their call counts and cycles too: not only the signposts differ
     assert 2900 <= bench.op_rows(path) <= 3100
-    header = next(csv.reader(open(path, newline="")))
+    with open(path, newline="") as f:
+        header = next(csv.reader(f))
     kind, cycle = header.index("OP TYPE"), header.index("DEVICE FW START CYCLE")
     ops = [r for r in rows if r[kind] != "signpost" and r[cycle]]
     assert len({r[cycle] for r in ops}) == len(ops)

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
+from conftest import migrated_sqlite
 from corpus import cases
 from warehouse.cli import cli
 from warehouse.store.db import open_db

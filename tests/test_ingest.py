@@ -284,29 +284,29 @@ def test_occurrences_are_the_running_counts_of_their_keys(tmp_path, corpus_copy)
     assert [r for r in rows if r[2] != r[3]] == []
 
 
-def test_a_run_foreseen_big_keeps_no_per_op_state_and_stores_the_same(tmp_path, corpus_copy, monkeypatch):
-    """A file that foretells more ops than ingest.BIG_OPS (here made small) keeps no per-op state for its end:
-    its report parts, rollup keys and by-id rows are read back there. What it stores is what `check` computes
-    from its ops, and the connection's page cache is as it was."""
+def test_a_run_planned_big_keeps_no_per_op_state_and_stores_the_same(tmp_path, corpus_copy, monkeypatch):
+    """A file whose scan foretells more rows than plan.BIG_ROWS (here made small) is planned big and keeps no
+    per-op state for its end: its report parts, rollup keys and by-id rows are read back there. What it stores is
+    what `check` computes from its ops, and the connection's page cache is as it was."""
+    from warehouse.capture import plan as budgets
     from warehouse.runs import ingest as ing
     from warehouse.runs.maintenance import check_warehouse
 
-    monkeypatch.setattr(ing, "BIG_OPS", 100)
-    monkeypatch.setattr(ing, "BATCH", 64)  # (foreseen after two of these)
+    monkeypatch.setattr(budgets, "BIG_ROWS", 100)
     seen = []
-    real = ing._FileIngest._foresee
+    real = ing._FileIngest._keep_per_op_state
 
-    def foresee(self, b):
-        real(self, b)
-        seen.append(self.big)
-    monkeypatch.setattr(ing._FileIngest, "_foresee", foresee)
+    def keep(self):
+        real(self)
+        seen.append((self.big, self.feed.fed > self.feed.MAX_OPS, self.keys.given_up, self.capture.full))
+    monkeypatch.setattr(ing._FileIngest, "_keep_per_op_state", keep)
     from warehouse.analysis import report
     read_back = []
     real_scan = report._scan
     monkeypatch.setattr(report, "_scan", lambda *a, **k: (read_back.append(a[2]), real_scan(*a, **k))[1])
     eng = open_db(str(tmp_path / "w.db"))
     r = ing.ingest_file(eng, corpus_copy("dlv3_same"), worker=True)
-    assert r.ops > 100 and seen == [True] and read_back == ["eager", "trace"]
+    assert r.ops > 100 and seen == [(True, True, True, True)] and read_back == ["eager", "trace"]
     with eng.connect() as c:
         assert c.exec_driver_sql("PRAGMA cache_size").scalar() == -8192
     assert check_warehouse(eng) == []

@@ -13,6 +13,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from conftest import make_invoke
+from csvedit import read_lists
 from corpus import cases
 from warehouse.store.db import open_db
 from warehouse.errors import UsageError
@@ -320,7 +321,7 @@ def test_device_minus_one_is_its_files_warning_not_the_commands_end(db_url, tmp_
     devices") goes in with a warning; the next file of the folder goes in too."""
     import csv as _csv
     src = cases()["dlv3_same"]
-    rows = list(_csv.reader(src.open(newline="", encoding="utf-8-sig")))
+    rows = read_lists(src, encoding="utf-8-sig")
     dev = rows[0].index("DEVICE ID")
     folder = tmp_path / "nightly"
     folder.mkdir()
@@ -586,7 +587,7 @@ def test_labels_are_one_line_and_tables_stay_one_row_a_line(db_url):
 def _oracle_case(tmp_path, name, mutate, bom=False):
     import csv as _csv
     src = cases()["dlv3_same"]
-    rows = list(_csv.reader(src.open(newline="", encoding="utf-8-sig")))
+    rows = read_lists(src, encoding="utf-8-sig")
     head, body = mutate(rows[0], rows[1:])
     p = tmp_path / f"ops_perf_results_{name}.csv"
     with p.open("w", newline="", encoding="utf-8-sig" if bom else "utf-8") as f:

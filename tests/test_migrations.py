@@ -11,6 +11,7 @@ from alembic import command
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 
+from conftest import make_invoke
 from corpus import cases
 from warehouse.store.db import alembic_config, downgrade, head_revision, make_engine, open_db, resolve_url, upgrade
 from warehouse.store.views import VIEW_NAMES
@@ -32,9 +33,9 @@ def test_revision_files_are_named_and_reversible():
         assert "def downgrade() -> None:\n    pass" not in src
 
 
-def test_stairway(db_url):
+def test_stairway(empty_db_url):
     """Every revision upgrades, downgrades and upgrades again."""
-    engine = make_engine(resolve_url(db_url))
+    engine = make_engine(resolve_url(empty_db_url))
     revs = revisions()
     for i, rev in enumerate(revs):
         upgrade(engine, rev)
@@ -57,8 +58,9 @@ def test_alembic_check(wh, db_url):
     assert wh("db", "current").output.startswith(f"{head_revision()} (head {head_revision()})")
 
 
-def test_behind_head_is_refused_then_upgraded_with_data(wh, db_url):
-    engine = make_engine(resolve_url(db_url))
+def test_behind_head_is_refused_then_upgraded_with_data(empty_db_url):
+    wh = make_invoke(empty_db_url)
+    engine = make_engine(resolve_url(empty_db_url))
     upgrade(engine, revisions()[0])
     engine.dispose()
     r = wh("runs")

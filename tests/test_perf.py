@@ -16,6 +16,7 @@ from sqlalchemy import text
 
 from conftest import make_invoke
 from corpus import DATA, GOLDEN
+from csvedit import read_dicts, read_lists, write_lists
 from ttperf_cases import BUILDERS, LIVE_ONLY
 
 ROOT = Path(__file__).parent.parent
@@ -54,8 +55,8 @@ def test_perf_csv_equals_tt_perf_report(wh, name, tmp_path):
     res = _compare(GOLDEN / "ttperf" / f"{name}.csv", out)
     assert res.returncode == 0 and EQUAL in res.stdout, res.stdout
     # every other column too (labels with sizes, datatypes, Total %...), exactly or to the last bits
-    ref = list(csv.DictReader(open(GOLDEN / "ttperf" / f"{name}.csv", newline="")))
-    got = list(csv.DictReader(open(out, newline="")))
+    ref = read_dicts(GOLDEN / "ttperf" / f"{name}.csv")
+    got = read_dicts(out)
     for i, (a, b) in enumerate(zip(ref, got)):
         for col, v in b.items():
             w = "" if a[col] == "nan" else a[col]
@@ -96,7 +97,7 @@ def test_unmerged_devices_equal_tt_perf_report_run_here(wh, tmp_path, name, rows
     assert wh("perf", "latest", "--no-merge-devices", "--csv", out).exit_code == 0
     res = _compare(ref, out)
     assert res.returncode == 0 and EQUAL in res.stdout, res.stdout
-    assert sum(1 for _ in open(ref)) == rows + 1  # every op of every device, and the header
+    assert len(Path(ref).read_text().splitlines()) == rows + 1  # every op of every device, and the header
 
 
 def test_compare_rule_can_fail(wh, tmp_path):
@@ -105,23 +106,23 @@ def test_compare_rule_can_fail(wh, tmp_path):
     wh("ingest", _source(name, tmp_path))
     out = tmp_path / "ours.csv"
     wh("perf", "latest", "--csv", out)
-    rows = list(csv.reader(open(out, newline="")))
+    rows = read_lists(out)
     i = next(k for k, r in enumerate(rows) if k and r[rows[0].index("FLOPs %")])
     rows[i][rows[0].index("FLOPs %")] = str(float(rows[i][rows[0].index("FLOPs %")]) * (1 + 1e-5))
     bad = tmp_path / "bad.csv"
-    csv.writer(open(bad, "w", newline="")).writerows(rows)
+    write_lists(bad, rows)
     assert _compare(GOLDEN / "ttperf" / f"{name}.csv", bad).returncode == 1
     assert _compare(GOLDEN / "ttperf" / f"{name}.csv", bad, strict=False).returncode == 1
-    csv.writer(open(bad, "w", newline="")).writerows(rows[:-1])
+    write_lists(bad, rows[:-1])
     assert _compare(GOLDEN / "ttperf" / f"{name}.csv", bad).returncode == 1
     # one advice changed, or the column dropped, fails the strict rule
-    rows = list(csv.reader(open(out, newline="")))
+    rows = read_lists(out)
     k = rows[0].index("Advice")
     i = next(j for j, r in enumerate(rows) if j and r[k])
     rows[i][k] = rows[i][k].replace("•", "-")
-    csv.writer(open(bad, "w", newline="")).writerows(rows)
+    write_lists(bad, rows)
     assert _compare(GOLDEN / "ttperf" / f"{name}.csv", bad).returncode == 1
-    csv.writer(open(bad, "w", newline="")).writerows([r[:k] + r[k + 1:] for r in rows])
+    write_lists(bad, [r[:k] + r[k + 1:] for r in rows])
     assert _compare(GOLDEN / "ttperf" / f"{name}.csv", bad).returncode == 1
 
 
@@ -163,8 +164,7 @@ def test_host_and_device_ops_apart(wh, db_url):
     assert Warehouse(db_url).query("SELECT COUNT(*) AS n, SUM(host_duration_ns) AS ns FROM op_perf "
                                    "WHERE is_host = 1")[0]["n"] == 485
     # HOST DURATION [ns] of the file, summed, is what the view holds
-    rows = list(csv.DictReader(open(DATA / "real" / "ttnnvis__ops_perf_results_SEG_ENCODER_2024_10_04_01_36_08.csv",
-                                    newline="")))
+    rows = read_dicts(DATA / "real" / "ttnnvis__ops_perf_results_SEG_ENCODER_2024_10_04_01_36_08.csv")
     want = sum(int(r["HOST DURATION [ns]"]) for r in rows if r["HOST DURATION [ns]"])
     got = Warehouse(db_url).query("SELECT SUM(host_duration_ns) AS ns FROM op_perf")[0]["ns"]
     assert got == want
@@ -225,7 +225,7 @@ def test_readme_worked_example(wh, db_url, tmp_path):
     readme = (ROOT / "docs" / "perf.md").read_text()
     sql = re.search(r"<!-- perf-example -->\n```sql\n(.*?)```", readme, re.S).group(1)
     src = DATA / "real" / "ttperfreport__ops_perf_results_2025_09_18_11_39_20.csv"
-    rows = list(csv.DictReader(open(src, newline="")))
+    rows = read_dicts(src)
     n = 0
     for r in rows:  # every third matmul 2.5x slower: FLOPs % falls, some Bound changes
         if "Matmul" in r["OP CODE"]:
@@ -398,7 +398,7 @@ def test_busy_wall_time_counts_overlapping_ops_once(wh, tmp_path):
     """Ops that run at once (as on sub-devices) count once in a device's busy time; their spans summed count them
     twice, as tt-perf-report 1.4.1's totals do."""
     src = DATA / "real" / "ttperfreport__bh_p100_dlv3.csv"
-    rows = list(csv.reader(open(src, newline="")))
+    rows = read_lists(src)
     h = rows[0]
     a, b = h.index("DEVICE FW START CYCLE"), h.index("DEVICE FW END CYCLE")
     ops = [r for r in rows[1:] if r[h.index("OP TYPE")] != "signpost" and r[a]]
@@ -407,7 +407,7 @@ def test_busy_wall_time_counts_overlapping_ops_once(wh, tmp_path):
         r[a] = str(int(prev[a]) + 100)
         r[b] = str(int(prev[a]) + 100 + length)
     f = tmp_path / "ops_perf_results_overlap.csv"
-    csv.writer(open(f, "w", newline=""), lineterminator="\n").writerows(rows)
+    write_lists(f, rows, lineterminator="\n")
     assert wh("ingest", f, "--freq-mhz", "1350").exit_code == 0
     s = json.loads(wh("perf", "latest", "--json").stdout)["summary"]
     spans = [(float(r[a]), float(r[b])) for r in ops]

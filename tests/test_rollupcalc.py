@@ -12,6 +12,7 @@ from sqlalchemy import text
 
 from conftest import BACKENDS, _new_url, make_invoke
 from corpus import DATA, cases
+from warehouse.capture import plan as budgets
 from warehouse.registry import measures
 from warehouse.analysis import rollupcalc, rollups
 from warehouse.store.db import open_db
@@ -103,7 +104,7 @@ def test_rows_made_aside_with_the_keys_ingest_interned(backend, tmp_path, monkey
     (aside.streamed) ready to insert with their keys' ids; keys it did not know (history's late corrections
     bring some; here the layers' are forgotten too) are found at the end. The stored rows are the SQL's on every
     corpus capture, on both back ends."""
-    monkeypatch.setattr(rollupcalc, "ASIDE_ROWS", 0)  # (every run's rows made aside, however small)
+    monkeypatch.setattr(budgets, "ASIDE_ROWS", 0)  # (every run's rows made aside, however small)
     import warehouse.workers.fork as aside
     real_streamed, real_add, real_key_ids, real_build = (aside.streamed, rollups.KnownKeys.add, rollups._key_ids,
                                                          rollups.build_rollups)
@@ -172,9 +173,9 @@ def test_unmirrored_metric_falls_back_to_the_sql(corpus_db, monkeypatch):
 
 
 def test_a_big_run_is_left_to_the_sql(db_url, monkeypatch):
-    """Runs over rollupcalc.MAX_OPS ops are written by the SQL alone (numpy's arrays would grow with the run):
+    """Runs over plan.NUMPY_MAX_OPS ops are written by the SQL alone (numpy's arrays would grow with the run):
     the same rows, and numpy is not asked."""
-    monkeypatch.setattr(rollupcalc, "MAX_OPS", 100)
+    monkeypatch.setattr(budgets, "NUMPY_MAX_OPS", 100)
     calls = []
     real = rollupcalc._Fine.__init__
     monkeypatch.setattr(rollupcalc._Fine, "__init__", lambda self, *a: (calls.append(a), real(self, *a))[1])

@@ -3,7 +3,6 @@ read in-process stores (every table through natural keys, warnings and errors in
 restart mid-file, and a worker that dies or is left behind never leaves a process or half a run."""
 from __future__ import annotations
 
-import multiprocessing
 import os
 import shutil
 import signal
@@ -14,6 +13,7 @@ from sqlalchemy import text
 
 from conftest import make_invoke
 from test_parallel import FILES, _dump
+from warehouse.capture import plan as budgets
 from warehouse.capture import prepared, rowprep
 from warehouse.store.db import open_db
 from warehouse.errors import InputError, WarehouseError
@@ -58,7 +58,7 @@ def both(tmp_path_factory):
             real_init(self, *a, **k)
             _used.append(self.worker)
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(rowprep, "WORKER_MIN_BYTES", threshold)
+            mp.setattr(budgets, "WORKER_MIN_BYTES", threshold)
             mp.setattr(rowprep, "BATCH", 700)  # several batches, chunks across batch ends
             mp.setattr(rowprep.threading, "active_count", lambda: 1)  # (a thread left by another test)
             mp.setattr(rowprep.RowSource, "__init__", init)
@@ -97,7 +97,9 @@ def test_token_table_restarts(tmp_path, monkeypatch):
 
 
 def _children() -> list:
-    return [p for p in multiprocessing.active_children() if p.name == "warehouse-rowprep"]
+    """This process's children (the reader's worker is forked; one left over, even a zombie, is a leak)."""
+    import psutil
+    return psutil.Process().children(recursive=True)
 
 
 def test_duplicate_stops_the_worker(tmp_path):
@@ -179,7 +181,7 @@ def test_typing_by_column_is_typing_by_cell():
 
 def test_no_worker_from_a_threaded_process(tmp_path, monkeypatch):
     """A process that runs threads (a web app calling the API) reads in-process: forking it could deadlock."""
-    monkeypatch.setattr(rowprep, "WORKER_MIN_BYTES", 0)
+    monkeypatch.setattr(budgets, "WORKER_MIN_BYTES", 0)
     monkeypatch.setattr(rowprep.threading, "active_count", lambda: 2)
     with rowprep.RowSource(FILES[0]) as src:
         assert not src.worker
@@ -253,12 +255,19 @@ def test_a_sender_that_fails_ends_the_worker(tmp_path, monkeypatch):
     """The worker sends from a thread of its own: if sending fails for a reason other than the consumer going,
     the worker ends (its reading thread may be blocked on a full queue and must not be left there), and the
     consumer says so on one line; nothing is stored."""
-    import multiprocessing.connection
+    class Broken:
+        def write(self, buf):
+            raise ValueError("a failure of the pipe's own")
 
-    def broken(self, buf, *a):
-        raise ValueError("a failure of the pipe's own")
+        def flush(self):
+            pass
+    real = rowprep._Sender.__init__
+
+    def init(self, out):
+        real(self, out)
+        self.out = Broken()  # (before any item is queued: the sending thread writes only what is queued)
     # (the fork carries the patch into the worker; the consumer only receives)
-    monkeypatch.setattr(multiprocessing.connection.Connection, "send_bytes", broken)
+    monkeypatch.setattr(rowprep._Sender, "__init__", init)
     eng = open_db(str(tmp_path / "w.db"))
     with pytest.raises(WarehouseError, match=r"the process reading the file stopped unexpectedly \(exit code 1\)"):
         ingest_file(eng, FILES[0], worker=True)
@@ -268,39 +277,48 @@ def test_a_sender_that_fails_ends_the_worker(tmp_path, monkeypatch):
     eng.dispose()
 
 
-def test_read_ahead_is_claimed_by_the_ingest(tmp_path, monkeypatch):
+def test_read_ahead_is_taken_over_by_the_ingest(tmp_path, monkeypatch):
     """The API forks the first file's reader before it opens the warehouse; the ingest takes that reader over
-    (same run, byte-identical export) and none is left running, also when the ingest never happens."""
+    (same run, byte-identical export) and none is left running, also when the ingest never happens or the reader
+    packs chunks for the other back end."""
     import io
 
     from warehouse.api import Warehouse
+    from warehouse.runs import ingest as ing
 
-    monkeypatch.setattr(rowprep, "WORKER_MIN_BYTES", 0)
-    claimed: list[bool] = []
-    real = rowprep.claim
+    monkeypatch.setattr(budgets, "WORKER_MIN_BYTES", 0)
+    started: list[rowprep.RowSource | None] = []
+    forked: list[bool] = []
+    used: list[rowprep.RowSource] = []
+    real_ahead, real_once = rowprep.read_ahead, ing._ingest_once
 
-    def spy(path, compress):
-        got = real(path, compress)
-        claimed.append(got is not None and got.worker)
-        return got
-    monkeypatch.setattr("warehouse.runs.ingest.claim", spy)
+    def ahead(path, compress):
+        started.append(real_ahead(path, compress))
+        forked.append(started[-1] is not None and started[-1].worker)
+        return started[-1]
+
+    def once(engine, req, source, scan):
+        used.append(source)
+        return real_once(engine, req, source, scan)
+    monkeypatch.setattr(rowprep, "read_ahead", ahead)
+    monkeypatch.setattr(ing, "_ingest_once", once)
     wh = Warehouse(str(tmp_path / "w.db"))
     (out,) = wh.ingest(FILES[0])
-    assert out.error is None and claimed == [True]
-    assert not rowprep._AHEAD
+    assert out.error is None and forked == [True] and used == started
+    assert started[0] is not None and started[0]._proc is None  # (its worker is done and stopped)
     buf = io.BytesIO()
     wh.export(out.run_id, buf)
     assert buf.getvalue() == FILES[0].read_bytes()
 
-    # a reader for the wrong back end is stopped and replaced; one never claimed is stopped by drop_ahead
-    rowprep.read_ahead(FILES[0], compress=False)
-    src = rowprep._AHEAD[FILES[0]]
-    assert real(FILES[0], True) is None and src._proc is None
-    rowprep.read_ahead(FILES[1], compress=True)
-    src = rowprep._AHEAD[FILES[1]]
-    rowprep.drop_ahead()
-    assert not rowprep._AHEAD and src._proc is None
+    # a reader for the other back end is not used (and is stopped); one never used is stopped by its owner
+    wrong = real_ahead(FILES[1], compress=False)
+    assert wrong is not None
+    ing.ingest_file(wh.engine, FILES[1], source=wrong)
+    assert used[-1] is not wrong and wrong._proc is None
+    unused = real_ahead(FILES[1], compress=True)
+    assert unused is not None and unused._proc is not None
+    unused.close()
+    assert unused._proc is None and not _children()
 
     # a file that cannot be read is left to the ingest, which names its problem
-    rowprep.read_ahead(tmp_path / "missing.csv", compress=True)
-    assert not rowprep._AHEAD
+    assert real_ahead(tmp_path / "missing.csv", compress=True) is None

@@ -8,6 +8,7 @@ from sqlalchemy import text
 
 from warehouse.store.views import VIEWS
 
+from conftest import make_invoke
 from corpus import cases
 
 
@@ -38,7 +39,8 @@ def test_sql_is_read_only(wh, db_url):
     assert r.exit_code == 2 and r.output.startswith("Error: SQL error")
 
 
-def test_schema_lists_tables_and_views(wh):
+def test_schema_lists_tables_and_views(empty_db_url):
+    wh = make_invoke(empty_db_url)
     r = wh("schema")  # reads only: no warehouse is created
     assert r.exit_code == 2 and r.output.startswith("Error: no warehouse at"), r.output
     assert wh("db", "upgrade").exit_code == 0

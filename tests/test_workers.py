@@ -120,6 +120,8 @@ def test_a_cancelled_parallel_ingest_leaves_no_process(folder, tmp_path, sig, po
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
+        if p.stderr:
+            p.stderr.close()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
@@ -137,3 +139,5 @@ def test_a_cancelled_one_file_ingest_leaves_no_process(folder, tmp_path, sig):
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
+        if p.stderr:
+            p.stderr.close()

@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # (imported lazily at run time: a one-line answer pays only f
     from warehouse.history.changepoints import SeriesReport
     from warehouse.history.outside import OutsideResult
     from warehouse.history.triage import Decision
+    from warehouse.capture.rowprep import RowSource
 
 
 def database_error(e: BaseException) -> str | None:
@@ -187,28 +188,28 @@ class Warehouse:
                 files.append(f)
         if not files:
             return out
+        ahead = self._read_ahead(files, jobs)
         try:
-            self._read_ahead(files, jobs)
-            return self._ingest(files, out, done, label, tags, freq_mhz, jobs, progress)
+            return self._ingest(files, out, done, label, tags, freq_mhz, jobs, progress, ahead)
         finally:
-            from warehouse.capture.rowprep import drop_ahead
-            drop_ahead()
+            if ahead is not None:
+                ahead.close()  # (a failure before its ingest, or a copy already stored: its worker stops)
 
-    def _read_ahead(self, files: list[Path], jobs: int) -> None:
+    def _read_ahead(self, files: list[Path], jobs: int) -> RowSource | None:
         """Start reading the first file before the database layers are imported and the warehouse opened, when
         the files are ingested one after the other here (the reader's scan and first batches then cost the
         writer no wait: ~0.4 s of a 100k-op capture). Its chunks are packed for the back end the URL names; an
-        ingest that finds otherwise reads the file again (see :func:`warehouse.capture.rowprep.claim`)."""
+        ingest that finds otherwise reads the file again. The caller closes what it gives."""
         if len(files) > 1 and jobs != 1 or not isinstance(self.url, (str, type(None))):
-            return
+            return None
         url = self.url or os.environ.get("WAREHOUSE_DB") or ""
         scheme = url.split("://")[0].split("+")[0].lower() if "://" in url else "sqlite"
         from warehouse.capture.rowprep import read_ahead
-        read_ahead(files[0], compress=scheme not in ("postgresql", "postgres"))
+        return read_ahead(files[0], compress=scheme not in ("postgresql", "postgres"))
 
     def _ingest(self, files: list[Path], out: list[IngestOutcome], done: Callable[[IngestOutcome], None],
                 label: str | None, tags: dict[str, str] | None, freq_mhz: float | None, jobs: int,
-                progress: Callable[[int, int, int], None] | None) -> list[IngestOutcome]:
+                progress: Callable[[int, int, int], None] | None, ahead: RowSource | None) -> list[IngestOutcome]:
         from warehouse.runs.folder import auto_jobs, ingest_files
 
         engine = self.engine
@@ -228,7 +229,7 @@ class Warehouse:
             if progress is not None:
                 progress(base[f] + n, total, len(files))
         for f, r in ingest_files(engine, files, jobs or auto_jobs(list(sizes.values())), label=label, tags=tags,
-                                 freq_mhz=freq_mhz, progress=moved):
+                                 freq_mhz=freq_mhz, progress=moved, ahead=ahead):
             if isinstance(r, WarehouseError):  # this file failed; the others are still tried
                 done(IngestOutcome(str(f), error=str(r)))
             else:
@@ -280,15 +281,22 @@ class Warehouse:
         """Copy runs (ids or 'latest'; all when None) into the warehouse at ``dst``, lossless and idempotent."""
         from warehouse.runs.copy import copy_runs
         from warehouse.store.db import open_db
-        return copy_runs(self._reader(), open_db(dst), runs or None, progress=progress)
+        target = open_db(dst)
+        try:
+            return copy_runs(self._reader(), target, runs or None, progress=progress)
+        finally:
+            target.dispose()  # (its connections given back: a notebook or the dashboard copies many times)
 
     def upgrade(self, revision: str = "head") -> str | None:
         """Upgrade (or create) the schema to ``revision``; the revision after."""
         from warehouse.store.db import current_revision, make_engine, upgrade
         engine = make_engine(self.url)
-        upgrade(engine, revision)
-        with engine.connect() as conn:
-            return current_revision(conn)
+        try:
+            upgrade(engine, revision)
+            with engine.connect() as conn:
+                return current_revision(conn)
+        finally:
+            engine.dispose()
 
     def create_reader(self, role: str, password: str | None = None) -> list[str]:
         """PostgreSQL: create (or refresh) a login that can only SELECT; what stays open to every role."""
@@ -515,6 +523,10 @@ class Warehouse:
         """(the warehouse's revision or None, the code's head, whether this code knows the revision)."""
         from warehouse.store.db import current_revision, make_engine
         from warehouse.store.revisions import head_revision_fast, known_revisions
-        with make_engine(self.url).connect() as conn:
-            rev = current_revision(conn)
+        engine = make_engine(self.url)
+        try:
+            with engine.connect() as conn:
+                rev = current_revision(conn)
+        finally:
+            engine.dispose()
         return rev, head_revision_fast(), rev is None or rev in known_revisions()

@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
+from warehouse.capture.plan import FEED_MAX_OPS
 from warehouse.registry.columns import AT
 from warehouse.registry.contract import EAGER, SECTIONS, TRACE, is_post
 from warehouse.registry.measures import KEY_TEXTS, REPORT_TABLES
@@ -288,7 +289,7 @@ class ReportFeed:
     op ahead of the eager section) :meth:`scans` gives None and the parts are read from the database as before.
     ``warehouse check`` computes the parts from the database and compares."""
 
-    MAX_OPS = 150_000  # beyond, the scans' ~60 bytes an op would break an ingest's memory budget: read back
+    MAX_OPS = FEED_MAX_OPS  # beyond, the scans' ~60 bytes an op would break an ingest's memory budget: read back
 
     def __init__(self, conn: Connection):
         self.conn = conn

@@ -21,22 +21,19 @@ from typing import Any, NamedTuple
 import numpy as np
 from sqlalchemy import Connection, text
 
+from warehouse.capture import plan
+
 from warehouse.registry.measures import BLOCK_KEY, GROUPINGS, KEY_TEXTS, LAYER_KEY, METRICS, Grouping, Metric
 from warehouse.workers.fork import streamed
 
 # The by-id rows' columns, in the order rollups' _BY_ID_SQL selects them after (custom, section, iteration,
 # device, place_id, op_code_id).
 _SUMS = ("ops", "kernel_ns", "op2op_ns", "fw_ns")
-# Runs with more ops than this are left to the SQL, whose sorter spills to disk: numpy holds about 70 bytes per
-# by-id row (near one per op) and twice that while a grouping is sorted, the SQL a few MiB whatever the size
-# (a million-op run: 19.6 s and 345 MiB at the peak here, 30 s and 75 MiB in SQLite).
-MAX_OPS = 400_000
-CAPTURE_MAX_OPS = 200_000  # (OpCapture keeps 96 bytes an op; beyond, the by-id SQL reads the ops back)
+# Runs with more ops than plan.NUMPY_MAX_OPS are left to the SQL, whose sorter spills to disk: numpy holds about 70
+# bytes per by-id row (near one per op) and twice that while a grouping is sorted, the SQL a few MiB whatever the
+# size (a million-op run: 19.6 s and 345 MiB at the peak here, 30 s and 75 MiB in SQLite).
 _NO_DEVICE = -(2 ** 62)  # (SQL's NULL device)
 _BATCH = 20_000  # rows handed to the caller at a time: a million-op run's rollups are never all in memory
-# By-id rows from which a run's rollup rows are made in a forked process while the caller writes them (a fork
-# costs a few milliseconds: small runs are made here)
-ASIDE_ROWS = 10_000
 # The op columns OpCapture keeps (ingest's names), in the order OpCapture.by_id reads them.
 _CAPTURED = ("row_no", "section_id", "device_id", "hist_place_id", "op_code_id", "kernel_ns", "fw_ns", "op2op_ns",
              "iteration", "iter_pos", "fw_start_cycle", "fw_end_cycle")
@@ -155,14 +152,15 @@ class _Fine:
 class OpCapture:
     """What the by-id rows are computed from, kept from the op rows as ingest writes them (their ids resolved),
     so that a fresh run's rollups need no second read of its ops (the by-id SQL read them back: a third of the
-    rollups' time). Columns as arrays per batch; a run past :data:`CAPTURE_MAX_OPS` stops keeping them (the
-    by-id SQL then reads its ops back). History's corrections made after the stream are applied with :meth:`fix`."""
+    rollups' time). Columns as arrays per batch; a run past :data:`~warehouse.capture.plan.CAPTURE_MAX_OPS` stops
+    keeping them (the by-id SQL then reads its ops back). History's corrections made after the stream are applied
+    with :meth:`fix`."""
 
     def __init__(self, columns: list[str]):
         self._pick = operator.itemgetter(*(columns.index(c) for c in _CAPTURED))
         self._parts: list[np.ndarray] = []
         self.n = 0
-        self.full = False  # (past CAPTURE_MAX_OPS: nothing kept)
+        self.full = False  # (past plan.CAPTURE_MAX_OPS: nothing kept)
         self._fixes: dict[int, tuple[int | None, int | None, int | None]] = {}
 
     def give_up(self) -> None:
@@ -174,7 +172,7 @@ class OpCapture:
         self.n += len(rows)
         if self.full or not rows:
             return
-        if self.n > CAPTURE_MAX_OPS:
+        if self.n > plan.CAPTURE_MAX_OPS:
             self.give_up()
             return
         # (one conversion of the batch's picked cells; float64 takes None as NaN, and ids and counts exactly: each
@@ -187,7 +185,7 @@ class OpCapture:
 
     def columns(self) -> dict[str, np.ndarray] | None:
         """The kept columns by name (NaN for NULL), before history's corrections; None when nothing was kept
-        (past CAPTURE_MAX_OPS)."""
+        (past plan.CAPTURE_MAX_OPS)."""
         if self.full:
             return None
         if len(self._parts) != 1:
@@ -361,19 +359,23 @@ def _nulls(a: np.ndarray) -> list[float | None]:
 
 
 def run_rows(conn: Connection, run_id: int, freq_mhz: float, by_id_sql: str, captured: OpCapture | None = None,
-             aside: bool = False, ids: dict[tuple[str, str], int | None] | None = None) -> Iterator[Any] | None:
+             aside: bool = False, ids: dict[tuple[str, str], int | None] | None = None,
+             numpy: bool | None = None) -> Iterator[Any] | None:
     """The stored rollup rows of one run as :func:`warehouse.analysis.rollups.build_sql` gives them (run, section,
     grouping, key, device, iterations, ops, stored metric columns...), in batches, from ``by_id_sql`` (the SQL's
     by-id rows, parameter ``run``); None when a stored grouping or metric is not mirrored here, or the run is
     one this does not mirror. ``captured``: the run's ops as ingest kept them (else the by-id SQL reads them).
-    ``aside``: a run of :data:`ASIDE_ROWS` by-id rows or more has its batches made in a forked process
-    (:func:`warehouse.workers.fork.streamed`) while the caller writes each one (the database is read here first).
-    ``ids``: the ``rollup_key`` ids known of (grouping, key text): the batches are then :class:`Keyed`."""
+    ``aside``: a run of :data:`~warehouse.capture.plan.ASIDE_ROWS` by-id rows or more has its batches made in a
+    forked process (:func:`warehouse.workers.fork.streamed`) while the caller writes each one (the database is read
+    here first).
+    ``ids``: the ``rollup_key`` ids known of (grouping, key text): the batches are then :class:`Keyed`.
+    ``numpy``: the ingest plan's choice (:class:`warehouse.capture.plan.IngestPlan`); None: decided by the run's
+    op count against :data:`warehouse.capture.plan.NUMPY_MAX_OPS`."""
     groupings = [g for g in GROUPINGS if g.stored]
     if not mirrored(groupings, METRICS):
         return None
     n_ops = conn.execute(text("SELECT COUNT(*) FROM op WHERE run_id = :r"), {"r": run_id}).scalar_one()
-    if n_ops > MAX_OPS:
+    if not (n_ops <= plan.NUMPY_MAX_OPS if numpy is None else numpy):
         return None
     with np.errstate(over="ignore", invalid="ignore"):  # (see batches below)
         if captured is not None and not captured.full and captured.n == n_ops:
@@ -406,6 +408,6 @@ def run_rows(conn: Connection, run_id: int, freq_mhz: float, by_id_sql: str, cap
             for rows, whole in ((fine.kept, False), (fine.whole, True)):
                 for per_device in (False, True):
                     yield from _grouping_rows(run_id, fine, g, key, texts, rows, whole, per_device, kids)
-    if aside and len(fine.sec) >= ASIDE_ROWS:
+    if aside and len(fine.sec) >= plan.ASIDE_ROWS:
         return streamed(batches)
     return batches()

@@ -24,6 +24,7 @@ from warehouse.registry.families import Family, FamilyColumn
 from warehouse.store import dialect
 from warehouse.store.familysql import family_view_sql
 from warehouse.analysis import rollupcalc
+from warehouse.capture import plan
 from warehouse.registry.measures import GROUPINGS, LAYER_KEY, METRICS, Grouping, Metric, Term, terms_of
 from warehouse.registry.categories import category
 from warehouse.store import schema as t
@@ -276,7 +277,7 @@ class KnownKeys:
     corrections bring are found at the end as before; past :data:`MAX_OPS` ops nothing more is kept (a run
     that big has its rollups written by the SQL, which finds its keys itself)."""
 
-    MAX_OPS = rollupcalc.CAPTURE_MAX_OPS
+    MAX_OPS = plan.CAPTURE_MAX_OPS
 
     def __init__(self) -> None:
         self.ids: dict[tuple[str, str], int | None] = {}
@@ -324,19 +325,20 @@ class KnownKeys:
 
 def build_rollups(conn: Connection, run_id: int, freq_mhz: float, key_conn: Connection | None = None,
                   captured: rollupcalc.OpCapture | None = None, known: KnownKeys | None = None,
-                  meanwhile: Callable[[], None] | None = None) -> None:
+                  meanwhile: Callable[[], None] | None = None, numpy: bool | None = None) -> None:
     """Write the rollups of one run (its ops and history attribution must be complete). Keys met for the first
     time are added to ``rollup_key`` on ``key_conn`` (ingest's interning connection: on PostgreSQL one that
     commits at once, so that concurrent ingests never wait on each other's keys), else on ``conn``.
     ``captured``: the run's ops as ingest kept them, so that they need not be read back; ``known``: the keys
     ingest interned already; ``meanwhile`` is called once the rows are being made (on the other core, for a big
-    run), before they are written (it must not change the run's ops)."""
+    run), before they are written (it must not change the run's ops). ``numpy``: the ingest plan's choice of
+    numpy or SQL (None: by the run's op count)."""
     conn.execute(text("DELETE FROM rollup_row WHERE run_id = :run"), {"run": run_id})
     # (big runs' batches are made on the other core while this process writes them, with the ids of the keys
     # ingest interned already: rows ready to insert)
     ids: dict[tuple[str, str], int | None] = known.ids if known is not None else {}
     batches = rollupcalc.run_rows(conn, run_id, float(freq_mhz), _BY_ID_SQL, captured, aside=True,
-                                  ids=ids if known is not None else None)
+                                  ids=ids if known is not None else None, numpy=numpy)
     if meanwhile is not None:
         meanwhile()
     if batches is None:  # (not mirrored in numpy, or a big run)

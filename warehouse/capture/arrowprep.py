@@ -23,7 +23,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from warehouse.workers.heap import trim_heap
 from warehouse.capture.packing import cut_chunks
 from warehouse.registry.columns import DIGITS, FLOAT, INT32, TEXT
 from warehouse.capture.cellcodec import NULL
@@ -31,7 +30,6 @@ from warehouse.capture.prepared import BATCH, MAX_TOKENS, TYPED, Batch, Chunk, P
 
 # Measured on a realistic 100k-op capture: windows of 1 batch make the whole ingest ~15 % slower, of 8 slower too
 # (the writer waits longer for the first); 2-4 batches are the fastest, and 2 hold ~70 MiB less than 4
-BIG_ROWS = 300_000  # a file that foretells more rows than this gives freed memory back after each window
 WINDOW = 2 * BATCH  # rows prepared at a time (a multiple of BATCH: batches are cut as the line path cuts them)
 BLOCK = 2 << 20  # bytes read and parsed at a time (a line longer than about two sends the file to the line path)
 SEP = "\x1f"  # joins a row's static cells into its key and its export cells before the JSON (never in tt-metal's)
@@ -91,9 +89,9 @@ def columnar_batches(prep: Preparer) -> Generator[Batch, None, int | None]:
             return None
         pending, have = table.slice(take).to_batches(), have - take
         del table, batches
-        pool.release_unused()  # (the allocator keeps freed pages otherwise: ~2x the memory of a 100k-op ingest)
-        if reader.scan.size * done > BIG_ROWS * reader.bytes_read:
-            trim_heap()  # (and so does the C heap, with what the windows' Python objects left: a big file's)
+        # (the allocator keeps freed pages otherwise: ~2x the memory of a 100k-op ingest; a columnar file is never
+        # big, see warehouse.capture.plan, so the C heap needs no trimming here)
+        pool.release_unused()
 
 
 def _blocks(f: io.BufferedIOBase, *options: Any) -> Iterator[pa.RecordBatch]:

@@ -20,21 +20,20 @@ is most of a scan's cost, and parsing waits for the scan); the consumer hashes i
 from __future__ import annotations
 
 import dataclasses
-import gc
+import io
 import itertools
-import multiprocessing
 import os
 import queue
 import threading
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
-from multiprocessing.reduction import ForkingPickler
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from warehouse.workers.fork import can_fork
-from warehouse.workers.children import die_with_parent
+from warehouse.capture.plan import IngestPlan, wants_worker
+from warehouse.workers.fork import Child, StreamEnded, ended, recv_item, send_end, send_item
 from warehouse.workers.heap import trim_heap
 from warehouse.capture.csvfile import (CHANGED, CsvReader, FileScan, Layout, hash_file, scan_file)
 from warehouse.errors import InputError, WarehouseError
@@ -42,24 +41,14 @@ from warehouse.capture.files import open_regular, shown
 from warehouse.capture.prepared import (BATCH, REPLAY, ROW_TYPED, TYPED, Batch, Chunk, Finish,  # noqa: F401 (the source hands these over)
                                         Preparer, parse_int)
 
-WORKER_MIN_BYTES = 4 << 20
-# Files of this many bytes or more are read by the columnar path (warehouse.capture.arrowprep); None: never. A whole
-# ingest of a realistic 100k-op capture: 3.5 s against 4.0 s by lines (the writer waits less for its batches);
-# smaller files gain less than pyarrow's import costs (~65 ms). Tests hold the two paths to the same batches on
-# every corpus file.
-COLUMNAR_MIN_BYTES: int | None = 4 << 20
-# Longer files are read by lines: there the process that writes is the slower half whichever way they are read
-# (a 1,000,000-op capture's stream: 15 s either way), and the line path's reader holds 50 MiB where pyarrow's
-# held 110-130 MiB (its libraries and buffers).
-COLUMNAR_MAX_ROWS = 300_000
 AHEAD = 8  # items the worker may have made and not yet sent (each batch pickled is under 1 MB)
 
 
-def batches(prep: Preparer) -> Iterator[Batch]:
-    """The file's batches: from the columnar path when the file is plain (:func:`columnar`), and from the
+def batches(prep: Preparer, plan: IngestPlan) -> Iterator[Batch]:
+    """The file's batches: from the columnar path when the plan says (a plain file of a few MiB), and from the
     line path for the rest (all of it, or from where the columnar path stopped)."""
     skip = 0
-    if columnar(prep.reader):
+    if plan.columnar:
         from warehouse.capture.arrowprep import columnar_batches  # (lazy: pyarrow's import, 65 ms, for large files)
         stopped = yield from columnar_batches(prep)
         if stopped is None:
@@ -136,34 +125,18 @@ def prepare(path: Path, scan: FileScan | None = None, hashed: bool = True,
     with CsvReader(path, open_regular(path), scan) as reader:
         yield reader.layout
         prep = Preparer(reader)
-        big = scan.lines > COLUMNAR_MAX_ROWS
+        plan = IngestPlan.of(scan)
         try:
-            for n, b in enumerate(batches(prep)):
+            for n, b in enumerate(batches(prep, plan)):
                 if compress is not None:
                     for c in b.chunks:
                         c.pack(compress)
                 yield b
-                if big and n % 32 == 31:
+                if plan.big and n % 32 == 31:
                     trim_heap()  # (a big file's batches leave freed pages behind: give them back now and then)
             yield prep.finish()
         finally:
             prep.reader.close()  # (the line path's own reader, when it took over from the columnar one)
-
-
-def columnar(reader: CsvReader) -> bool:
-    """Whether the file is read by the columnar path (:mod:`warehouse.capture.arrowprep`): a file of
-    ``COLUMNAR_MIN_BYTES`` or more and at most :data:`COLUMNAR_MAX_ROWS` rows as tt-metal writes it (no quote, NUL,
-    blank line, CR alone or line end unlike the first), with pyarrow."""
-    s = reader.scan
-    if COLUMNAR_MIN_BYTES is None or s.size < COLUMNAR_MIN_BYTES or s.lines > COLUMNAR_MAX_ROWS:
-        return False
-    if s.quotes or s.nuls or s.bare_cr or s.mixed_ends or s.blank_line:
-        return False
-    try:
-        import pyarrow.csv  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 @dataclass
@@ -179,16 +152,17 @@ class _Sender:
     stop at each send until the consumer came back for the item; now a slow write (a large flush, a collection)
     on the consumer's side no longer stops the reader, nor a slow batch of the reader the consumer."""
 
-    def __init__(self, send: Any):
-        self.send = send
-        self.queue: queue.Queue[memoryview | None] = queue.Queue(maxsize=AHEAD)
+    def __init__(self, out: BinaryIO):
+        self.out = out
+        self.queue: queue.Queue[bytes | None] = queue.Queue(maxsize=AHEAD)
         self.thread = threading.Thread(target=self._feed, name="warehouse-rowprep-send", daemon=True)
         self.thread.start()
 
     def _feed(self) -> None:
         while (buf := self.queue.get()) is not None:
             try:
-                self.send.send_bytes(buf)
+                self.out.write(buf)
+                self.out.flush()
             except OSError:
                 # The consumer has gone (done early, or an error of its own): nothing is left to tell anyone,
                 # and the reading thread may be waiting on a full queue. Leave at once.
@@ -198,23 +172,23 @@ class _Sender:
 
     def put(self, item: Any) -> None:
         """Queue one item (it is pickled here, so that a pickling error is raised where the item was made)."""
-        self.queue.put(ForkingPickler.dumps(item))
+        frame = io.BytesIO()
+        send_item(frame, item)
+        self.queue.put(frame.getvalue())
 
     def close(self) -> None:
-        """Send what is queued, then close the pipe."""
+        """Send what is queued and the stream's end."""
+        frame = io.BytesIO()
+        send_end(frame)
+        self.queue.put(frame.getvalue())
         self.queue.put(None)
         self.thread.join()
-        self.send.close()
 
 
-def _work(recv: Any, send: Any, path: Path, scan: FileScan | None, hashed: bool, compress: bool | None,
-          parent: int) -> None:
-    """The worker process: every item of :func:`prepare` through the pipe, or the exception that stopped it."""
-    die_with_parent(parent)
-    # The fork gave us the pipe's reading end too: close it, so that when the consumer goes (killed, or done
-    # early) our next send fails and we exit, instead of waiting forever on a pipe we hold open ourselves.
-    recv.close()
-    out = _Sender(send)
+def _work(pipe: BinaryIO, path: Path, scan: FileScan | None, hashed: bool, compress: bool | None) -> None:
+    """The worker process: every item of :func:`prepare` through the pipe, or the exception that stopped it.
+    (When the consumer goes, killed or done early, the next send fails and the worker exits.)"""
+    out = _Sender(pipe)
     try:
         for item in prepare(path, scan, hashed, compress):
             out.put(item)
@@ -230,7 +204,7 @@ def _work(recv: Any, send: Any, path: Path, scan: FileScan | None, hashed: bool,
 
 
 class RowSource:
-    """The items of :func:`prepare` for one file, from a worker process (files of ``WORKER_MIN_BYTES`` or more,
+    """The items of :func:`prepare` for one file, from a worker process (files of ``plan.WORKER_MIN_BYTES`` or more,
     unless ``worker`` says otherwise) or in-process, their chunks packed for a back end that ``compress``-es them
     or not (None: left to the consumer). Use as a context manager: leaving stops the worker."""
 
@@ -238,13 +212,9 @@ class RowSource:
                  compress: bool | None = None):
         self.path = Path(path)
         if worker is None:
-            try:
-                worker = os.stat(self.path).st_size >= WORKER_MIN_BYTES and can_fork()
-            except OSError:
-                worker = False  # prepare() names the problem
+            worker = wants_worker(self.path)
         self.compress = compress
-        self._proc: Any = None
-        self._recv: Any = None
+        self._proc: Child | None = None
         # the parse is checked against a hash taken here (see hash_now), else the parse's own hash is the file's
         self._check_hash = bool(worker and scan is not None and scan.sha256)
         if worker:
@@ -252,15 +222,7 @@ class RowSource:
             # database (inherited SQLite descriptors stay unused, and fcntl locks are not inherited). It scans
             # without hashing (the hash is most of a scan's cost, and the parse waits for the scan): the bytes it
             # parses are hashed as they are parsed (Finish.sha256).
-            ctx = multiprocessing.get_context("fork")
-            self._recv, send = ctx.Pipe(duplex=False)
-            self._proc = ctx.Process(target=_work, daemon=True, name="warehouse-rowprep",
-                                     args=(self._recv, send, self.path, scan, False, compress, os.getpid()))
-            # The objects we have now stay out of collections until the worker is done: a collection would
-            # write to every one of them and so copy, page by page, what the fork shares (about 8 MB).
-            gc.freeze()
-            self._proc.start()
-            send.close()
+            self._proc = Child(partial(_work, path=self.path, scan=scan, hashed=False, compress=compress))
             self._items: Iterator[Any] = self._from_worker()
         else:
             self._items = prepare(self.path, scan, compress=compress)
@@ -297,14 +259,22 @@ class RowSource:
         """Whether the rows come from a worker process."""
         return self._proc is not None
 
+    @property
+    def plan(self) -> IngestPlan:
+        """How the file goes in, from its scan (the worker's, waited for when first asked for)."""
+        return IngestPlan.of(self.scan, worker=self.worker)
+
     def _from_worker(self) -> Iterator[Any]:
+        assert self._proc is not None
         while True:
             try:
-                item = self._recv.recv()
-            except (EOFError, OSError):  # (OSError: it died in the middle of a message)
-                self._proc.join(5)
+                item = recv_item(self._proc.pipe)
+            except (StreamEnded, OSError):  # (it died between items or in the middle of one)
+                code = self._proc.wait()
                 raise WarehouseError(f"{shown(self.path)}: the process reading the file stopped unexpectedly "
-                                     f"(exit code {self._proc.exitcode}); nothing was stored") from None
+                                     f"(exit code {code}); nothing was stored") from None
+            if ended(item):
+                return
             if isinstance(item, _Failed):
                 raise item.error
             yield item
@@ -333,13 +303,8 @@ class RowSource:
     def close(self) -> None:
         """Stop the worker (it may still be reading when the consumer stops early)."""
         if self._proc is not None:
-            self._recv.close()
-            if self._proc.is_alive():
-                self._proc.terminate()
-            self._proc.join()
-            self._proc.close()
+            self._proc.stop()
             self._proc = None
-            gc.unfreeze()
         elif hasattr(self._items, "close"):
             self._items.close()
 
@@ -350,34 +315,14 @@ class RowSource:
         self.close()
 
 
-_AHEAD: dict[Path, RowSource] = {}  # the sources read_ahead started, until an ingest of their file claims them
-
-
-def read_ahead(path: Path, compress: bool) -> None:
-    """Start reading ``path`` in its worker process now, for a :func:`claim` soon after: the command that is
-    about to ingest it forks the worker before it imports the database layers and opens the warehouse (~0.4 s
-    that the worker spends on the file's scan and first batches instead of the writer waiting for them). A file
-    too small for a worker, or one that cannot be read, is left alone: the ingest itself reads it, and names
-    its problem."""
+def read_ahead(path: Path, compress: bool) -> RowSource | None:
+    """Start reading ``path`` in its worker process now, for an ingest of it soon after (its ``source``): the
+    command that is about to ingest it forks the worker before it imports the database layers and opens the
+    warehouse (~0.4 s that the worker spends on the file's scan and first batches instead of the writer waiting for
+    them). None for a file too small for a worker, or one that cannot be read: the ingest itself reads it, and
+    names its problem. The caller closes the source when its ingest is done (or never came)."""
     path = Path(path)
     try:
-        if os.stat(path).st_size < WORKER_MIN_BYTES or not can_fork() or path in _AHEAD:
-            return
-        _AHEAD[path] = RowSource(path, compress=compress)
+        return RowSource(path, compress=compress) if wants_worker(path) else None
     except Exception:  # noqa: BLE001 - the ingest reads the file again and reports what is wrong with it
-        return
-
-
-def claim(path: Path, compress: bool | None) -> RowSource | None:
-    """The source :func:`read_ahead` started for ``path``, if it packs chunks as ``compress`` says."""
-    source = _AHEAD.pop(Path(path), None)
-    if source is not None and source.compress != compress:
-        source.close()
         return None
-    return source
-
-
-def drop_ahead() -> None:
-    """Stop the sources that were read ahead and never claimed (the command failed before their ingest)."""
-    while _AHEAD:
-        _AHEAD.popitem()[1].close()

@@ -39,6 +39,7 @@ from warehouse.runs.ingest import IngestResult
 from warehouse.workers import pool_initializer
 from warehouse.store.interning import Interner
 from warehouse.runs.ingest import ingest_file
+from warehouse.capture.rowprep import RowSource
 from warehouse.store.db import open_db
 
 # Parallel only pays off when there is real work to share: worker start-up costs about half a second.
@@ -205,25 +206,27 @@ def _stop(pool: ProcessPoolExecutor) -> None:
 
 def ingest_files(engine: Engine, files: list[Path], jobs: int, *, label: str | None = None,
                  tags: dict[str, str] | None = None, freq_mhz: float | None = None,
-                 progress: Callable[[Path, int], None] | None = None
+                 progress: Callable[[Path, int], None] | None = None, ahead: RowSource | None = None
                  ) -> Iterator[tuple[Path, IngestResult | WarehouseError]]:
     """``(file, IngestResult or WarehouseError)`` in file order: in ``jobs`` worker processes when there are
     several files, else one after the other in this process, calling ``progress(file, bytes read)`` as each
-    streams (the CLI's bar and the API both come here)."""
+    streams (the CLI's bar and the API both come here). ``ahead``: a file's reader started already
+    (:func:`warehouse.capture.rowprep.read_ahead`), used by its ingest."""
     if jobs > 1 and len(files) > 1:
         return ingest_parallel(engine, files, min(jobs, len(files)), label=label, tags=tags, freq_mhz=freq_mhz)
-    return sequential(engine, files, label, tags, freq_mhz, progress)
+    return sequential(engine, files, label, tags, freq_mhz, progress, ahead)
 
 
 def sequential(engine: Engine, files: list[Path], label: str | None, tags: dict[str, str] | None,
-               freq_mhz: float | None, progress: Callable[[Path, int], None] | None = None
-               ) -> Iterator[tuple[Path, IngestResult | WarehouseError]]:
+               freq_mhz: float | None, progress: Callable[[Path, int], None] | None = None,
+               ahead: RowSource | None = None) -> Iterator[tuple[Path, IngestResult | WarehouseError]]:
     """The same results as :func:`ingest_parallel`, one file after the other in this process."""
 
     for f in files:
         each = (lambda n, f=f: progress(f, n)) if progress else None
+        source = ahead if ahead is not None and ahead.path == Path(f) else None
         try:
-            yield f, ingest_file(engine, f, label=label, tags=tags, freq_mhz=freq_mhz, progress=each)
+            yield f, ingest_file(engine, f, label=label, tags=tags, freq_mhz=freq_mhz, progress=each, source=source)
         except WarehouseError as e:
             yield f, e
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import contextlib
-import gc
 import json
 import random
 import time
@@ -12,7 +11,7 @@ from array import array
 from dataclasses import dataclass, field
 from datetime import datetime, UTC
 from pathlib import Path
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from sqlalchemy import Connection, Engine, select, text, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
@@ -33,7 +32,8 @@ from warehouse.store.perfstore import ShapeCache, column_rows, perf_arch
 from warehouse.store.cells import compresses, static_ids_json
 from warehouse.capture.packing import pack_cells
 from warehouse.capture.prepared import BATCH, REPLAY, ROW_TYPED, TYPED, Batch, Chunk
-from warehouse.capture.rowprep import RowSource, claim
+from warehouse.capture.rowprep import RowSource
+from warehouse.workers import collector
 from warehouse.workers.heap import trim_heap
 from warehouse.capture.occurrence import Occurrences
 from warehouse.registry.columns import AT
@@ -46,7 +46,6 @@ from warehouse.capture.signposts import Attribution, SectionSpan
 from warehouse.registry.contract import EAGER, TRACE
 from warehouse.store.listing import check_names
 
-BIG_OPS = 300_000  # a run foreseen past this many ops keeps no per-op state for its end (see _FileIngest._foresee)
 
 
 @dataclass
@@ -108,10 +107,11 @@ class _FileIngest:
         self.capture: OpCapture | None = OpCapture(OP_COLUMNS)  # (the rollups' input, dropped once they are built)
         self.keys = KnownKeys()  # (the rollups' keys, interned as the ops are written)
         self.trace_ids: set[tuple[str, str]] = set()  # the trace section's (trace id, replay session) pairs
-        self.size = source.scan.size
         self.rows_seen = 0
-        self.big: bool | None = None  # (a run foreseen past BIG_OPS ops: see _foresee)
         self.guards = contextlib.ExitStack()  # (settings of the stream, undone by release)
+        self.plan = source.plan
+        self.big = self.plan.big
+        self._keep_per_op_state()
 
     def _store_section(self, span: SectionSpan) -> int:
         self.n_sections += 1
@@ -274,29 +274,24 @@ class _FileIngest:
         if b.forget:
             self.shape_of.clear()
         self.rows_seen += len(b.rows)
-        if self.big is None:
-            self._foresee(b)
-        elif self.big and self.rows_seen % (64 * BATCH) < len(b.rows):
+        if self.big and self.rows_seen % (64 * BATCH) < len(b.rows):
             trim_heap()  # (a big run's batches leave freed pages behind: give them back now and then)
 
-    def _foresee(self, b: Batch) -> None:
-        """Once a window of rows is in, tell a big run by its file: one whose size foretells more than
-        :data:`BIG_OPS` ops (at the bytes a row took so far) keeps no per-op state for its end from here on (its
-        report parts, rollup keys and by-id rows are read back there, as those of any run past their budgets
-        are), and its memory stays flat. A wrong guess costs time, never a different run."""
-        if self.rows_seen < 2 * BATCH or not b.bytes_read:
-            return
-        ops = self.size * self.rows_seen / b.bytes_read * (self.n_ops / self.rows_seen)
-        self.big = ops > BIG_OPS
+    def _keep_per_op_state(self) -> None:
+        """What the plan keeps per op for the run's end (:class:`warehouse.capture.plan.IngestPlan`): the report's
+        section scans, the rollups' keys and inputs, or, past their budgets, nothing (they are read back from the
+        database there, and memory stays flat)."""
+        if not self.plan.report_fed:
+            self.feed.give_up()
+        if not self.plan.capture_ops:
+            self.keys.give_up()
+            if self.capture is not None:
+                self.capture.give_up()
         if self.big:
             # (its indexes are appended to in file order: a small page cache serves them, in 6 MiB less)
             self.guards.enter_context(dialect.small_sorts(self.conn, 2))
-            self.feed.give_up()
-            self.keys.give_up()
             self.intern.keep_pairs = False
             self.intern.pair_of.clear()
-            if self.capture is not None:
-                self.capture.give_up()
 
     def release(self) -> None:
         """Drop the per-op state of the streaming pass (some 30 MB for a million ops) before the rollups and the
@@ -358,7 +353,8 @@ class _FileIngest:
 
 def ingest_file(engine: Engine, path: Path, *, label: str | None = None, tags: dict[str, str] | None = None,
                 freq_mhz: float | None = None, progress: Callable[[int], None] | None = None,
-                meta: dict | None = None, worker: bool | None = None) -> IngestResult:
+                meta: dict | None = None, worker: bool | None = None,
+                source: RowSource | None = None) -> IngestResult:
     """Store one CSV as a run, whole or not at all. Content already stored gives ``existing=True``.
 
     The file's bytes are hashed as they are parsed: what is stored is exactly what was hashed, and a file that
@@ -367,31 +363,18 @@ def ingest_file(engine: Engine, path: Path, *, label: str | None = None, tags: d
     answer, through the hash's unique key). Reading runs in a worker process for files that are worth it (see
     :class:`warehouse.capture.rowprep.RowSource`; ``worker`` forces either way). ``meta`` overrides run columns
     (``warehouse copy`` keeps a run's hash, paths, times and frequency) and may carry ``warnings``, a list of
-    ``(row, column, message)`` that replaces those found."""
+    ``(row, column, message)`` that replaces those found. ``source``: the file's reader, started already (see
+    :func:`warehouse.capture.rowprep.read_ahead`); used when it packs chunks as this back end wants them."""
     check_names(label, tags)
     try:
-        with _collector_paused():
-            return _ingest_file(engine, Path(path), label, tags, freq_mhz, progress, meta, worker)
+        with collector.paused():
+            return _ingest_file(engine, Path(path), label, tags, freq_mhz, progress, meta, worker, source)
     except WarehouseError:
         raise
     except Exception as e:  # anything else is this file's failure, never the command's (its transaction rolled back)
         msg = " ".join(str(e).split()) or type(e).__name__
         raise WarehouseError(f"{shown(path)}: could not be ingested ({type(e).__name__}: {msg[:300]}); nothing of "
                              "it was stored. Please report this with the file") from e
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cycle collector off while one file is ingested: the stream makes and drops millions of tuples and
-    lists, none in a cycle, and the collector's passes over them cost a twentieth of a 100k-op ingest's CPU. (The
-    memory of the few cycles the database layers may leave is freed by the next collection after it.)"""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _size_stored(conn: Connection, size: int) -> bool:
@@ -401,13 +384,16 @@ def _size_stored(conn: Connection, size: int) -> bool:
 
 def _ingest_file(engine: Engine, path: Path, label: str | None, tags: dict[str, str] | None,
                  freq_mhz: float | None, progress: Callable[[int], None] | None, meta: dict | None,
-                 worker: bool | None) -> IngestResult:
+                 worker: bool | None, ahead: RowSource | None) -> IngestResult:
     t0 = time.perf_counter()
     meta = dict(meta or {})
     warnings = meta.pop("warnings", None)  # taken out once: a retry must see the same meta
     compress = compresses(engine)
     # (the worker scans, then parses ahead while we check; maybe started already, see rowprep.read_ahead)
-    source = (claim(path, compress) if worker is None else None) or RowSource(path, worker=worker, compress=compress)
+    if ahead is not None and (worker is not None or ahead.compress != compress):
+        ahead.close()  # (chunks packed for the other back end, or a worker forced either way: read it again)
+        ahead = None
+    source = ahead or RowSource(path, worker=worker, compress=compress)
     try:
         sha = meta.get("sha256") or source.scan.sha256
         with engine.connect() as conn:
@@ -518,7 +504,8 @@ def _ingest_once(engine: Engine, req: _Request, source: RowSource, scan: FileSca
             with dialect.small_sorts(conn):
                 try:  # (new rollup keys are interned as the file's other values are)
                     build_rollups(conn, run_id, meta.get("freq_mhz", freq), key_conn=job.intern.connection(),
-                                  captured=job.capture, known=job.keys, meanwhile=meanwhile)
+                                  captured=job.capture, known=job.keys, meanwhile=meanwhile,
+                                  numpy=job.plan.numpy_rollups)
                 finally:
                     job.intern.close()
                     job.capture = None

@@ -1,4 +1,9 @@
-"""Work done in a forked process while this one goes on: the second core at the end of an ingest.
+"""Work done in a forked process while this one goes on: the second core of an ingest.
+
+One mechanism forks every child (:class:`Child`): a pipe from the child, the collector frozen while it shares this
+process's memory, the child dying with its parent and leaving without running any of the parent's clean-up. On it:
+the file's reader during the stream (:class:`warehouse.capture.rowprep.RowSource`), one result computed aside
+(:class:`Aside`), and items made one at a time aside (:func:`streamed`).
 
 An ingest's stream uses both cores (:mod:`warehouse.capture.rowprep` reads in a worker), but its tail is serial: the
 rollups, then the report parts. The report parts' heavy half is pure Python over what the report feed holds
@@ -10,16 +15,17 @@ never depends on whether the fork happened.
 """
 from __future__ import annotations
 
-import gc
 import os
 import pickle
 import signal
 import struct
 import threading
+from typing import BinaryIO
 from collections.abc import Callable, Iterator
 from itertools import islice
 from typing import Any, Generic, TypeVar
 
+from warehouse.workers import collector
 from warehouse.workers.children import die_with_parent
 
 T = TypeVar("T")
@@ -31,76 +37,139 @@ def can_fork() -> bool:
     return hasattr(os, "fork") and threading.active_count() == 1
 
 
+class Child:
+    """A forked child that runs ``target(out)``, ``out`` the writing end of a pipe whose reading end this process
+    has as :attr:`pipe`. The child exits 0 when ``target`` returns, 1 when it raises; it never runs the parent's
+    clean-up (atexit, buffered files, the database's connections) and dies with its parent. The objects this
+    process has stay out of collections while the child lives (:func:`warehouse.workers.collector.freeze`): a
+    collection would write to every one of them and so copy, page by page, what the fork shares. Call
+    :meth:`wait` or :meth:`stop` once."""
+
+    def __init__(self, target: Callable[[BinaryIO], None], buffering: int = -1):
+        r, w = os.pipe()
+        collector.freeze()
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:  # the child
+            code = 0
+            try:
+                die_with_parent(parent)
+                os.close(r)
+                with os.fdopen(w, "wb", buffering=buffering) as out:
+                    target(out)
+            except BaseException:  # noqa: BLE001 - the parent sees the exit status (and what was written)
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(w)
+        self.pid: int | None = pid
+        self.pipe: BinaryIO = os.fdopen(r, "rb")
+        self.exitcode: int | None = None  # (once waited for: the exit status, or minus the signal that ended it)
+
+    def wait(self) -> int:
+        """Wait for the child to end; its exit status (minus the signal's number when a signal ended it)."""
+        if self.pid is not None:
+            _, status = os.waitpid(self.pid, 0)
+            self.pid = None
+            self.exitcode = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
+            self.pipe.close()
+            collector.thaw()
+        assert self.exitcode is not None
+        return self.exitcode
+
+    def stop(self) -> None:
+        """End the child now if it still runs (its pipe closed, then SIGKILL), and wait for it."""
+        if self.pid is not None:
+            self.pipe.close()
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.wait()
+
+    @property
+    def alive(self) -> bool:
+        """Whether the child has not been waited for."""
+        return self.pid is not None
+
+
+_FRAME = struct.Struct("<q")  # each item's pickled length before it; -1 ends a stream that completed
+
+
+def send_item(out: BinaryIO, item: Any) -> None:
+    """Write one item to a child's pipe, pickled after its length (see :func:`recv_item`)."""
+    data = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
+    out.write(_FRAME.pack(len(data)))
+    out.write(data)
+
+
+def send_end(out: BinaryIO) -> None:
+    """Mark a stream of items complete (the reader tells it from a child that died between items)."""
+    out.write(_FRAME.pack(-1))
+
+
+class StreamEnded(Exception):
+    """The pipe ended without :func:`send_end`: the child died (between items or in the middle of one)."""
+
+
+_END = object()
+
+
+def recv_item(pipe: BinaryIO) -> Any:
+    """The next item :func:`send_item` wrote; ``_END`` after :func:`send_end`; :class:`StreamEnded` when the pipe
+    ended without it."""
+    head = pipe.read(_FRAME.size)
+    if len(head) != _FRAME.size:
+        raise StreamEnded
+    (n,) = _FRAME.unpack(head)
+    if n < 0:
+        return _END
+    data = pipe.read(n)
+    if len(data) != n:
+        raise StreamEnded
+    return pickle.loads(data)
+
+
+def ended(item: Any) -> bool:
+    """Whether :func:`recv_item` read the end of a complete stream."""
+    return item is _END
+
+
 class Aside(Generic[T]):
     """``fn()`` computed in a forked child; :meth:`result` waits for it (None if it failed). Use as a context
     manager: leaving without :meth:`result` stops the child."""
 
     def __init__(self, fn: Callable[[], T]):
-        self._pid: int | None = None
-        self._fd: int | None = None
-        if not can_fork():
-            return
-        r, w = os.pipe()
-        # the objects we have stay out of collections meanwhile: a collection in either process would write to
-        # every one of them and so copy, page by page, what the fork shares
-        gc.freeze()
-        parent = os.getpid()
-        pid = os.fork()
-        if pid == 0:  # the child: compute, send, and leave without running any of the parent's clean-up
-            code = 0
-            try:
-                die_with_parent(parent)
-                os.close(r)
-                try:
-                    data = pickle.dumps(fn(), protocol=pickle.HIGHEST_PROTOCOL)
-                except BaseException:  # noqa: BLE001 - the parent computes it again, and raises there if it must
-                    data, code = b"", 1
-                with os.fdopen(w, "wb") as f:
-                    f.write(data)
-            finally:
-                os._exit(code)
-        os.close(w)
-        self._pid, self._fd = pid, r
+        self._child: Child | None = None
+        if can_fork():
+            def compute(out: BinaryIO) -> None:
+                out.write(pickle.dumps(fn(), protocol=pickle.HIGHEST_PROTOCOL))
+            self._child = Child(compute)
 
     def result(self) -> T | None:
         """The child's result; None when nothing was forked or the child failed (compute it here then)."""
-        if self._pid is None or self._fd is None:
+        child, self._child = self._child, None
+        if child is None:
             return None
         chunks = []
-        with os.fdopen(self._fd, "rb") as f:
-            self._fd = None
-            while block := f.read(1 << 20):
-                chunks.append(block)
-        _, status = os.waitpid(self._pid, 0)
-        self._pid = None
-        gc.unfreeze()
-        if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0 or not chunks:
+        while block := child.pipe.read(1 << 20):
+            chunks.append(block)
+        if child.wait() != 0 or not chunks:
             return None
         value: Any = pickle.loads(b"".join(chunks))
         return value
 
     def close(self) -> None:
         """Stop the child if it still runs (an error before :meth:`result`)."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-        if self._pid is not None:
-            try:
-                os.kill(self._pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            os.waitpid(self._pid, 0)
-            self._pid = None
-            gc.unfreeze()
+        if self._child is not None:
+            self._child.stop()
+            self._child = None
 
     def __enter__(self) -> Aside[T]:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-_FRAME = struct.Struct("<q")  # each item's pickled length before it; -1 ends a stream that completed
 
 
 def streamed(make: Callable[[], Iterator[T]]) -> Iterator[T]:
@@ -112,50 +181,30 @@ def streamed(make: Callable[[], Iterator[T]]) -> Iterator[T]:
     if not can_fork():
         yield from make()
         return
-    r, w = os.pipe()
-    gc.freeze()  # (see Aside: collections would copy, page by page, what the fork shares)
-    parent = os.getpid()
-    pid = os.fork()
-    if pid == 0:  # the child: make, send, and leave without the parent's clean-up
-        code = 0
-        try:
-            die_with_parent(parent)
-            os.close(r)
-            with os.fdopen(w, "wb", buffering=1 << 20) as f:
-                try:
-                    for made in make():
-                        data = pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL)
-                        f.write(_FRAME.pack(len(data)))
-                        f.write(data)
-                        f.flush()  # (the parent works on it while the next is made)
-                    f.write(_FRAME.pack(-1))
-                except BaseException:  # noqa: BLE001 - the parent makes the rest itself
-                    code = 1
-        finally:
-            os._exit(code)
-    os.close(w)
+
+    def produce(out: BinaryIO) -> None:
+        for made in make():
+            send_item(out, made)
+            out.flush()  # (the parent works on it while the next is made)
+        send_end(out)
+    child = Child(produce, buffering=1 << 20)
     given = 0
     complete = False
     try:
-        with os.fdopen(r, "rb") as f:
-            while len(head := f.read(_FRAME.size)) == _FRAME.size:
-                (n,) = _FRAME.unpack(head)
-                if n < 0:
-                    complete = True
-                    break
-                data = f.read(n)
-                if len(data) != n:
-                    break  # (the child died in the middle of an item)
-                item: T = pickle.loads(data)
-                yield item
-                given += 1
-    finally:
-        if not complete:
+        while True:
             try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        os.waitpid(pid, 0)
-        gc.unfreeze()
+                item = recv_item(child.pipe)
+            except StreamEnded:
+                break  # (the child died)
+            if ended(item):
+                complete = True
+                break
+            yield item
+            given += 1
+    finally:
+        if complete:
+            child.wait()
+        else:
+            child.stop()
     if not complete:
         yield from islice(make(), given, None)
