@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -154,6 +155,27 @@ def corpus_wh(request, tmp_path_factory) -> Iterator[tuple[Invoke, dict[str, int
     yield invoke, ids, url
     for _ in gen:
         pass
+
+
+Generate = Callable[..., Path]
+
+
+@pytest.fixture(scope="session")
+def generated(tmp_path_factory) -> Generate:
+    """``generated("mkhistory", src, *args)``: the folder ``tests/mkhistory.py src OUT *args`` writes (or
+    ``mkseries``), made once per session whatever the modules and back ends that ask for it. Read-only: a fixture
+    that edits the nights copies the folder first (:func:`shutil.copytree`)."""
+    made: dict[tuple[str, str, tuple[str, ...]], Path] = {}
+
+    def generate(tool: str, src: Path, *args: str) -> Path:
+        key = (tool, str(src), tuple(map(str, args)))
+        if key not in made:
+            out = tmp_path_factory.mktemp(f"gen-{tool}") / "nights"
+            subprocess.run([sys.executable, str(Path(__file__).parent / f"{tool}.py"), str(src), str(out), *key[2]],
+                           check=True, capture_output=True)
+            made[key] = out
+        return made[key]
+    return generate
 
 
 @pytest.fixture

@@ -4,9 +4,8 @@ post-processor writes for traced ops): `trend` reads them per key and night, and
 more programs are built, or the traced kernels are slower, as a change for the worse."""
 from __future__ import annotations
 
+import shutil
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -33,14 +32,13 @@ def _misses(path: Path, built: int, traced: float) -> None:
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
-def misses(request, tmp_path_factory):
+def misses(request, tmp_path_factory, generated):
     """Twelve nights: 8 programs built a night, then 48 from night 7 on; the traced kernels 20 % slower from
     night 7 on."""
     folder = tmp_path_factory.mktemp("misses")
     gen = _new_url(request.param, folder)
     wh = make_invoke(next(gen))
-    subprocess.run([sys.executable, str(HERE / "mkhistory.py"), str(DEEPSEEK), str(folder / "n"), "--nights", "12",
-                    "--seed", "81", "--outliers", "0"], check=True, capture_output=True)
+    shutil.copytree(generated("mkhistory", DEEPSEEK, "--nights", "12", "--seed", "81", "--outliers", "0"), folder / "n")
     for n, f in enumerate(sorted((folder / "n").glob("*.csv")), 1):
         _misses(f, 8 if n < 7 else 48, 1.0 if n < 7 else 1.2)
     assert wh("ingest", folder / "n", "--label", "misses").exit_code == 0

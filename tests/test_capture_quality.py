@@ -19,12 +19,10 @@ NIGHTS = 9
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
-def nights(request, tmp_path_factory):
+def nights(request, tmp_path_factory, generated):
     """Nine noisy nights of a 3-replay capture, the first eight ingested under label m; yields (invoke, night 9)."""
     folder = tmp_path_factory.mktemp("quality")
-    subprocess.run([sys.executable, str(HERE / "mkhistory.py"), str(CLIP), str(folder / "n"), "--nights", str(NIGHTS),
-                    "--seed", "41"], check=True, capture_output=True)
-    files = sorted((folder / "n").glob("ops_perf_results_*.csv"))
+    files = sorted(generated("mkhistory", CLIP, "--nights", str(NIGHTS), "--seed", "41").glob("ops_perf_results_*.csv"))
     gen = _new_url(request.param, folder)
     wh = make_invoke(next(gen))
     for f in files[:-1]:

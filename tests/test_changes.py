@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from csvedit import read_lists
 from conftest import BACKENDS, _new_url, make_invoke
 from score_changes import score
 from warehouse.history.changepoints import analyse, prepare, prepare_many
@@ -148,28 +149,27 @@ def test_series_prepared_together_are_the_series_prepared_alone(n):
 
 # ------------------------------------------------------------------------------------------- the whole command
 @pytest.fixture(scope="module", params=BACKENDS)
-def histories(request, tmp_path_factory):
-    folder = tmp_path_factory.mktemp("hist")
-    gen = _new_url(request.param, folder)
+def histories(request, tmp_path_factory, generated):
+    gen = _new_url(request.param, tmp_path_factory.mktemp("hist"))
     url = next(gen)
     wh = make_invoke(url)
+    folders = {}
     for seed, (name, (src, args)) in enumerate(HISTORIES.items(), 301):
-        subprocess.run([sys.executable, str(HERE / "mkhistory.py"), str(src), str(folder / name), "--nights", "30",
-                        "--seed", str(seed), *args], check=True, capture_output=True)
-        r = wh("ingest", folder / name, "--label", name)
+        folders[name] = generated("mkhistory", src, "--nights", "30", "--seed", str(seed), *args)
+        r = wh("ingest", folders[name], "--label", name)
         assert r.exit_code == 0, r.output
-    yield wh, folder
+    yield wh, folders
     for _ in gen:
         pass
 
 
 @pytest.mark.parametrize("name", list(HISTORIES))
 def test_changes_name_every_step_and_nothing_else(histories, name):
-    wh, folder = histories
+    wh, folders = histories
     r = wh("changes", "--label", name, "--format", "json")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
-    truth = json.loads((folder / name / "truth.json").read_text())
+    truth = json.loads((folders[name] / "truth.json").read_text())
     s = score(truth, doc["changes"])
     assert s["exact"] == s["events"] and s["creeps_caught"] == s["creeps"], (s, doc["changes"])
     assert s["false"] == 0 and s["redundant"] == 0 and s["blips"] == 0, (s, doc["changes"])
@@ -412,7 +412,7 @@ def test_trend_leaves_another_model_out_unless_asked(tmp_path):
 def _next_night(src: Path, dst: Path) -> Path:
     """The same capture a night later (a new file: its durations nudged by 0.1 %)."""
     import csv as _csv
-    rows = list(_csv.reader(src.open(newline="", encoding="utf-8-sig")))
+    rows = read_lists(src, encoding="utf-8-sig")
     k = rows[0].index("DEVICE KERNEL DURATION [ns]")
     for r in rows[1:]:
         if r[k].strip():

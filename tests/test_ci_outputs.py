@@ -2,8 +2,6 @@
 insufficient data) and the job summary appended to `$GITHUB_STEP_SUMMARY`, from `regressions` and `changes`."""
 from __future__ import annotations
 
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -19,18 +17,16 @@ OFT = HERE / "data/seedfmt/oft_mismatch/ops_perf_results_2026_11_02_02_00_00.csv
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
-def wh(request, tmp_path_factory):
+def wh(request, tmp_path_factory, generated):
     """Nine nights of a 3,141-op model with one block 30 % slower in the last (label ``slow``), and a label of
     two nights (too little history to judge)."""
     folder = tmp_path_factory.mktemp("ci")
     gen = _new_url(request.param, folder)
     invoke = make_invoke(next(gen))
-    subprocess.run([sys.executable, str(MKSERIES), str(OFT), str(folder / "slow"), "--runs", "9", "--seed", "21",
-                    "--slow-block", "stage2.block1"], check=True, capture_output=True)
-    assert invoke("ingest", folder / "slow", "--label", "slow").exit_code == 0
-    subprocess.run([sys.executable, str(MKSERIES), str(OFT), str(folder / "young"), "--runs", "2", "--seed", "22"],
-                   check=True, capture_output=True)
-    assert invoke("ingest", folder / "young", "--label", "young").exit_code == 0
+    slow = generated("mkseries", OFT, "--runs", "9", "--seed", "21", "--slow-block", "stage2.block1")
+    assert invoke("ingest", slow, "--label", "slow").exit_code == 0
+    young = generated("mkseries", OFT, "--runs", "2", "--seed", "22")
+    assert invoke("ingest", young, "--label", "young").exit_code == 0
     invoke.folder = folder
     yield invoke
     for _ in gen:

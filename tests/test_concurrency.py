@@ -22,6 +22,12 @@ def _spawn(url: str, *args: str) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def _done(p: subprocess.Popen) -> int:
+    """Wait for ``p`` (its pipes read to the end and closed); its exit status."""
+    p.communicate(timeout=120)
+    return p.returncode
+
+
 @pytest.fixture(scope="module")
 def forty(tmp_path_factory):
     folder = tmp_path_factory.mktemp("forty")
@@ -42,7 +48,9 @@ def test_eight_processes_forty_files(db_url, forty):
         assert c.execute(text("SELECT COUNT(DISTINCT sha256) FROM run")).scalar() == 40
     eng.dispose()
     from warehouse.runs.maintenance import check_warehouse
-    assert check_warehouse(open_db(db_url)) == []
+    eng = open_db(db_url)
+    assert check_warehouse(eng) == []
+    eng.dispose()
 
 
 def test_same_file_from_many_processes(db_url, forty):
@@ -126,7 +134,7 @@ def test_ingest_with_readers_loses_nothing(db_url, mixed, tmp_path, round_):
     PostgreSQL (deadlocks on interning); .ci/run repeats this (WAREHOUSE_CONCURRENCY_ROUNDS)."""
     files = mixed
     assert len(files) == 16
-    assert _spawn(db_url, "db", "upgrade").wait(timeout=120) == 0
+    assert _done(_spawn(db_url, "db", "upgrade")) == 0
     stop = tmp_path / "stop"
     readers = [subprocess.Popen([sys.executable, "-c", _READER, db_url, str(stop)], stderr=subprocess.PIPE,
                                 text=True) for _ in range(2)]
@@ -146,4 +154,6 @@ def test_ingest_with_readers_loses_nothing(db_url, mixed, tmp_path, round_):
         assert c.execute(text("SELECT COUNT(DISTINCT sha256) FROM run")).scalar() == 16
     eng.dispose()
     from warehouse.runs.maintenance import check_warehouse
-    assert check_warehouse(open_db(db_url)) == []
+    eng = open_db(db_url)
+    assert check_warehouse(eng) == []
+    eng.dispose()

@@ -3,8 +3,6 @@ with each group's last good and first bad commits and the bisect command."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,7 @@ NIGHTS = 16
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
-def farm(request, tmp_path_factory):
+def farm(request, tmp_path_factory, generated):
     """Three labels of 16 nights, night n at commit c<n>: on night 10 Conv2d gets 10 % slower in ``a`` and 20 % in
     ``b`` (one compiler change, two models); ``c`` has a block 15 % slower from night 6, alone."""
     folder = tmp_path_factory.mktemp("farm")
@@ -26,9 +24,7 @@ def farm(request, tmp_path_factory):
     wh = make_invoke(url)
     for label, seed, step in (("a", 1, "op:Conv2dDeviceOperation:10:1.10"),
                               ("b", 2, "op:Conv2dDeviceOperation:10:1.20"), ("c", 3, "block:stage2.block0:6:1.15")):
-        out = folder / label
-        subprocess.run([sys.executable, str(HERE / "mkhistory.py"), str(DLV3), str(out), "--nights", str(NIGHTS),
-                        "--seed", str(seed), "--step", step], check=True, capture_output=True)
+        out = generated("mkhistory", DLV3, "--nights", str(NIGHTS), "--seed", str(seed), "--step", step)
         for n, f in enumerate(sorted(out.glob("*.csv")), 1):
             r = wh("ingest", f, "--label", label, "--tag", f"commit=c{n:02d}")
             assert r.exit_code == 0, r.output

@@ -3,9 +3,8 @@ hiccups has them on the same night a few times a month) is no regression, whiche
 x4 in both sections blocks once it holds a second night; a real change of every op of a code blocks at once."""
 from __future__ import annotations
 
+import shutil
 import json
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -47,15 +46,14 @@ CASES: dict[str, tuple[str, list[Callable[[str, int], float]]]] = {
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
-def gate(request, tmp_path_factory):
+def gate(request, tmp_path_factory, generated):
     """Nine quiet nights (no hiccups), then each case's nights, one label each, in one warehouse."""
     folder = tmp_path_factory.mktemp("hiccups")
     gen = _new_url(request.param, folder)
     wh = make_invoke(next(gen))
     for seed, (name, (code, nights)) in enumerate(CASES.items(), 61):
         d = folder / name  # (each its own nights: a file already stored is not stored again)
-        subprocess.run([sys.executable, str(HERE / "mkhistory.py"), str(DLV3), str(d), "--nights", "9", "--seed",
-                        str(seed), "--outliers", "0"], check=True, capture_output=True)
+        shutil.copytree(generated("mkhistory", DLV3, "--nights", "9", "--seed", str(seed), "--outliers", "0"), d)
         quiet = sorted(d.glob("ops_perf_results_*.csv"))
         for k, scale in enumerate(nights):  # (each from another quiet night: the same file twice is stored once)
             _night(quiet[-1 - k], d / f"ops_perf_results_2026_10_{10 + k:02d}_02_00_00.csv", code, scale)
@@ -156,7 +154,7 @@ def _block_night(src: Path, dst: Path, scale: Callable[[str, int], float]) -> No
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
-def week(request, tmp_path_factory):
+def week(request, tmp_path_factory, generated):
     """Nine quiet nights, then seven in which the block's trace hiccups at a different op each night (x4), or
     in which every op of the block is 30 % slower in both sections: one label each."""
     folder = tmp_path_factory.mktemp("week")
@@ -167,8 +165,7 @@ def week(request, tmp_path_factory):
              "slower_block": lambda n: (lambda s, i: 1.3)}
     for seed, (name, scale) in enumerate(cases.items(), 71):
         d = folder / name
-        subprocess.run([sys.executable, str(HERE / "mkhistory.py"), str(DLV3), str(d), "--nights", "16", "--seed",
-                        str(seed), "--outliers", "0"], check=True, capture_output=True)
+        shutil.copytree(generated("mkhistory", DLV3, "--nights", "16", "--seed", str(seed), "--outliers", "0"), d)
         for n, f in enumerate(sorted(d.glob("ops_perf_results_*.csv"))[9:]):
             _block_night(f, f, scale(n))
         assert wh("ingest", d, "--label", name).exit_code == 0

@@ -207,7 +207,9 @@ def test_check_shows_progress_over_runs(db_url, monkeypatch):
     data = Path(cases()["dlv3_same"]).parent.parent
     assert CliRunner().invoke(cli, ["--db", db_url, "ingest", str(data)]).exit_code == 0
     seen: list[tuple[int, int]] = []
-    assert check_warehouse(open_db(db_url), lambda done, total: seen.append((done, total))) == []
+    eng = open_db(db_url)
+    assert check_warehouse(eng, lambda done, total: seen.append((done, total))) == []
+    eng.dispose()
     assert seen == [(k, 15) for k in range(1, 16)]  # 5 runs: rollups, report parts, then export hashes
     r = CliRunner().invoke(cli, ["--db", db_url, "check"])
     assert r.exit_code == 0 and r.stdout.strip() == "warehouse ok" and r.stderr == ""

@@ -243,7 +243,7 @@ def test_export_of_a_damaged_run_is_an_error_and_check_names_it(db_url, tmp_path
 def _broken_variants(good: Path, out: Path) -> dict[str, Path]:
     """Broken copies of a good night, each with a later capture time: what a crashed or cut capture looks like."""
     import csv as _csv
-    rows = list(_csv.reader(good.open(newline="", encoding="utf-8-sig")))
+    rows = read_lists(good, encoding="utf-8-sig")
     head, body = rows[0], rows[1:]
     typ, code = head.index("OP TYPE"), head.index("OP CODE")
     kern = head.index("DEVICE KERNEL DURATION [ns]")
@@ -407,9 +407,8 @@ def test_a_header_past_the_column_cap_is_one_error(db_url, tmp_path):
 def test_distinct_attributes_cost_one_analysis_per_distinct_shape(tmp_path, monkeypatch):
     """Rows that differ only in an ATTRIBUTES that the per-op analysis ignores share one computed shape (a
     capture whose every row has its own ATTRIBUTES was 5 times slower than the same rows repeated)."""
-    import csv as _csv
     from warehouse.capture.perffacts import Analyzer
-    rows = list(_csv.reader(cases()["ttperfreport__bh_64_clip_encoder_1"].open(newline="", encoding="utf-8-sig")))
+    rows = read_lists(cases()["ttperfreport__bh_64_clip_encoder_1"], encoding="utf-8-sig")
     head = rows[0]
     a_i, c_i, t_i = head.index("ATTRIBUTES"), head.index("OP CODE"), head.index("OP TYPE")
     ops = [r for r in rows[1:] if r[t_i] != "signpost"]

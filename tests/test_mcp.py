@@ -3,7 +3,6 @@ stdio, on both back ends: its tools, bounded answers, refusals, and triage only 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -25,14 +24,13 @@ WAREHOUSE = Path(sys.executable).parent / "warehouse"
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
-def url(request, tmp_path_factory):
+def url(request, tmp_path_factory, generated):
     """16 nights of dlv3 with stage2.block0 8 % slower from night 10 (label ``dlv3``)."""
     folder = tmp_path_factory.mktemp("mcp")
     gen = _new_url(request.param, folder)
     u = next(gen)
-    subprocess.run([sys.executable, str(HERE / "mkhistory.py"), str(DLV3), str(folder / "h"), "--nights", "16",
-                    "--seed", "5", "--step", "block:stage2.block0:10:1.08"], check=True, capture_output=True)
-    assert make_invoke(u)("ingest", folder / "h", "--label", "dlv3").exit_code == 0
+    h = generated("mkhistory", DLV3, "--nights", "16", "--seed", "5", "--step", "block:stage2.block0:10:1.08")
+    assert make_invoke(u)("ingest", h, "--label", "dlv3").exit_code == 0
     yield u
     for _ in gen:
         pass

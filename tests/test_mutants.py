@@ -77,17 +77,16 @@ def test_the_gate_noise_is_robust_and_not_fooled_by_tiny_moves():
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
-def near(request, tmp_path_factory):
+def near(request, tmp_path_factory, generated):
     """Nine quiet nights of ±0.5 % noise, the last one's stage6.block1 8 % slower: above the 5 % threshold and the
     noise bands (about 1 % at 3 sigmas), below what 6 window sigmas of a noisier window would be."""
     folder = tmp_path_factory.mktemp("near")
     gen = _new_url(request.param, folder)
     url = next(gen)
     wh = make_invoke(url)
-    subprocess.run([sys.executable, str(MKSERIES), str(cases()["clip_replays3"]), str(folder / "n"), "--runs", "9",
-                    "--seed", "11", "--noise", "0.005", "--slow-block", "stage6.block1", "--factor", "1.08"],
-                   check=True, capture_output=True)
-    assert wh("ingest", folder / "n", "--label", "near").exit_code == 0
+    n = generated("mkseries", cases()["clip_replays3"], "--runs", "9", "--seed", "11", "--noise", "0.005",
+                  "--slow-block", "stage6.block1", "--factor", "1.08")
+    assert wh("ingest", n, "--label", "near").exit_code == 0
     yield wh
     for _ in gen:
         pass

@@ -229,7 +229,11 @@ def test_ingest_memory_does_not_grow_with_the_file(tmp_path, large_csv):
         p = subprocess.Popen([sys.executable, "-m", "warehouse", "--db", str(tmp_path / f"{f.stem}.db"), "ingest",
                               str(f)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         _, status, usage = os.wait4(p.pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0, p.stderr.read()
+        p.returncode = os.waitstatus_to_exitcode(status)  # (reaped here: the Popen must know it ended)
+        err = p.stderr.read() if p.stderr else b""
+        if p.stderr:
+            p.stderr.close()
+        assert p.returncode == 0, err
         return usage.ru_maxrss
     a, b = peak_kib(small), peak_kib(large_csv)
     assert large_csv.stat().st_size > 3.5 * small.stat().st_size

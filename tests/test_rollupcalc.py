@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
+from csvedit import read_lists
 from conftest import BACKENDS, _new_url, make_invoke
 from corpus import DATA, cases
 from warehouse.capture import plan as budgets
@@ -22,7 +23,7 @@ def _device_variant(folder: Path) -> Path:
     """dlv3_same with its ops on DEVICE ID 0 and 1 in turn, and a few on -1 (no device of its own); every op an
     op-to-op gap of its own (a section's and an iteration's first op too, whose gap the rollups leave out)."""
     src = cases()["dlv3_same"]
-    rows = list(csv.reader(src.open(newline="", encoding="utf-8-sig")))
+    rows = read_lists(src, encoding="utf-8-sig")
     dev, gap = rows[0].index("DEVICE ID"), rows[0].index("OP TO OP LATENCY [ns]")
     out = folder / "devices" / "ops_perf_results_2026_11_05_02_00_00.csv"
     out.parent.mkdir(parents=True)

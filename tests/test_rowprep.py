@@ -97,9 +97,18 @@ def test_token_table_restarts(tmp_path, monkeypatch):
 
 
 def _children() -> list:
-    """This process's children (the reader's worker is forked; one left over, even a zombie, is a leak)."""
+    """The children this process forked (the reader's worker; one left over, even a zombie, is a leak): not
+    multiprocessing's resource tracker, which another test's process pool may have started."""
     import psutil
-    return psutil.Process().children(recursive=True)
+    out = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if "resource_tracker" in " ".join(p.cmdline()):
+                continue
+        except psutil.Error:  # (a zombie has no command line left: it is one of ours, not waited for)
+            pass
+        out.append(p)
+    return out
 
 
 def test_duplicate_stops_the_worker(tmp_path):
@@ -313,7 +322,7 @@ def test_read_ahead_is_taken_over_by_the_ingest(tmp_path, monkeypatch):
     # a reader for the other back end is not used (and is stopped); one never used is stopped by its owner
     wrong = real_ahead(FILES[1], compress=False)
     assert wrong is not None
-    ing.ingest_file(wh.engine, FILES[1], source=wrong)
+    ing.ingest_file(wh.engine, FILES[1], worker=wrong)
     assert used[-1] is not wrong and wrong._proc is None
     unused = real_ahead(FILES[1], compress=True)
     assert unused is not None and unused._proc is not None

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
@@ -107,12 +108,23 @@ class RunDetail:
                 "neighbours": {"previous": self.previous, "next": self.next}}
 
 
+def _close_engines(attrs: dict[str, Any]) -> None:
+    """Dispose of the engines a Warehouse holds (``attrs``: its ``__dict__``)."""
+    for k in ("engine", "_write_engine", "_read_engine"):
+        eng = attrs.pop(k, None)
+        if eng is not None:
+            eng.dispose()
+
+
 class Warehouse:
     """A warehouse at ``url`` (a SQLite path or a SQLAlchemy URL; ``None``: ``$WAREHOUSE_DB`` or
     ``./warehouse.db``). Reading methods never create a database."""
 
     def __init__(self, url: str | None = None):
         self.url = url
+        # (a Warehouse dropped without close() gives its connections back when it is collected, not when each
+        # pooled connection is: a notebook's `Warehouse(url).query(...)` never leaves a server connection open)
+        weakref.finalize(self, _close_engines, self.__dict__)
 
     # ------------------------------------------------------------------------------------------- engines
     @cached_property
@@ -123,10 +135,13 @@ class Warehouse:
 
     def close(self) -> None:
         """Give back every database connection this Warehouse holds (it opens new ones when used again)."""
-        for k in ("engine", "_write_engine", "_read_engine"):
-            eng = self.__dict__.pop(k, None)
-            if eng is not None:
-                eng.dispose()
+        _close_engines(self.__dict__)
+
+    def __enter__(self) -> Warehouse:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _writer(self) -> Engine:
         """A read-write engine on an existing warehouse (a writing command never creates one by accident)."""

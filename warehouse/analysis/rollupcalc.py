@@ -359,8 +359,7 @@ def _nulls(a: np.ndarray) -> list[float | None]:
 
 
 def run_rows(conn: Connection, run_id: int, freq_mhz: float, by_id_sql: str, captured: OpCapture | None = None,
-             aside: bool = False, ids: dict[tuple[str, str], int | None] | None = None,
-             numpy: bool | None = None) -> Iterator[Any] | None:
+             aside: bool = False, ids: dict[tuple[str, str], int | None] | None = None) -> Iterator[Any] | None:
     """The stored rollup rows of one run as :func:`warehouse.analysis.rollups.build_sql` gives them (run, section,
     grouping, key, device, iterations, ops, stored metric columns...), in batches, from ``by_id_sql`` (the SQL's
     by-id rows, parameter ``run``); None when a stored grouping or metric is not mirrored here, or the run is
@@ -368,14 +367,13 @@ def run_rows(conn: Connection, run_id: int, freq_mhz: float, by_id_sql: str, cap
     ``aside``: a run of :data:`~warehouse.capture.plan.ASIDE_ROWS` by-id rows or more has its batches made in a
     forked process (:func:`warehouse.workers.fork.streamed`) while the caller writes each one (the database is read
     here first).
-    ``ids``: the ``rollup_key`` ids known of (grouping, key text): the batches are then :class:`Keyed`.
-    ``numpy``: the ingest plan's choice (:class:`warehouse.capture.plan.IngestPlan`); None: decided by the run's
-    op count against :data:`warehouse.capture.plan.NUMPY_MAX_OPS`."""
+    ``ids``: the ``rollup_key`` ids known of (grouping, key text): the batches are then :class:`Keyed`. A run of
+    more ops than :data:`warehouse.capture.plan.NUMPY_MAX_OPS` (counted exactly here) is left to the SQL."""
     groupings = [g for g in GROUPINGS if g.stored]
     if not mirrored(groupings, METRICS):
         return None
     n_ops = conn.execute(text("SELECT COUNT(*) FROM op WHERE run_id = :r"), {"r": run_id}).scalar_one()
-    if not (n_ops <= plan.NUMPY_MAX_OPS if numpy is None else numpy):
+    if n_ops > plan.NUMPY_MAX_OPS:
         return None
     with np.errstate(over="ignore", invalid="ignore"):  # (see batches below)
         if captured is not None and not captured.full and captured.n == n_ops:

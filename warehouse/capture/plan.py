@@ -11,8 +11,9 @@ A capture's size decides four things, each with its own reason:
   the rollups' keys and inputs are read back from the database there instead).
 - **what the run's end keeps in memory** - below big, each end step keeps per-op state only while its bytes an op
   times the ops fit the ingest's memory budget: the report's section scans (~60 bytes an op) up to
-  :data:`FEED_MAX_OPS`, the rollups' by-id inputs (96 bytes an op) up to :data:`CAPTURE_MAX_OPS`, and the rollups
-  are computed in numpy up to :data:`NUMPY_MAX_OPS` ops (beyond, by SQL alone).
+  :data:`FEED_MAX_OPS`, the rollups' by-id inputs (96 bytes an op) up to :data:`CAPTURE_MAX_OPS`. The rollups,
+  made once the run's op count is exact, are computed in numpy up to :data:`NUMPY_MAX_OPS` ops (beyond, by SQL
+  alone: numpy's arrays grow with the run).
 
 A wrong guess (the scan counts lines, which a quoted cell may span) costs time or memory, never a different run.
 Tests set the module's cut-offs small to take a path on a small file; the plan reads them when it is made.
@@ -60,7 +61,6 @@ class IngestPlan:
     big: bool  # memory held flat: heap trimmed while streaming, no per-op state kept for the run's end
     report_fed: bool  # the report's section scans made as the ops stream (else read back at the end)
     capture_ops: bool  # the rollups' by-id inputs kept as the ops stream (else read back)
-    numpy_rollups: bool  # rollups computed in numpy (else by SQL alone)
 
     @classmethod
     def of(cls, scan: FileScan, worker: bool = False) -> IngestPlan:
@@ -69,8 +69,7 @@ class IngestPlan:
         rows = scan.lines
         big = rows > BIG_ROWS
         return cls(worker=worker, columnar=not big and _columnar(scan), big=big,
-                   report_fed=not big and rows <= FEED_MAX_OPS, capture_ops=not big and rows <= CAPTURE_MAX_OPS,
-                   numpy_rollups=rows <= NUMPY_MAX_OPS)
+                   report_fed=not big and rows <= FEED_MAX_OPS, capture_ops=not big and rows <= CAPTURE_MAX_OPS)
 
 
 def _columnar(scan: FileScan) -> bool:

@@ -226,7 +226,7 @@ def sequential(engine: Engine, files: list[Path], label: str | None, tags: dict[
         each = (lambda n, f=f: progress(f, n)) if progress else None
         source = ahead if ahead is not None and ahead.path == Path(f) else None
         try:
-            yield f, ingest_file(engine, f, label=label, tags=tags, freq_mhz=freq_mhz, progress=each, source=source)
+            yield f, ingest_file(engine, f, label=label, tags=tags, freq_mhz=freq_mhz, progress=each, worker=source)
         except WarehouseError as e:
             yield f, e
 

@@ -353,22 +353,21 @@ class _FileIngest:
 
 def ingest_file(engine: Engine, path: Path, *, label: str | None = None, tags: dict[str, str] | None = None,
                 freq_mhz: float | None = None, progress: Callable[[int], None] | None = None,
-                meta: dict | None = None, worker: bool | None = None,
-                source: RowSource | None = None) -> IngestResult:
+                meta: dict | None = None, worker: bool | RowSource | None = None) -> IngestResult:
     """Store one CSV as a run, whole or not at all. Content already stored gives ``existing=True``.
 
     The file's bytes are hashed as they are parsed: what is stored is exactly what was hashed, and a file that
     changes meanwhile is refused. The file is hashed first, before its rows are read, only when it may be stored
     already (a stored run has its size; a race with another ingest of the same content ends with the same
     answer, through the hash's unique key). Reading runs in a worker process for files that are worth it (see
-    :class:`warehouse.capture.rowprep.RowSource`; ``worker`` forces either way). ``meta`` overrides run columns
-    (``warehouse copy`` keeps a run's hash, paths, times and frequency) and may carry ``warnings``, a list of
-    ``(row, column, message)`` that replaces those found. ``source``: the file's reader, started already (see
-    :func:`warehouse.capture.rowprep.read_ahead`); used when it packs chunks as this back end wants them."""
+    :class:`warehouse.capture.rowprep.RowSource`; ``worker`` forces either way, or is the file's reader started
+    already by :func:`warehouse.capture.rowprep.read_ahead`, used when it packs chunks as this back end wants).
+    ``meta`` overrides run columns (``warehouse copy`` keeps a run's hash, paths, times and frequency) and may carry
+    ``warnings``, a list of ``(row, column, message)`` that replaces those found."""
     check_names(label, tags)
     try:
         with collector.paused():
-            return _ingest_file(engine, Path(path), label, tags, freq_mhz, progress, meta, worker, source)
+            return _ingest_file(engine, Path(path), label, tags, freq_mhz, progress, meta, worker)
     except WarehouseError:
         raise
     except Exception as e:  # anything else is this file's failure, never the command's (its transaction rolled back)
@@ -384,16 +383,17 @@ def _size_stored(conn: Connection, size: int) -> bool:
 
 def _ingest_file(engine: Engine, path: Path, label: str | None, tags: dict[str, str] | None,
                  freq_mhz: float | None, progress: Callable[[int], None] | None, meta: dict | None,
-                 worker: bool | None, ahead: RowSource | None) -> IngestResult:
+                 worker: bool | RowSource | None) -> IngestResult:
     t0 = time.perf_counter()
     meta = dict(meta or {})
     warnings = meta.pop("warnings", None)  # taken out once: a retry must see the same meta
     compress = compresses(engine)
     # (the worker scans, then parses ahead while we check; maybe started already, see rowprep.read_ahead)
-    if ahead is not None and (worker is not None or ahead.compress != compress):
-        ahead.close()  # (chunks packed for the other back end, or a worker forced either way: read it again)
+    ahead, forced = (worker, None) if isinstance(worker, RowSource) else (None, worker)
+    if ahead is not None and ahead.compress != compress:
+        ahead.close()  # (started already, but its chunks are packed for the other back end: read the file again)
         ahead = None
-    source = ahead or RowSource(path, worker=worker, compress=compress)
+    source = ahead or RowSource(path, worker=forced, compress=compress)
     try:
         sha = meta.get("sha256") or source.scan.sha256
         with engine.connect() as conn:
@@ -424,7 +424,7 @@ def _ingest_file(engine: Engine, path: Path, label: str | None, tags: dict[str, 
                     raise WarehouseError(f"{shown(path)}: {dialect.explain(e)}") from None
                 time.sleep(0.2 + random.random() * (1 + attempt))
                 source.close()  # its rows were spent on the failed try: read them again
-                source = RowSource(path, scan, worker=worker, compress=compress)
+                source = RowSource(path, scan, worker=forced, compress=compress)
         raise AssertionError("unreachable")
     finally:
         source.close()
@@ -504,8 +504,7 @@ def _ingest_once(engine: Engine, req: _Request, source: RowSource, scan: FileSca
             with dialect.small_sorts(conn):
                 try:  # (new rollup keys are interned as the file's other values are)
                     build_rollups(conn, run_id, meta.get("freq_mhz", freq), key_conn=job.intern.connection(),
-                                  captured=job.capture, known=job.keys, meanwhile=meanwhile,
-                                  numpy=job.plan.numpy_rollups)
+                                  captured=job.capture, known=job.keys, meanwhile=meanwhile)
                 finally:
                     job.intern.close()
                     job.capture = None

@@ -261,6 +261,16 @@ def open_db(db: str | URL | None, *, create: bool = True, readonly: bool = False
     if url.get_backend_name() == "sqlite" and url.database and sqlite_unwritable(url.database):
         readonly = True  # nothing could be written anyway: read it as it is (a writing command fails clearly)
     engine = make_engine(url, readonly=readonly)
+    try:
+        _ready(engine, url, create, readonly)
+    except BaseException:
+        engine.dispose()  # (its connection given back: a caller that reports the error may live on)
+        raise
+    return engine
+
+
+def _ready(engine: Engine, url: URL, create: bool, readonly: bool) -> None:
+    """Bring a new engine's warehouse to where :func:`open_db` promises it, or raise saying why it cannot be."""
     head = head_revision_fast()
     try:
         with engine.connect() as conn:
@@ -277,9 +287,8 @@ def open_db(db: str | URL | None, *, create: bool = True, readonly: bool = False
                              f"version needs {head}: run `warehouse db upgrade`")
     if readonly:
         _warn_stale_views(engine)
-        return engine
-    _refresh_views(engine)
-    return engine
+    else:
+        _refresh_views(engine)
 
 
 def _warn_stale_views(engine: Engine) -> None:
