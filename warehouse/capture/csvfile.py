@@ -230,10 +230,11 @@ class CsvReader:
         self._odd_line_ends = 0  # lines that end otherwise than the first one, or with a CR alone
         self.rows_read = 0
         self._nul_rows = 0  # rows whose NUL bytes were replaced by U+FFFD
-        if scan.size == 0 or scan.compressed:
+        if scan.size == 0:
             f.close()  # (the reader owns the file it is given: refused here, it is closed here)
-            if scan.size == 0:
-                raise self._fail(None, "the file is empty; expected an ops_perf_results CSV with a header row")
+            raise self._fail(None, "the file is empty; expected an ops_perf_results CSV with a header row")
+        if scan.compressed:
+            f.close()
             raise self._fail(None, f"is {scan.compressed}-compressed; decompress it first "
                                    f"({decompress_hint(scan.compressed)} FILE) and ingest the CSV")
         self._f = f
