@@ -217,7 +217,8 @@ def test_a_layer_drill_down_of_some_layers_equals_the_whole_ones(wh, db_url, cas
     src = _replay_without_a_layer(tmp_path) if case == "replay_without_a_layer" else cases()[case]
     assert wh("ingest", src).exit_code == 0
     g = next(g for g in GROUPINGS if g.key == "layer/op-code")
-    with open_db(db_url).connect() as c:
+    eng = open_db(db_url)
+    with eng.connect() as c:
         sections = [s for (s,) in c.exec_driver_sql("SELECT DISTINCT section FROM rollup_row")]
         compared = 0
         for sec in sections:
@@ -230,3 +231,4 @@ def test_a_layer_drill_down_of_some_layers_equals_the_whole_ones(wh, db_url, cas
                 assert sorted(part) == sorted(r for r in whole if r[1].rsplit(" / ", 1)[0] in some), (sec, some)
                 compared += len(part)
         assert compared > 10
+    eng.dispose()

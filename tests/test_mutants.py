@@ -27,8 +27,10 @@ def test_bound_is_at_or_above_65_percent(db_url, dram, flops, bound):
     from warehouse.analysis.perf import bound_of
     from warehouse.store.perfsql import bound_sql
     assert bound_of(dram, flops) == bound
-    with open_db(db_url).connect() as conn:
+    eng = open_db(db_url)
+    with eng.connect() as conn:
         assert conn.execute(text(f"SELECT {bound_sql(repr(dram), repr(flops))}")).scalar() == bound
+    eng.dispose()
 
 
 # ----------------------------------------------------------------------------- `sql` on SQLite opens mode=ro
