@@ -41,7 +41,7 @@ HICCUP_HISTORIES = [f"tests/test_changes.py::test_changes_name_every_step_and_no
                     for h in ("hiccup_before_step", "eager_a_night_early")]
 
 MUTATIONS = [
-    Mutation("bound-threshold-66", "warehouse/analysis/perf.py", "BOUND_PCT = 65", "BOUND_PCT = 66",
+    Mutation("bound-threshold-66", "warehouse/capture/perffacts.py", "BOUND_PCT = 65", "BOUND_PCT = 66",
              ["tests/test_mutants.py::test_bound_is_at_or_above_65_percent"]),
     Mutation("sqlite-read-only-without-mode-ro", "warehouse/store/db.py", '?mode=ro"', '?mode=rwc"',
              ["tests/test_mutants.py::test_a_read_only_sqlite_engine_cannot_write",
@@ -52,13 +52,8 @@ MUTATIONS = [
     Mutation("api-reads-open-read-write", "warehouse/api.py",
              'open_db(self.url, create=False, readonly=True)', 'open_db(self.url, create=False)',
              ["tests/test_friction.py::test_reads_never_write_sqlite"]),
-    Mutation("gate-band-6-sigmas", "warehouse/history/gate.py", "SIGMAS = 3.0\n", "SIGMAS = 6.0\n",
-             ["tests/test_mutants.py::test_the_gate_band_is_three_robust_sigmas"]),
-    Mutation("gate-no-section-corroboration", "warehouse/history/gate.py",
-             "return here * there > 0 and abs(there) >= abs(here) / 3", "return True",
-             ["tests/test_changes.py::test_the_gate_is_quiet_over_a_noisy_month"]),
-    Mutation("gate-long-noise-off", "warehouse/history/gate.py", "LONG_SIGMAS = 5.0", "LONG_SIGMAS = 0.0",
-             ["tests/test_changes.py::test_the_gate_is_quiet_over_a_noisy_month"]),
+    Mutation("gate-z-tenfold", "warehouse/history/judge.py", "Z_GATE = 5.0", "Z_GATE = 50.0",
+             ["tests/test_mutants.py::test_a_near_threshold_regression_is_found"]),
     Mutation("runs-page-until-by-time", "warehouse/web/app.py",
              "r.time[:10] <= until", "r.time <= until",
              ["tests/test_mutants.py::test_the_runs_page_date_filter_is_inclusive"]),
@@ -70,7 +65,7 @@ MUTATIONS = [
              HICCUP_HISTORIES),
     Mutation("changes-no-pair-series", "warehouse/history/changes.py", "PAIRS_SEEN = 3 ", "PAIRS_SEEN = 10 ** 9 ",
              HICCUP_HISTORIES),
-    Mutation("report-post-glue-counted", "warehouse/analysis/report.py", "if lay and not is_post(lay):",
+    Mutation("report-post-glue-counted", "warehouse/analysis/reportscan.py", "if lay and not is_post(lay):",
              "if lay:", ["tests/test_report.py::test_report_matches_oracle[sqlite-dlv3_postmatmul]"]),
     Mutation("view-post-glue-counted", "warehouse/store/views.py",
              "AND layer <> '' AND __NOT_POST__", "AND layer <> ''",
