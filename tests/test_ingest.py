@@ -300,7 +300,7 @@ def test_a_run_planned_big_keeps_no_per_op_state_and_stores_the_same(tmp_path, c
 
     def keep(self):
         real(self)
-        seen.append((self.big, self.feed.fed > self.feed.MAX_OPS, self.keys.given_up, self.capture.full))
+        seen.append((self.plan.big, self.feed.fed > self.feed.MAX_OPS, self.keys.given_up, self.capture.full))
     monkeypatch.setattr(ing._FileIngest, "_keep_per_op_state", keep)
     from warehouse.analysis import report
     read_back = []

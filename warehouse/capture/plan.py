@@ -56,19 +56,18 @@ def wants_worker(path: Path) -> bool:
 class IngestPlan:
     """How one file goes in (see the module docstring): decided by :meth:`of` from its scan."""
 
-    worker: bool  # parsed in a worker process
     columnar: bool  # parsed by pyarrow's columnar reader (else by lines)
     big: bool  # memory held flat: heap trimmed while streaming, no per-op state kept for the run's end
     report_fed: bool  # the report's section scans made as the ops stream (else read back at the end)
     capture_ops: bool  # the rollups' by-id inputs kept as the ops stream (else read back)
 
     @classmethod
-    def of(cls, scan: FileScan, worker: bool = False) -> IngestPlan:
-        """The plan for a file of this scan (``worker``: whether its parse runs in a worker, see
-        :func:`wants_worker`)."""
+    def of(cls, scan: FileScan) -> IngestPlan:
+        """The plan for a file of this scan (whether its parse runs in a worker is :func:`wants_worker`'s, made
+        before the scan)."""
         rows = scan.lines
         big = rows > BIG_ROWS
-        return cls(worker=worker, columnar=not big and _columnar(scan), big=big,
+        return cls(columnar=not big and _columnar(scan), big=big,
                    report_fed=not big and rows <= FEED_MAX_OPS, capture_ops=not big and rows <= CAPTURE_MAX_OPS)
 
 

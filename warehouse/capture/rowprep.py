@@ -262,7 +262,7 @@ class RowSource:
     @property
     def plan(self) -> IngestPlan:
         """How the file goes in, from its scan (the worker's, waited for when first asked for)."""
-        return IngestPlan.of(self.scan, worker=self.worker)
+        return IngestPlan.of(self.scan)
 
     def _from_worker(self) -> Iterator[Any]:
         assert self._proc is not None

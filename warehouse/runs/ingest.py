@@ -110,7 +110,6 @@ class _FileIngest:
         self.rows_seen = 0
         self.guards = contextlib.ExitStack()  # (settings of the stream, undone by release)
         self.plan = source.plan
-        self.big = self.plan.big
         self._keep_per_op_state()
 
     def _store_section(self, span: SectionSpan) -> int:
@@ -274,7 +273,7 @@ class _FileIngest:
         if b.forget:
             self.shape_of.clear()
         self.rows_seen += len(b.rows)
-        if self.big and self.rows_seen % (64 * BATCH) < len(b.rows):
+        if self.plan.big and self.rows_seen % (64 * BATCH) < len(b.rows):
             trim_heap()  # (a big run's batches leave freed pages behind: give them back now and then)
 
     def _keep_per_op_state(self) -> None:
@@ -287,7 +286,7 @@ class _FileIngest:
             self.keys.give_up()
             if self.capture is not None:
                 self.capture.give_up()
-        if self.big:
+        if self.plan.big:
             # (its indexes are appended to in file order: a small page cache serves them, in 6 MiB less)
             self.guards.enter_context(dialect.small_sorts(self.conn, 2))
             self.intern.keep_pairs = False
@@ -494,7 +493,7 @@ def _ingest_once(engine: Engine, req: _Request, source: RowSource, scan: FileSca
                 job.intern.close()
                 job.guards.close()
             job.release()
-            if job.big:
+            if job.plan.big:
                 trim_heap()  # (what the stream's state held goes back before the rollups and report are made)
 
             def meanwhile() -> None:  # (while the rollup rows are made on the other core)
@@ -512,7 +511,7 @@ def _ingest_once(engine: Engine, req: _Request, source: RowSource, scan: FileSca
             if got is None and aside:
                 got = feed_parts(feed, same)
             scans, pure = got or (None, None)
-            if job.big:
+            if job.plan.big:
                 trim_heap()  # (what the rollups' SQL held goes back before the report is read back)
             store_parts(conn, run_id, scans, pure, trace_ids=job.trace_ids)
         seconds = time.perf_counter() - t0
