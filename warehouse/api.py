@@ -529,6 +529,11 @@ class Warehouse:
         from warehouse.runs.maintenance import check_warehouse
         return check_warehouse(self._reader(), progress)
 
+    def rebuild_series(self) -> int:
+        """Build every run's history series (table ``run_series``) again from its rollups; how many runs."""
+        from warehouse.runs.maintenance import rebuild_series
+        return rebuild_series(self._writer())
+
     def check_schema(self) -> list[str]:
         """The differences between the tables and the models (alembic check)."""
         from warehouse.store.db import check_schema

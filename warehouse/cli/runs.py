@@ -259,10 +259,14 @@ def rm(ctx: click.Context, runs: tuple[str, ...], yes: bool) -> None:
 
 
 @cli.command(name="check")
+@click.option("--repair", is_flag=True, help="First build every run's history series (table run_series) again "
+              "from its rollups: what a problem with them asks for.")
 @click.pass_context
-def check_cmd(ctx: click.Context) -> None:
-    """Verify the warehouse: storage integrity, run counts, orphan rows, each run's rollups and report against
-    its ops; exit 1 listing the problems."""
+def check_cmd(ctx: click.Context, repair: bool) -> None:
+    """Verify the warehouse: storage integrity, run counts, orphan rows, each run's rollups, history series and
+    report against its ops; exit 1 listing the problems."""
+    if repair:
+        click.echo(f"rebuilt the history series of {_api(ctx).rebuild_series()} run(s)", err=True)
     with contextlib.ExitStack() as stack:
         bar = None  # (made at the first step, when the number of steps is known)
 

@@ -32,7 +32,7 @@ from warehouse.registry.contract import SECTIONS, TRACE  # the oracle's sections
 from warehouse.history.changepoints import MIN_AFTER, MIN_BEFORE, analyse, prepare_many
 from warehouse.errors import NotFound, UsageError
 from warehouse.registry.measures import METRIC, is_metric, ordered
-from warehouse.history.levels import _level, _replay_noise, _robust_night, _without_outliers
+from warehouse.history.levels import _level, _levels, _replay_noise, _robust_night, _without_outliers
 from warehouse.history.series import HISTORY_METRICS, SeriesData, RunMeta, fetch_history, run_meta, select_runs
 from warehouse.history.boundchange import of_cause
 from warehouse.history.causes import Cause, Group, Overlaps, cause_id, link_fixes, nest
@@ -330,6 +330,10 @@ def _pass(data: SeriesData, n: int, sections: list[str], metrics: list[str], fdr
             parts[(s, "block", b)].append(d)
             parts[(s, "op-code", c)].append(d)
 
+    # each block's and op code's level over its pairs, all at once (thousands of small groups)
+    wanted = [(*sgk, m) for sgk, inside in parts.items() if len(inside) >= PAIRS_SEEN for m in metrics
+              if m in inside[0] and (*sgk, m) not in part_levels]
+    part_levels.update(zip(wanted, _levels([[p[w[3]] for p in parts[w[:3]]] for w in wanted], n)))
     # the series to look at, each divided by its level
     todo: list[tuple[str, str, str, int, str, np.ndarray, float]] = []
     for (s, g, key, dev), d in data.items():
@@ -350,8 +354,6 @@ def _pass(data: SeriesData, n: int, sections: list[str], metrics: list[str], fdr
             todo.append((s, g, key, dev, m, (_robust_night(d, m) + off) / lv, _replay_noise(d, m)))
             inside = parts.get((s, g, key), [])
             if len(inside) >= PAIRS_SEEN and m in inside[0]:
-                if (s, g, key, m) not in part_levels:
-                    part_levels[(s, g, key, m)] = _level([p[m] for p in inside], n)
                 todo.append((s, g, key, dev, m, np.nanmedian(v) * part_levels[(s, g, key, m)] / lv,
                              _replay_noise(d, m)))
     for m in metrics:

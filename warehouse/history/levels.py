@@ -26,6 +26,38 @@ def _level(series: list[np.ndarray], n: int) -> np.ndarray:
     return np.where(np.isfinite(lv) & (lv > 0), lv, 1.0)
 
 
+def _levels(groups: list[list[np.ndarray]], n: int) -> list[np.ndarray]:
+    """:func:`_level` of each group of series, the same numbers, in a few array operations: a history asks for the
+    level of every block's and op code's (block, op code) pairs, thousands of small groups. Groups of one size have
+    their nights' medians taken together."""
+    out: list[np.ndarray] = [np.ones(n) for _ in groups]
+    live = [i for i, g in enumerate(groups) if g]
+    if not live:
+        return out
+    v = np.vstack([s for i in live for s in groups[i]])
+    owner = np.concatenate([np.full(len(groups[i]), i) for i in live])
+    ok = np.isfinite(v) & (v > 0)
+    med = row_medians(np.where(ok, v, np.nan))
+    good = (ok.sum(axis=1) >= 0.9 * n) & (med > 0)
+    with np.errstate(all="ignore"):
+        ratio = np.where(ok, v / med[:, None], np.nan)
+    ratio, owner = ratio[good], owner[good]
+    if not len(owner):
+        return out
+    order = np.argsort(owner, kind="stable")  # (a group's rows together, in their own order)
+    ratio, owner = ratio[order], owner[order]
+    ids, starts, counts = np.unique(owner, return_index=True, return_counts=True)
+    for width in np.unique(counts):  # (groups of one size together: a block's pairs are often as many as another's)
+        mine = np.nonzero(counts == width)[0]
+        rows = (starts[mine][:, None] + np.arange(width)[None, :]).reshape(-1)
+        stack = ratio[rows].reshape(len(mine), int(width), n)
+        lv = row_medians(stack.transpose(0, 2, 1).reshape(len(mine) * n, int(width))).reshape(len(mine), n)
+        lv = np.where(np.isfinite(lv) & (lv > 0), lv, 1.0)
+        for j, g in enumerate(mine):
+            out[int(ids[g])] = lv[j]
+    return out
+
+
 def _without_outliers(level: np.ndarray) -> np.ndarray:
     """A level series with its one-night outliers replaced by their neighbours' level."""
 

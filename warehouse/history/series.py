@@ -6,19 +6,19 @@ import bisect
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 from sqlalchemy import Connection, select, text
 
+from warehouse.store import runseries
 from warehouse.store import schema as t
 from warehouse.analysis.rollups import computed_rows, run_rows
 
-from warehouse.errors import NotFound, UsageError
+from warehouse.errors import NotFound, UsageError, WarehouseError
 from warehouse.registry.measures import COLUMN_METRIC, GROUPINGS, METRIC, METRICS, Metric, grouping_keys
 from warehouse.store.listing import order_key
 from warehouse.store.rollupsql import rollup_of, section_names, sql_list
-from warehouse.store.dialect import exact_number_text, text_list_agg
 from warehouse.registry.contract import EAGER, TRACE
 
 ALL_DEVICES = -1
@@ -183,10 +183,13 @@ class Table:
 def fetch_table(conn: Connection, run_ids: list[int], section: str, grouping: str, *, devices: bool = False,
                 keys: Iterable[str] | None = None, metrics: Iterable[str] = (),
                 cache: dict[tuple, list[tuple[Any, ...]]] | None = None) -> Table:
-    """:func:`fetch` as a :class:`Table` (no object a row: a year of a big model's layers is 100,000s of rows)."""
-
+    """:func:`fetch` as a :class:`Table` (no object a row: a year of a big model's layers is 100,000s of rows). A
+    stored grouping is read from the history series (:mod:`warehouse.store.runseries`), the rest computed."""
+    g = next((x for x in GROUPINGS if x.key == grouping), None)
     names, rows, extra_names, extra_rows = _rows(conn, run_ids, section, grouping, devices, keys, None, metrics,
-                                                 cache)
+                                                 cache, read_stored=False)
+    if g is not None and g.stored:
+        return _stored_table(conn, run_ids, section, grouping, devices, keys, extra_names, extra_rows)
     index: dict[tuple[str, int], int] = {}
     ki = np.array([index.setdefault((r[1], r[2]), len(index)) for r in rows], dtype=np.intp)
     runs = sorted({r[0] for r in rows})
@@ -197,16 +200,64 @@ def fetch_table(conn: Connection, run_ids: list[int], section: str, grouping: st
     row[ki, rj] = np.arange(len(rows))
     values: dict[str, np.ndarray] = {}
     spreads: dict[str, np.ndarray] = {}
-    # the computed metrics' rows: of the keys and runs the stored ones have
-    extra_rows = [r for r in extra_rows if (r[1], r[2]) in index and r[0] in pos]
-    extra_at = (np.array([index[(r[1], r[2])] for r in extra_rows], dtype=np.intp),
-                np.array([pos[r[0]] for r in extra_rows], dtype=np.intp))
-    for ns, rs, at in ((names, rows, (ki, rj)), (extra_names, extra_rows, extra_at)):
-        for i, k in enumerate(ns):
-            values[k] = scatter(rs, 5 + 2 * i, at, shape)
-            spreads[k] = scatter(rs, 6 + 2 * i, at, shape)
+    for i, k in enumerate(names):
+        values[k] = scatter(rows, 5 + 2 * i, (ki, rj), shape)
+        spreads[k] = scatter(rows, 6 + 2 * i, (ki, rj), shape)
     return Table(list(index), runs, values, spreads, row, scatter(rows, 3, (ki, rj), shape),
                  scatter(rows, 4, (ki, rj), shape))
+
+
+def _stored_table(conn: Connection, run_ids: list[int], section: str, grouping: str, devices: bool,
+                  keys: Iterable[str] | None, extra_names: list[str], extra_rows: list[Any]) -> Table:
+    """A stored grouping's :class:`Table` from the history series: its rows in the order a read of the rollups by
+    primary key gives them (run, key id, device), keys numbered as they first come; the computed metrics'
+    ``extra_rows`` beside, of the keys and runs the stored ones have."""
+    wanted: np.ndarray | None = None
+    if keys is not None:
+        texts = list(dict.fromkeys(keys))
+        found = [] if not texts else conn.execute(
+            text(f"SELECT id FROM rollup_key WHERE grouping = :g AND key IN "
+                 f"({', '.join(f':k{i}' for i in range(len(texts)))})"),
+            {"g": grouping, **{f"k{i}": k for i, k in enumerate(texts)}}).scalars().all()
+        wanted = np.array(sorted(found), dtype=np.int64)
+    parts = []
+    for p in runseries.read(conn, run_ids, [section], [grouping]):
+        keep = np.ones(len(p.key_ids), dtype=bool) if devices else p.devices == ALL_DEVICES
+        if wanted is not None:
+            keep &= np.isin(p.key_ids, wanted)
+        if keep.any():
+            parts.append(p.only(keep))
+    runs = [p.run_id for p in parts]
+    pos = {r: j for j, r in enumerate(runs)}
+    if parts:
+        kid = np.concatenate([p.key_ids for p in parts])
+        dev = np.concatenate([p.devices for p in parts]).astype(np.int64)
+        rj = np.concatenate([np.full(len(p.key_ids), j) for j, p in enumerate(parts)])
+        ki, uniq = _first_come(_packed(kid, dev))
+        names = _key_texts(conn, np.unique(kid))
+        key_list = [(names[int(code) >> 16], (int(code) & 0xFFFF) - 1) for code in uniq]
+    else:
+        kid = dev = rj = ki = np.array([], dtype=np.intp)
+        key_list = []
+    shape = (len(key_list), len(runs))
+    row = np.full(shape, -1, dtype=np.intp)
+    row[ki, rj] = np.arange(len(ki))
+
+    def matrix(figure: str) -> np.ndarray:
+        m = np.full(shape, np.nan)
+        if parts:
+            m[ki, rj] = np.concatenate([p.values[figure] for p in parts])
+        return m
+    values = {m.key: matrix(m.column) for m in METRICS}
+    spreads = {m.key: matrix(m.spread_column) for m in METRICS}
+    index = {k: i for i, k in enumerate(key_list)}
+    extra_rows = [r for r in extra_rows if (r[1], r[2]) in index and r[0] in pos]
+    at = (np.array([index[(r[1], r[2])] for r in extra_rows], dtype=np.intp),
+          np.array([pos[r[0]] for r in extra_rows], dtype=np.intp))
+    for i, k in enumerate(extra_names):
+        values[k] = scatter(extra_rows, 5 + 2 * i, at, shape)
+        spreads[k] = scatter(extra_rows, 6 + 2 * i, at, shape)
+    return Table(key_list, runs, values, spreads, row, matrix("iterations"), matrix("ops"))
 
 
 def scatter(rows: list[Any], col: int, at: tuple[np.ndarray, np.ndarray], shape: tuple[int, int]) -> np.ndarray:
@@ -221,7 +272,7 @@ def scatter(rows: list[Any], col: int, at: tuple[np.ndarray, np.ndarray], shape:
 
 def _rows(conn: Connection, run_ids: list[int], section: str, grouping: str, devices: bool,
           keys: Iterable[str] | None, layers: set[str] | None, metrics: Iterable[str],
-          cache: dict[tuple, list[tuple[Any, ...]]] | None
+          cache: dict[tuple, list[tuple[Any, ...]]] | None, read_stored: bool = True
           ) -> tuple[list[str], list[Any], list[str], list[Any]]:
     """The rollup rows ``(run, key, device, iterations, ops, value, spread, ...)``: the metric keys of their
     figures and the rows, then those of the computed metrics asked for beside the stored ones (the same keys, from
@@ -229,7 +280,8 @@ def _rows(conn: Connection, run_ids: list[int], section: str, grouping: str, dev
     devices together); ``keys`` restricts to these keys; ``layers``, for a grouping that is not stored (computed
     from the ops), to the ops of these layers; ``metrics``: keys of computed metrics to add to the stored ones
     (computed from the runs' ops, :data:`warehouse.registry.measures.COMPUTED_METRICS`); ``cache``: a dict that keeps
-    them for the calls of one command (each run is then read once for every grouping, not once per call)."""
+    them for the calls of one command (each run is then read once for every grouping, not once per call);
+    ``read_stored``: False leaves the stored rows to the caller (who reads the history series instead)."""
     if grouping not in grouping_keys():
         raise UsageError(f"{grouping!r}: expected one of {', '.join(grouping_keys())}", param="by")
     extra = [METRIC[k] for k in dict.fromkeys(metrics) if not METRIC[k].stored]
@@ -277,7 +329,9 @@ def _rows(conn: Connection, run_ids: list[int], section: str, grouping: str, dev
     # why it is not stored)
     first = METRICS if g.stored else [*METRICS, *extra]
     rows: list[Any]
-    if g.stored:
+    if g.stored and not read_stored:
+        rows = []
+    elif g.stored:
         # the driver's own rows (a year of a big model's blocks is 300,000 of them: SQLAlchemy's row objects
         # cost more than the query)
         res = conn.execute(text(sql), params)
@@ -289,6 +343,34 @@ def _rows(conn: Connection, run_ids: list[int], section: str, grouping: str, dev
         rows = computed(first)
     extra_rows = computed(extra) if g.stored and extra else []
     return [m.key for m in first], rows, [m.key for m in extra] if extra_rows else [], extra_rows
+
+
+def _packed(key_ids: np.ndarray, devices: np.ndarray, sections: np.ndarray | None = None) -> np.ndarray:
+    """One int64 per row naming its series: (section number << 48) | (key id << 16) | (device + 1)."""
+    if key_ids.max(initial=0) >= 2**32 or devices.max(initial=0) >= 2**15 or (
+            sections is not None and sections.max(initial=0) >= 2**15):
+        raise WarehouseError("history series past the packed key's range (2^32 keys, 2^15 devices)")
+    code = (key_ids.astype(np.int64) << 16) | (devices.astype(np.int64) + 1)
+    return code if sections is None else code | (sections.astype(np.int64) << 48)
+
+
+def _first_come(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's series number, the series numbered in the order they first come, and each series' code."""
+    uniq, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    by_first = np.argsort(first, kind="stable")
+    rank = np.empty(len(uniq), dtype=np.intp)
+    rank[by_first] = np.arange(len(uniq))
+    return rank[inverse.reshape(-1)], uniq[by_first]
+
+
+def _key_texts(conn: Connection, ids: np.ndarray) -> dict[int, str]:
+    """The key text of each ``rollup_key`` id of ``ids``."""
+    out: dict[int, str] = {}
+    wanted = [int(k) for k in ids]
+    for k in range(0, len(wanted), 5000):
+        chunk = ", ".join(map(str, wanted[k:k + 5000]))
+        out.update(conn.execute(text(f"SELECT id, key FROM rollup_key WHERE id IN ({chunk})")).all())
+    return out
 
 
 def by_run(points: dict[tuple[int, str, int], Point]) -> dict[int, dict[tuple[str, int], Point]]:
@@ -332,18 +414,7 @@ def fetch_history(conn: Connection, runs: list[int], computed: tuple[str, ...] =
     pos = {r: i for i, r in enumerate(runs)}
     n = len(runs)
     out: dict[tuple[str, str, str, int], dict[str, np.ndarray]] = {}
-    cols = ", ".join(f"{c}, {c.rsplit('_', 1)[0]}_spread_us" for c in _HISTORY_COLUMNS.values())
-    groupings = ", ".join(f"'{g}'" for g in _HISTORY_GROUPINGS if g != "block/op-code")
     level_metrics = ("kernel", "fw", "op2op")
-
-    def rows_of(sql: str) -> list[tuple]:
-        # (the driver's own cursor: plain tuples, no per-row processing)
-        cur = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-        try:
-            cur.execute(sql)
-            return list(cur.fetchall())
-        finally:
-            cur.close()
 
     def arrays(sk: tuple[str, str, str, int]) -> dict[str, np.ndarray]:
         d = out.get(sk)
@@ -353,61 +424,63 @@ def fetch_history(conn: Connection, runs: list[int], computed: tuple[str, ...] =
             d["iterations"] = np.ones(n)
         return d
 
-    chunks = [", ".join(str(int(r)) for r in runs[k:k + 500]) for k in range(0, n, 500)]
     present = section_names(conn, runs)
-    secs = sql_list([s for s in present if s] or [""])
-    # the pairs by key id and their stored whole ns (short texts: a year of a big model's pairs is millions of
-    # numbers), the ids named once
-    pair_key: dict[int, str] = dict(conn.execute(text(
-        "SELECT id, key FROM rollup_key WHERE grouping = 'block/op-code'")).all())
-    keys_agg = text_list_agg(conn, "r.key_id", ",", "r.key_id")
-    vals_agg = ", ".join(text_list_agg(conn, exact_number_text(conn, f"r.{METRIC[m].stored_column}"), ",", "r.key_id")
-                         for m in level_metrics)
-    pair_rows: list[tuple] = []
-    rows: list[tuple] = []
-    for ids in chunks:
-        rows += rows_of(f"SELECT run_id, section, grouping, key, device, iterations, {cols} "
-                        f"FROM {rollup_of(g for g in _HISTORY_GROUPINGS if g != 'block/op-code')} "
-                        f"WHERE run_id IN ({ids}) AND section IN ({secs}) AND grouping IN ({groupings}) "
-                        "AND (device = -1 OR grouping IN ('section', 'op-code'))")
-        pair_rows += rows_of(
-            f"SELECT r.run_id, r.section, {keys_agg}, {vals_agg} FROM rollup_row r JOIN rollup_key k "
-            f"ON k.id = r.key_id WHERE r.run_id IN ({ids}) AND r.section IN ({secs}) "
-            "AND k.grouping = 'block/op-code' AND r.device = -1 GROUP BY r.run_id, r.section")
-    # the series as one matrix per figure (series x night), a row each, filled column by column (a year of a big
-    # model is 300,000 rows: one Python step a row and figure cost more than the query)
-    where_of: dict[tuple[str, str, str, int], int] = {}
-    ki = np.array([where_of.setdefault((r[1], r[2], r[3], int(r[4])), len(where_of)) for r in rows], dtype=np.intp)
-    rj = np.array([pos[r[0]] for r in rows], dtype=np.intp)
-    shape = (len(where_of), n)
-    mat = {"iterations": np.ones(shape)}
-    mat["iterations"][ki, rj] = np.array([r[5] or 1 for r in rows], dtype=float)
-    for j, m in enumerate(HISTORY_METRICS):
-        mat[m] = scatter(rows, 6 + 2 * j, (ki, rj), shape)
-        mat[f"{m}_spread"] = scatter(rows, 7 + 2 * j, (ki, rj), shape)
-    for name in (*computed, *(f"{m}_spread" for m in computed)):
-        mat[name] = np.full(shape, np.nan)
-    for sk, row_no in where_of.items():
-        out[sk] = {name: mm[row_no] for name, mm in mat.items()}
-    del rows
-    # the pairs as one matrix per section and metric (pair x night), filled a night at a time; a night's key
-    # list is most often the one before's, so it is split and indexed once
-    index: dict[str, dict[int, int]] = defaultdict(dict)
-    split: dict[tuple[str, str], np.ndarray] = {}
-    for _rid, sec, joined, *_t in pair_rows:
-        if (sec, joined) not in split:
-            where = index[sec]
-            split[(sec, joined)] = np.array([where.setdefault(int(k), len(where)) for k in joined.split(",")],
-                                            dtype=np.intp)
-    mats = {sec: {m: np.full((len(where), n), np.nan) for m in level_metrics} for sec, where in index.items()}
-    for rid, sec, joined, *texts in pair_rows:
-        at = split[(sec, joined)]
-        for m, txt in zip(level_metrics, texts):
-            # (stored ns to the view's us: the same division the view makes)
-            mats[sec][m][at, pos[rid]] = np.array(txt.split(","), dtype=float) / METRIC[m].scale
-    for sec, where in index.items():
-        for key_id, j in where.items():
-            out[(sec, "block/op-code", pair_key[key_id], -1)] = {m: mats[sec][m][j] for m in level_metrics}
+    secs = [s for s in present if s] or [""]
+    # the series' rows (section totals, blocks, op codes: per device too for totals and op codes), and the
+    # (block, op code) pairs apart, with only the figures each needs
+    rows = [p.only(p.devices == ALL_DEVICES) if p.grouping == "block" else p for p in runseries.read(
+        conn, runs, secs, ("section", "block", "op-code"),
+        ["iterations", *(c for m in HISTORY_METRICS for c in (METRIC[m].column, METRIC[m].spread_column))])]
+    pairs = [p.only(p.devices == ALL_DEVICES) for p in runseries.read(
+        conn, runs, secs, ("block/op-code",), [METRIC[m].column for m in level_metrics])]
+    ids = [p.key_ids for p in (*rows, *pairs)]
+    names = _key_texts(conn, np.unique(np.concatenate(ids)) if ids else np.array([], dtype=np.int64))
+    # the series as one matrix per figure (series x night); a series is (section, key id, device): a key id is
+    # one grouping's. Series are numbered in the order they first come (night, section, key id, device: the
+    # order of a read of the rollups by primary key), and filled all at once (a year of a big model is 300,000
+    # rows: one Python step a row cost more than the read)
+    if rows:
+        sec_names = sorted({p.section for p in rows})
+        sec_no = {sec: i for i, sec in enumerate(sec_names)}
+        g_names = sorted({p.grouping for p in rows})
+        g_no = {g: i for i, g in enumerate(g_names)}
+
+        def joined(of: Callable[[runseries.Part], np.ndarray]) -> np.ndarray:
+            return np.concatenate([of(p) for p in rows])
+        night = joined(lambda p: np.full(len(p.key_ids), pos[p.run_id]))
+        sec_col = joined(lambda p: np.full(len(p.key_ids), sec_no[p.section]))
+        kid, dev = joined(lambda p: p.key_ids), joined(lambda p: p.devices.astype(np.int64))
+        # (one int64 a row: section, key id, device; sorted by night, then that)
+        ident = _packed(kid, dev, sec_col)
+        order = np.lexsort((ident, night))
+        at, codes = _first_come(ident[order])
+        cols = night[order]
+        shape = (len(codes), n)
+        mat = {"iterations": np.ones(shape)}
+        for name in (*HISTORY_METRICS, *(f"{m}_spread" for m in HISTORY_METRICS), *computed,
+                     *(f"{m}_spread" for m in computed)):
+            mat[name] = np.full(shape, np.nan)
+        its = joined(lambda p: p.values["iterations"])[order]
+        mat["iterations"][at, cols] = np.where(np.isnan(its) | (its == 0), 1.0, its)
+        for m in HISTORY_METRICS:
+            for name, col in ((m, METRIC[m].column), (f"{m}_spread", METRIC[m].spread_column)):
+                mat[name][at, cols] = joined(lambda p: p.values[col])[order]  # noqa: B023 (used at once)
+        grp = joined(lambda p: np.full(len(p.key_ids), g_no[p.grouping]))[order]
+        _, first = np.unique(at, return_index=True)  # (each series' first row: its grouping)
+        for row_no, code in enumerate(int(c) for c in codes):
+            sk = (sec_names[code >> 48], g_names[grp[first[row_no]]], names[(code >> 16) & 0xFFFFFFFF],
+                  (code & 0xFFFF) - 1)
+            out[sk] = {name: mm[row_no] for name, mm in mat.items()}
+    # the pairs as one matrix per section and metric (pair x night), numbered as they first come
+    for sec in sorted({p.section for p in pairs}):
+        mine = [p for p in pairs if p.section == sec]
+        at, codes = _first_come(np.concatenate([p.key_ids for p in mine]))
+        cols = np.concatenate([np.full(len(p.key_ids), pos[p.run_id]) for p in mine])
+        pm = {m: np.full((len(codes), n), np.nan) for m in level_metrics}
+        for m in level_metrics:
+            pm[m][at, cols] = np.concatenate([p.values[METRIC[m].column] for p in mine])
+        for row_no, key_id in enumerate(codes):
+            out[(sec, "block/op-code", names[int(key_id)], -1)] = {m: pm[m][row_no] for m in level_metrics}
     if computed:
 
         ms = [METRIC[m] for m in computed]

@@ -41,6 +41,7 @@ from warehouse.store.interning import Interner
 from warehouse.runs.ingest import ingest_file
 from warehouse.capture.rowprep import RowSource
 from warehouse.store.db import open_db
+from warehouse.store import runseries
 
 # Parallel only pays off when there is real work to share: worker start-up costs about half a second.
 AUTO_MIN_FILES = 2
@@ -52,9 +53,11 @@ AUTO_MIN_BYTES = 64 * 2**20
 _INTERNED = ("op_code", "perf_shape", "place", "text_value", "cell_tuple", "rollup_key")
 _RUN_OWNED = ("run", "run_tag", "run_column", "run_warning", "section", "signpost", "op", "cell_chunk", "rollup_row",
               "run_report", "perf_tensor")
+# derived from the merged rows with the warehouse's own key ids (the scratch one's are others): built again
+_REBUILT = ("run_series",)
 # written by people (`warehouse triage`) or once for the warehouse, never by an ingest: nothing to merge
 _NOT_INGESTED = ("triage", "warehouse_meta")
-MERGED_TABLES = frozenset(_INTERNED + _RUN_OWNED + _NOT_INGESTED)
+MERGED_TABLES = frozenset(_INTERNED + _RUN_OWNED + _REBUILT + _NOT_INGESTED)
 
 
 SCRATCH_PREFIX = ".warehouse-scratch-"
@@ -310,6 +313,7 @@ def _merge(conn: Connection) -> tuple[int, bool]:
     _merge_chunks(conn, run_id)
     for m in ("m_code", "m_rkey", "m_shape", "m_place", "m_tuple", "m_section"):
         ex(f"DROP TABLE temp.{m}")
+    runseries.build(conn, run_id)
     return run_id, False
 
 

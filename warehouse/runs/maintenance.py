@@ -15,6 +15,7 @@ from warehouse.errors import NotFound, WarehouseError
 from warehouse.runs.export import export_conn
 from warehouse.analysis.report import check_parts
 from warehouse.analysis.rollups import check_rollups
+from warehouse.store import runseries
 
 
 def check_warehouse(engine: Engine, progress: Callable[[int, int], None] | None = None) -> list[str]:
@@ -75,6 +76,7 @@ def check_warehouse(engine: Engine, progress: Callable[[int, int], None] | None 
             if progress:
                 progress(done, total)
         problems += check_rollups(conn, step)
+        problems += runseries.check(conn)
         problems += check_parts(conn, step)
         with open(os.devnull, "wb") as discard:  # the export is only hashed
             for rid, *_ in runs:
@@ -86,6 +88,16 @@ def check_warehouse(engine: Engine, progress: Callable[[int, int], None] | None 
     return problems
 
 
+def rebuild_series(engine: Engine) -> int:
+    """Build every run's ``run_series`` rows again from its ``rollup_row`` rows, in one transaction; how many
+    runs."""
+    with write_tx(engine) as conn:
+        ids = list(conn.execute(select(t.run.c.id).order_by(t.run.c.id)).scalars())
+        for run_id in ids:
+            runseries.build(conn, run_id)
+    return len(ids)
+
+
 def remove_runs(engine: Engine, run_ids: list[int]) -> int:
     """Delete runs and everything that belongs to them, in one transaction; returns how many were deleted.
     Interned cells and op codes stay: other runs may share them."""
@@ -95,8 +107,8 @@ def remove_runs(engine: Engine, run_ids: list[int]) -> int:
         if missing:
             raise NotFound(f"no run {', '.join(map(str, missing))}; `warehouse runs` lists them")
         # Children first: no reliance on ON DELETE CASCADE being enabled on the connection.
-        for table in (t.rollup_row, t.run_report, t.cell_chunk, t.op, t.signpost, t.section, t.run_tag, t.run_warning,
-                      t.triage):
+        for table in (t.run_series, t.rollup_row, t.run_report, t.cell_chunk, t.op, t.signpost, t.section, t.run_tag,
+                      t.run_warning, t.triage):
             conn.execute(delete(table).where(table.c.run_id.in_(run_ids)))
         conn.execute(delete(t.run).where(t.run.c.id.in_(run_ids)))
     return len(run_ids)

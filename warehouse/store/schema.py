@@ -314,6 +314,23 @@ rollup_row = Table(
     sqlite_with_rowid=False,
 )
 
+# The rollups again as typed arrays, one row per run, section and grouping (warehouse.store.runseries): what
+# history reads (a year of a big model is millions of rollup rows; read as SQL rows they cost most of its time).
+run_series = Table(
+    "run_series", metadata,
+    Column("run_id", Id, ForeignKey("run.id", ondelete="CASCADE"), primary_key=True),
+    Column("section", Text, primary_key=True, comment="as rollup_row.section"),
+    Column("grouping", String(32), primary_key=True, comment="as rollup_key.grouping"),
+    Column("figure", String(32), primary_key=True,
+           comment="key_ids (rollup_key ids), devices (-1: all) or a column of the view rollup"),
+    Column("row_count", Integer, nullable=False, comment="how many rows (keys x devices) the arrays have"),
+    Column("data", LargeBinary, nullable=False,
+           comment="the array, little-endian: ids int32 (int64 past 2^31), devices int32 (empty: all -1), values "
+                   "float64 in the view's units (NaN: NULL), or int32 whole stored units, or one float64 for all "
+                   "rows, or empty for NULL on every row (warehouse.store.runseries.decode)"),
+    sqlite_with_rowid=False,
+)
+
 # The report's parts computed from ops, stored at ingest (warehouse.analysis.report.store_parts).
 run_report = Table(
     "run_report", metadata,
@@ -349,6 +366,9 @@ TABLE_DOCS = {
     "rollup_row": "per run, section, key and device: per-iteration kernel / op-to-op / FW time (ns) and span (us) "
                   "and their spread over replays (what history reads; the view `rollup` gives keys as text and "
                   "times in us)",
+    "run_series": "per run, section, grouping and figure: the rollup rows as one typed array per figure (key ids, "
+                  "devices, each column of the view `rollup` in its units), what history reads; derived from "
+                  "`rollup_row`, rebuilt by `warehouse check --repair`",
     "run_report": "per run, the OPT_BASELINE report's parts computed from its ops (trace ids, sections, group "
                   "tables, top ops), stored at ingest so that `report` reads kilobytes, not ops",
     "perf_shape": "the static facts of ops, stored once, shared by ops and runs: the report's (op type, fidelity, "
