@@ -13,7 +13,8 @@ nights later, a smooth drift). Each is ingested under its own label in one SQLit
 - `changes --format json` is scored by tests/score_changes.py (the first night of every step named exactly, creeps
   caught, false / redundant / outlier findings);
 - the gate over every night but the first seven (`regressions --last N`): red nights (a regression cause, exit 3)
-  that no event explains, and the false-alarm rate: red nights over series-nights judged;
+  that no event explains (a step or creep explains its night and the six after it, until its level fills the
+  window; a one-night slowdown its night), and the false-alarm rate: red nights over series-nights judged;
 - beside them, on the same stored series: Apache Otava (--otava, a python that has apache-otava), ruptures' binary
   segmentation and PELT, asv's step detection (each when installed: `pip install 'tt-profile-warehouse[eval]'`).
 
@@ -109,7 +110,13 @@ def gate_nights(engine, name: str, truth: dict) -> dict:
     from warehouse.history.gate import find_regressions
 
     g = find_regressions(engine, label=name, last=GATED).to_json()
-    event_days = {e["date"] for e in truth["events"] if e["kind"] in ("step", "creep")}
+    # a regression stays red until it is acknowledged or its new level fills the 7-night window; a one-night
+    # slowdown (a blip) is red on its night: tonight was slower
+    dates = truth["dates"]
+    lasting = [e for e in truth["events"] if e["kind"] in ("step", "creep", "episode") and e.get("date") in dates]
+    event_days = {dates[i] for e in lasting
+                  for i in range(dates.index(e["date"]), min(len(dates), dates.index(e["date"]) + 7))}
+    event_days |= {e["date"] for e in truth["events"] if e["kind"] == "blip" and e.get("date")}
     creep_from = min([e["date"] for e in truth["events"] if e["kind"] == "creep"] or ["9999"])
     red = sorted({(c["time"] or "")[:10] for c in g["findings"] if c["kind"] == "regression"})
     suspicious = sorted({(c["time"] or "")[:10] for c in g["findings"] if c["kind"] == "suspicious"})

@@ -72,6 +72,12 @@ MUTATIONS = [
              ["tests/test_report.py::test_views_equal_the_oracle[sqlite-dlv3_postmatmul]"]),
     Mutation("alignment-confirmed-by-one-op", "warehouse/capture/alignment.py", "CONFIRM = 3 ", "CONFIRM = 1 ",
              ["tests/test_align.py::test_alignment_attributes_drifted_traces_against_a_ground_truth"]),
+    Mutation("changes-sections-not-combined", "warehouse/history/fdr.py", "TWO_SECTIONS_MARGIN = 1.0",
+             "TWO_SECTIONS_MARGIN = 0.0",
+             ["tests/test_changes.py::test_changes_name_every_step_and_nothing_else[sqlite-farm_block_step]"]),
+    Mutation("series-store-one-scale", "warehouse/store/runseries.py",
+             "    shown = stored / scale\n", "    shown = stored / 1000.0\n",
+             ["tests/test_runseries.py::test_history_reads_the_views_figures[sqlite]"]),
 ]
 
 

@@ -300,6 +300,18 @@ def median_z(before: np.ndarray, after: np.ndarray, sigma: float) -> float:
     return float(abs(lo_a - lo_b) / (1.3626 * sigma * math.sqrt(1 / len(before) + 1 / len(after))))
 
 
+def split_z(p: Prepared, night: int, up: bool) -> float:
+    """The statistic of a prepared series' split at ``night`` over its whole length (:func:`median_z`), negative
+    when it moved the other way than ``up``; 0 when the night is not in it or a side is too short."""
+    at = int(np.searchsorted(p.idx, night))
+    if at >= len(p.idx) or p.idx[at] != night or at < MIN_BEFORE or len(p.zc) - at < MIN_AFTER or p.sigma <= 0:
+        return 0.0
+    before, after = p.zc[:at], p.zc[at:]
+    z = median_z(before, after, p.sigma)
+    moved_up = np.percentile(after, 25) > np.percentile(before, 25)
+    return z if moved_up == up else -z
+
+
 def _sse_steps(z: np.ndarray, cps: list[int]) -> float:
     edges = [0, *cps, len(z)]
     return float(sum(((z[s:e] - z[s:e].mean()) ** 2).sum() for s, e in zip(edges, edges[1:]) if e > s))

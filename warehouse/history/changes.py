@@ -29,9 +29,10 @@ import numpy as np
 from sqlalchemy import Connection, Engine
 
 from warehouse.registry.contract import SECTIONS, TRACE  # the oracle's sections, which run the same ops
-from warehouse.history.changepoints import MIN_AFTER, MIN_BEFORE, analyse, prepare_many
+from warehouse.history.changepoints import MIN_AFTER, MIN_BEFORE, Prepared, analyse, prepare_many, split_z
 from warehouse.errors import NotFound, UsageError
 from warehouse.registry.measures import METRIC, is_metric, ordered
+from warehouse.history.fdr import combined, p_value, threshold, two_section_bar
 from warehouse.history.levels import _level, _levels, _replay_noise, _robust_night, _without_outliers
 from warehouse.history.series import HISTORY_METRICS, SeriesData, RunMeta, fetch_history, run_meta, select_runs
 from warehouse.history.boundchange import of_cause
@@ -100,27 +101,6 @@ class _Detection:
     @property
     def delta(self) -> float:
         return self.after - self.before
-
-
-def _p(z: float, n: int) -> float:
-    """The p-value of the best of ``n`` splits reaching ``z`` (two-sided normal, Bonferroni over the splits)."""
-    return min(1.0, max(1, n - MIN_BEFORE - MIN_AFTER + 1) * math.erfc(z / math.sqrt(2)))
-
-
-def _bh_threshold(best: list[tuple[float, int]], fdr: float, floor: float) -> float:
-    """The smallest split statistic the Benjamini-Hochberg rule at ``fdr`` accepts over all series (never below
-    ``floor``)."""
-    if not best:
-        return floor
-    # (by p, and among equal ones the larger z first: p-values that underflow to 0, which noise-free counts give,
-    # must not make the cut the largest z of all)
-    ps = sorted(((_p(z, n), z) for z, n in best), key=lambda pz: (pz[0], -pz[1]))
-    m = len(ps)
-    cut = None
-    for i, (p, z) in enumerate(ps, 1):
-        if p <= fdr * i / m:
-            cut = z
-    return max(floor, cut if cut is not None else math.inf)
 
 
 def find_changes(engine: Engine, *, label: str | None = None, tags: dict[str, str] | None = None,
@@ -366,28 +346,39 @@ def _pass(data: SeriesData, n: int, sections: list[str], metrics: list[str], fdr
     floor = 1e-4
     ready = prepare_many([y for (*_, y, _rn) in todo], floor=floor, replay_noise=[rn for *_, rn in todo])
     best = [(p.best_z, len(p.z)) for p in ready]
-    tau = _bh_threshold(best, fdr, min_sigmas)
+    tau, bar = threshold(best, fdr, min_sigmas), two_section_bar(best, fdr, min_sigmas)
     found: list[_Detection] = []
     outliers: list[_Detection] = []
+    weak: list[_Detection] = []  # (steps under tau: kept when another section shows them too)
     for (s, g, key, dev, m, _y, _rn), p in zip(todo, ready):
         res = analyse(p, tau=tau, min_change=min_change)
         scale = _scale(data, s, g, key, dev, m, g == "run")
         off, least = _OFFSET.get(METRIC[m].unit, 0.0), METRIC[m].floor_of(min_us)
-        for st in res.steps:
+        low = analyse(p, tau=bar, min_change=min_change).steps if s and bar < tau and not res.steps else []
+        for st, into in [*((x, found) for x in res.steps), *((x, weak) for x in low)]:
             if abs(st.after - st.before) * scale < least and g != "run":
                 continue
-            found.append(_Detection(s, g, key, dev, m, "step", st.index, st.before * scale - off,
-                                    st.after * scale - off, st.z, _p(st.z, n)))
+            into.append(_Detection(s, g, key, dev, m, "step", st.index, st.before * scale - off,
+                                   st.after * scale - off, st.z, p_value(st.z, n)))
         if res.creep is not None:
             cr = res.creep
             if abs(cr.after - cr.before) * scale >= least or g == "run":
                 found.append(_Detection(s, g, key, dev, m, "creep", cr.index, cr.before * scale - off,
-                                        cr.after * scale - off, cr.z, _p(cr.z, n), start=cr.start_index,
+                                        cr.after * scale - off, cr.z, p_value(cr.z, n), start=cr.start_index,
                                         per_night=cr.per_night))
         for o in res.outliers:
             if o.z >= 2 * (tau if math.isfinite(tau) else min_sigmas):
                 outliers.append(_Detection(s, g, key, dev, m, "outlier", o.index, o.expected * scale, o.value * scale,
                                            o.z, 0.0))
+    # a step just under tau in one section: the other sections' statistics for its night, combined with its own
+    by_section: dict[tuple[str, str, int, str], dict[str, Prepared]] = defaultdict(dict)
+    for (s, g, key, dev, m, _y, _rn), p in zip(todo, ready):
+        by_section[(g, key, dev, m)].setdefault(s, p)
+    for w in weak:
+        others = [split_z(p, w.night, w.up) for s, p in by_section[(w.by, w.key, w.device, w.metric)].items()
+                  if s != w.section]
+        if others and combined([w.z, *others]) >= tau:
+            found.append(w)
     return todo, found, outliers, tau
 
 
