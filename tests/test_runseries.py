@@ -3,6 +3,8 @@
 rebuilt by ``warehouse check``."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from sqlalchemy import inspect, text
@@ -146,3 +148,22 @@ def test_upgrade_builds_the_series_of_runs_stored_before(db_url, generated):
         engine.dispose()
     assert wh("changes", "--label", "m", "--format", "json").stdout == before
     assert wh("check").exit_code == 0
+
+
+def test_the_whole_run_of_sectioned_runs_is_read_from_the_rollups(db_url, generated):
+    """The series leave out the whole run of a run with sections (history reads its sections); the gate asked for
+    the whole run (`--section all`) still judges it, from the rollups."""
+    nights = generated("mkhistory", DLV3, "--nights", "8", "--seed", "5", "--step",
+                       "block:stage2.block0:5:1.05")
+    wh = make_invoke(db_url)
+    assert wh("ingest", nights, "--label", "m").exit_code == 0
+    eng = open_db(db_url, create=False)
+    try:
+        with eng.connect() as c:
+            assert c.execute(text("SELECT COUNT(*) FROM run_series WHERE section = ''")).scalar() == 0
+    finally:
+        eng.dispose()
+    r = wh("regressions", "--label", "m", "--section", "all", "--format", "json")
+    assert r.exit_code in (0, 3), r.output
+    checked = json.loads(r.stdout)["checked"]
+    assert checked[0]["sections"] == ["(whole run)"] and checked[0]["series_judged"] > 100

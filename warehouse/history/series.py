@@ -186,9 +186,10 @@ def fetch_table(conn: Connection, run_ids: list[int], section: str, grouping: st
     """:func:`fetch` as a :class:`Table` (no object a row: a year of a big model's layers is 100,000s of rows). A
     stored grouping is read from the history series (:mod:`warehouse.store.runseries`), the rest computed."""
     g = next((x for x in GROUPINGS if x.key == grouping), None)
+    stored = g is not None and g.stored and (section != "" or not _has_sections(conn, run_ids))
     names, rows, extra_names, extra_rows = _rows(conn, run_ids, section, grouping, devices, keys, None, metrics,
-                                                 cache, read_stored=False)
-    if g is not None and g.stored:
+                                                 cache, read_stored=not stored)
+    if stored:
         return _stored_table(conn, run_ids, section, grouping, devices, keys, extra_names, extra_rows)
     index: dict[tuple[str, int], int] = {}
     ki = np.array([index.setdefault((r[1], r[2]), len(index)) for r in rows], dtype=np.intp)
@@ -205,6 +206,11 @@ def fetch_table(conn: Connection, run_ids: list[int], section: str, grouping: st
         spreads[k] = scatter(rows, 6 + 2 * i, (ki, rj), shape)
     return Table(list(index), runs, values, spreads, row, scatter(rows, 3, (ki, rj), shape),
                  scatter(rows, 4, (ki, rj), shape))
+
+
+def _has_sections(conn: Connection, run_ids: list[int]) -> bool:
+    """Whether any of the runs has a named section (its series then leave the whole run out)."""
+    return any(section_names(conn, run_ids)[1:])
 
 
 def _stored_table(conn: Connection, run_ids: list[int], section: str, grouping: str, devices: bool,

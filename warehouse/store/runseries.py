@@ -7,7 +7,9 @@ them back as SQL rows (then parsing them into arrays) cost 72 % of a year of ``c
 each value in its most compact exact form (:func:`encode`: whole ns as int32, one value for a constant figure,
 nothing for a figure that is NULL on every row), which decodes to the very double the view ``rollup`` gives. A
 read fetches only the figures it needs (the run-wide level reads three of ten, of the most rows by far). Rows
-are in the primary key's order (key id, device), as a read of ``rollup_row`` by primary key gives them. A night
+are in the primary key's order (key id, device), as a read of ``rollup_row`` by primary key gives them. The whole
+run ('') is kept only for a run without sections: history reads a run's sections, and a third of the bytes go.
+A night
 adds its own rows and never rewrites another's; ``warehouse check`` compares the table with ``rollup_row`` and
 ``check --repair`` rebuilds it.
 """
@@ -69,7 +71,10 @@ def _parts(conn: Connection, run_id: int) -> list[tuple[str, str, str, int, byte
     for row in cur:
         by[(row[0], row[1])].append(tuple(row[2:]))
     out = []
+    named = any(section for section, _ in by)
     for (section, grouping), rows in sorted(by.items()):
+        if named and not section:
+            continue  # (the whole run of a run with sections: history reads its sections, `rollup` has it)
         rows.sort(key=lambda r: (r[0], r[1]))  # (the primary key's order, whatever order the back end gave)
         n = len(rows)
         ids = np.array([r[0] for r in rows], dtype=np.int64)
