@@ -174,7 +174,8 @@ def line(name: str, value: str, target: str, ok: bool | None) -> dict:
 def clone_runs(db: Path, template: int, copies: int, seed: int = 1, ops: bool = True, first: int = 0) -> None:
     """Fill a warehouse with ``copies`` nightly variants of one run straight in SQL (ingesting hundreds of files
     would only measure ingest again): the run, its sections, its ops (kernel times jittered +-2 %) when ``ops``,
-    and its rollups (per-iteration figures jittered the same way), which are all that history reads. ``first``:
+    and its rollups (per-iteration figures jittered the same way) with their history series, which are all that
+    history reads. ``first``:
     the night of the first copy (more copies into a warehouse that has some)."""
     import sqlite3
 
@@ -185,12 +186,14 @@ def clone_runs(db: Path, template: int, copies: int, seed: int = 1, ops: bool = 
     run_cols = [r[1] for r in con.execute("PRAGMA table_info(run)") if r[1] not in ("id", "sha256", "captured_at")]
     roll = [r[1] for r in con.execute("PRAGMA table_info(rollup_row)") if r[1] not in ("run_id", "kernel_ns")]
     base = datetime(2025, 1, 1, 2)
+    made: list[int] = []
     with con:
         for i in range(copies):
             cur = con.execute(f"INSERT INTO run (sha256, captured_at, {', '.join(run_cols)}) "
                               f"SELECT ?, ?, {', '.join(run_cols)} FROM run WHERE id = ?",
                               (f"bench-{first + i}", base + timedelta(days=first + i), template))
             new = cur.lastrowid
+            assert new is not None
             mapping = {}
             for sid, name, kind, ordinal, start, end in con.execute(
                     "SELECT id, name, kind, ordinal, start_row, end_row FROM section WHERE run_id = ?", (template,)):
@@ -207,7 +210,18 @@ def clone_runs(db: Path, template: int, copies: int, seed: int = 1, ops: bool = 
             con.execute(f"INSERT INTO rollup_row (run_id, kernel_ns, {', '.join(roll)}) "
                         f"SELECT ?, ROUND(kernel_ns * (0.99 + (ABS(RANDOM()) % 2000) / 100000.0) * ?), "
                         f"{', '.join(roll)} FROM rollup_row WHERE run_id = ?", (new, slow, template))
+            made.append(new)
     con.close()
+    # each night's history series, as ingest writes them beside its rollups
+    from warehouse.store import runseries
+    from warehouse.store.db import open_db
+    engine = open_db(str(db), create=False)
+    try:
+        with engine.begin() as conn:
+            for run_id in made:
+                runseries.build(conn, run_id)
+    finally:
+        engine.dispose()
 
 
 def main() -> int:
