@@ -196,3 +196,54 @@ def test_a_slower_block_is_still_a_step(week):
     doc = json.loads(week("changes", "--label", "slower_block", "--format", "json").stdout)
     steps = [(c["by"], c["key"], c["time"][:10]) for c in doc["changes"]]
     assert ("block", BLOCK, "2026-10-10") in steps, steps
+
+
+# ------------------------------------------------------------------------ a model with nothing to corroborate
+def _eager_only(path: Path, scale: float) -> None:
+    """The capture without its trace (eager alone: one section, one iteration, one device), with block
+    ``BLOCK``'s ops times ``scale``."""
+    _block_night(path, path, lambda s, i: scale)
+    rows = read_rows(path)
+    end = next(k for k, r in enumerate(rows) if r["OP TYPE"] == "signpost" and r["OP CODE"] == "eager_end")
+    write_rows(path, rows[:end + 1])
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def alone(request, tmp_path_factory, generated):
+    """Twelve nights of eager alone; on the last, the block 40 % slower (label ``far``) or 8 % (``near``)."""
+    folder = tmp_path_factory.mktemp("alone")
+    gen = _new_url(request.param, folder)
+    wh = make_invoke(next(gen))
+    for seed, (name, last) in enumerate({"far": 1.4, "near": 1.08}.items(), 81):
+        d = folder / name
+        shutil.copytree(generated("mkhistory", DLV3, "--nights", "12", "--seed", str(seed), "--outliers", "0"), d)
+        nights = sorted(d.glob("ops_perf_results_*.csv"))
+        for k, f in enumerate(nights):
+            _eager_only(f, last if k == len(nights) - 1 else 1.0)
+        r = wh("ingest", d, "--label", name)
+        assert r.exit_code == 0 and "warning" not in r.output.lower(), r.output
+    yield wh
+    for _ in gen:
+        pass
+
+
+def test_a_move_far_beyond_its_noise_blocks_where_nothing_can_corroborate(alone):
+    """Eager alone has no other section, no replays, one device: a block 40 % slower, far beyond its noise and no
+    one-op hiccup (eight ops), is a regression on its size alone; 8 % is as clear to its noise but not far beyond
+    it, so it is suspicious, never exit 3."""
+    r = alone("regressions", "--label", "far", "--last", "1", "--format", "json")
+    doc = json.loads(r.stdout)
+    found = {(c["kind"], c["by"], c["key"]): c for c in doc["findings"]}
+    assert r.exit_code == 3 and ("regression", "block", BLOCK) in found, (r.exit_code, list(found))
+    r = alone("regressions", "--label", "near", "--last", "1", "--format", "json")
+    found = {(c["kind"], c["by"], c["key"]): c for c in json.loads(r.stdout)["findings"]}
+    assert r.exit_code != 3 and ("regression", "block", BLOCK) not in found, (r.exit_code, list(found))
+    assert ("suspicious", "block", BLOCK) in found, list(found)
+
+
+def test_a_step_in_eager_and_trace_is_a_regression_on_its_first_night(week):
+    """Every op of the block 30 % slower from the tenth night in both sections: on that night the sections agree
+    (and the replays), so the gate blocks."""
+    r = week("regressions", "--label", "slower_block", "--last", "7", "--format", "json")
+    found = [(c["kind"], c["by"], c["key"], c["time"][:10]) for c in json.loads(r.stdout)["findings"]]
+    assert r.exit_code == 3 and ("regression", "block", BLOCK, "2026-10-10") in found, (r.exit_code, found)
