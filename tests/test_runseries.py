@@ -17,6 +17,14 @@ from warehouse.store.db import downgrade, make_engine, open_db, resolve_url, upg
 from test_changes import DLV3
 
 
+@pytest.fixture
+def history(db_url: str, generated) -> None:
+    """Eight nights of a model with a block step on the fifth, ingested as label ``m`` into this test's warehouse."""
+    nights = generated("mkhistory", DLV3, "--nights", "8", "--seed", "5", "--step", "block:stage2.block0:5:1.05")
+    assert make_invoke(db_url)("ingest", nights, "--label", "m").exit_code == 0
+
+
+
 @pytest.mark.parametrize("values, scale", [
     ([1.0, 2.0, 3.0], 1000.0),                      # whole ns: int32
     ([1.5, 2.0, 3.0], 1000.0),                      # a mean over replays: float64
@@ -63,13 +71,9 @@ def _view_series(url: str, runs: list[int]) -> dict[tuple[str, str, str, int], d
     return out
 
 
-def test_history_reads_the_views_figures(db_url, generated):
+def test_history_reads_the_views_figures(db_url, history):
     """Every series history reads from the store equals the view rollup's figures, bit for bit, on both back
     ends (a night's rows of a step, a device, a block and its pairs)."""
-    nights = generated("mkhistory", DLV3, "--nights", "8", "--seed", "5", "--step",
-                       "block:stage2.block0:5:1.05")
-    wh = make_invoke(db_url)
-    assert wh("ingest", nights, "--label", "m").exit_code == 0
     eng = open_db(db_url, create=False)
     try:
         with eng.connect() as c:
@@ -84,11 +88,8 @@ def test_history_reads_the_views_figures(db_url, generated):
             assert np.array_equal(np.array(values), got[sk][name], equal_nan=True), (sk, name)
 
 
-def test_check_sees_stale_series_and_repair_mends_them(db_url, generated):
-    nights = generated("mkhistory", DLV3, "--nights", "8", "--seed", "5", "--step",
-                       "block:stage2.block0:5:1.05")
+def test_check_sees_stale_series_and_repair_mends_them(db_url, history):
     wh = make_invoke(db_url)
-    assert wh("ingest", nights, "--label", "m").exit_code == 0
     before = wh("changes", "--label", "m", "--format", "json").stdout
     eng = open_db(db_url, create=False)
     try:
@@ -107,13 +108,10 @@ def test_check_sees_stale_series_and_repair_mends_them(db_url, generated):
     assert wh("changes", "--label", "m", "--format", "json").stdout == before
 
 
-def test_a_run_without_series_is_named_not_misread(db_url, generated):
+def test_a_run_without_series_is_named_not_misread(db_url, history):
     """A run whose series are missing (deleted by hand) is an error that says what to run, never a night
     silently left out of history."""
-    nights = generated("mkhistory", DLV3, "--nights", "8", "--seed", "5", "--step",
-                       "block:stage2.block0:5:1.05")
     wh = make_invoke(db_url)
-    assert wh("ingest", nights, "--label", "m").exit_code == 0
     eng = open_db(db_url, create=False)
     try:
         with eng.begin() as c:
@@ -128,13 +126,10 @@ def test_a_run_without_series_is_named_not_misread(db_url, generated):
     assert r.exit_code == 1 and "run(s) 6 have no history series" in r.output
 
 
-def test_upgrade_builds_the_series_of_runs_stored_before(db_url, generated):
+def test_upgrade_builds_the_series_of_runs_stored_before(db_url, history):
     """A warehouse from before the table (revision 0018) gets every run's series from `db upgrade`, and history
     answers as it did."""
-    nights = generated("mkhistory", DLV3, "--nights", "8", "--seed", "5", "--step",
-                       "block:stage2.block0:5:1.05")
     wh = make_invoke(db_url)
-    assert wh("ingest", nights, "--label", "m").exit_code == 0
     before = wh("changes", "--label", "m", "--format", "json").stdout
     engine = make_engine(resolve_url(db_url))
     try:
@@ -150,13 +145,10 @@ def test_upgrade_builds_the_series_of_runs_stored_before(db_url, generated):
     assert wh("check").exit_code == 0
 
 
-def test_the_whole_run_of_sectioned_runs_is_read_from_the_rollups(db_url, generated):
+def test_the_whole_run_of_sectioned_runs_is_read_from_the_rollups(db_url, history):
     """The series leave out the whole run of a run with sections (history reads its sections); the gate asked for
     the whole run (`--section all`) still judges it, from the rollups."""
-    nights = generated("mkhistory", DLV3, "--nights", "8", "--seed", "5", "--step",
-                       "block:stage2.block0:5:1.05")
     wh = make_invoke(db_url)
-    assert wh("ingest", nights, "--label", "m").exit_code == 0
     eng = open_db(db_url, create=False)
     try:
         with eng.connect() as c:

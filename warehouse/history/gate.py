@@ -50,7 +50,8 @@ from warehouse.store.listing import resolve_run
 NOISE_NIGHTS = 30  # the valid nights before a run whose night-to-night moves give its series' noise
 RUN_MIN_CHANGE = 0.01  # a whole-run cause moved at least this much (every op 1 % slower is news)
 DEFAULT_BY = ["section", "block", "layer", "op-code"]
-SAME_OPS_SLACK = 0.25  # a block's top op code in eager and in the trace moved alike: within this share of the move
+SAME_OPS_SLACK = 0.10  # a block's top op code in eager and in the trace moved alike: within this share of the move
+SAME_OPS_SLACK_SEVERAL = 0.25  # ... or several of its op codes did, each within this share of its move
 TOP_CONTRIBUTORS = 3
 
 
@@ -404,12 +405,20 @@ def _same_ops(conn: Connection, found: list[Finding], n: Night, cache: dict[tupl
             continue
         a, b = mine[0], theirs[0]
         # (by share, not by microseconds: a replay runs the same ops faster than eager, by the same share)
-        da, db = share(a), share(b)
-        # (within a quarter of the move: each op's share carries its own night-to-night noise, and a +30 % block
-        # read +27 % in eager and +30 % in its trace; hiccups of one op in each section differ by far more)
-        alike = a["op_code"] == b["op_code"] and da * db > 0 and abs(da - db) <= SAME_OPS_SLACK * max(abs(da), abs(db))
+        alike = a["op_code"] == b["op_code"] and _alike(share(a), share(b), SAME_OPS_SLACK)
+        # ... or several of its op codes moved alike in both, each within a quarter of its move: a hiccup is one
+        # op; a change of the block moves all of its op codes (each op's share carries its own noise, which a
+        # tenth does not cover: a +30 % block read +27 % and +30 %)
+        twins = [(x, y) for x in mine for y in theirs if x["op_code"] == y["op_code"]]
+        alike = alike or (len(twins) >= 2 and all(_alike(share(x), share(y), SAME_OPS_SLACK_SEVERAL)
+                                                  for x, y in twins))
         if not alike:
             f.kind, f.evidence = "suspicious", []
+
+
+def _alike(da: float, db: float, slack: float) -> bool:
+    """Two log shares of one op code's move, in eager and in the trace: the same way, within ``slack`` of it."""
+    return da * db > 0 and abs(da - db) <= slack * max(abs(da), abs(db))
 
 
 def _table_levels(level: tuple[np.ndarray, list[int], int] | None, tab: Table, apply: bool) -> np.ndarray:
