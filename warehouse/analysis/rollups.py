@@ -27,6 +27,7 @@ from warehouse.analysis import rollupcalc
 from warehouse.capture import plan
 from warehouse.registry.measures import GROUPINGS, LAYER_KEY, METRICS, Grouping, Metric, Term, terms_of
 from warehouse.registry.categories import category
+from warehouse.store import runseries
 from warehouse.store import schema as t
 from warehouse.store.dialect import key_digest
 
@@ -342,17 +343,25 @@ def build_rollups(conn: Connection, run_id: int, freq_mhz: float, key_conn: Conn
         meanwhile()
     if batches is None:  # (not mirrored in numpy, or a big run)
         _build_in_sql(conn, run_id, freq_mhz, key_conn)
-        return
+    else:
+        _write_batches(conn, batches, ids, known is not None, key_conn)
+    runseries.build(conn, run_id)  # (history reads these arrays of the rows: warehouse.store.runseries)
+
+
+def _write_batches(conn: Connection, batches: Any, ids: dict[tuple[str, str], int | None], interned: bool,
+                   key_conn: Connection | None) -> None:
+    """numpy's rollup rows into ``rollup_row``, their keys' ids found in Python (``interned``: the batches come
+    with the rows whose keys ingest interned already, ready to insert)."""
     # numpy's rows, their keys' ids found in Python (the SQL writer's temporary table and digests per row cost
     # 0.5 s of a 100,000-op run)
     grouping = None
     for batch in batches:
-        ready, batch = batch if known is not None else ([], batch)
+        ready, batch = batch if interned else ([], batch)
         if ready:
             dialect.bulk_insert(conn, "rollup_row", _ROW_COLUMNS, ready)
         if not batch:
             continue
-        if batch[0][2] != grouping and known is None:  # (a grouping's keys are never another's: only one
+        if batch[0][2] != grouping and not interned:  # (a grouping's keys are never another's: only one
             grouping = batch[0][2]                     # grouping's are kept)
             ids.clear()
         _key_ids(key_conn or conn, {(g, k) for _, _, g, k, *_ in batch if (g, k) not in ids}, ids)

@@ -33,7 +33,7 @@ from warehouse.history.changepoints import MIN_AFTER, MIN_BEFORE, Prepared, anal
 from warehouse.errors import NotFound, UsageError
 from warehouse.registry.measures import METRIC, is_metric, ordered
 from warehouse.history.fdr import combined, p_value, threshold, two_section_bar
-from warehouse.history.levels import _level, _levels, _replay_noise, _robust_night, _without_outliers
+from warehouse.history.levels import _level, _replay_noise, _robust_night, _without_outliers, with_part_levels
 from warehouse.history.series import HISTORY_METRICS, SeriesData, RunMeta, fetch_history, run_meta, select_runs
 from warehouse.history.boundchange import of_cause
 from warehouse.history.causes import Cause, Group, Overlaps, cause_id, link_fixes, nest
@@ -310,10 +310,7 @@ def _pass(data: SeriesData, n: int, sections: list[str], metrics: list[str], fdr
             parts[(s, "block", b)].append(d)
             parts[(s, "op-code", c)].append(d)
 
-    # each block's and op code's level over its pairs, all at once (thousands of small groups)
-    wanted = [(*sgk, m) for sgk, inside in parts.items() if len(inside) >= PAIRS_SEEN for m in metrics
-              if m in inside[0] and (*sgk, m) not in part_levels]
-    part_levels.update(zip(wanted, _levels([[p[w[3]] for p in parts[w[:3]]] for w in wanted], n)))
+    with_part_levels(parts, metrics, part_levels, n, PAIRS_SEEN)
     # the series to look at, each divided by its level
     todo: list[tuple[str, str, str, int, str, np.ndarray, float]] = []
     for (s, g, key, dev), d in data.items():
@@ -354,8 +351,8 @@ def _pass(data: SeriesData, n: int, sections: list[str], metrics: list[str], fdr
         res = analyse(p, tau=tau, min_change=min_change)
         scale = _scale(data, s, g, key, dev, m, g == "run")
         off, least = _OFFSET.get(METRIC[m].unit, 0.0), METRIC[m].floor_of(min_us)
-        low = analyse(p, tau=bar, min_change=min_change).steps if s and bar < tau and not res.steps else []
-        for st, into in [*((x, found) for x in res.steps), *((x, weak) for x in low)]:
+        for st, into in [*((x, found) for x in res.steps), *((x, weak) for x in (
+                analyse(p, tau=bar, min_change=min_change).steps if s and bar < tau and not res.steps else []))]:
             if abs(st.after - st.before) * scale < least and g != "run":
                 continue
             into.append(_Detection(s, g, key, dev, m, "step", st.index, st.before * scale - off,
@@ -370,16 +367,23 @@ def _pass(data: SeriesData, n: int, sections: list[str], metrics: list[str], fdr
             if o.z >= 2 * (tau if math.isfinite(tau) else min_sigmas):
                 outliers.append(_Detection(s, g, key, dev, m, "outlier", o.index, o.expected * scale, o.value * scale,
                                            o.z, 0.0))
-    # a step just under tau in one section: the other sections' statistics for its night, combined with its own
+    return todo, found + _combined_with_other_sections(todo, ready, weak, tau), outliers, tau
+
+
+def _combined_with_other_sections(todo: list[tuple[str, str, str, int, str, np.ndarray, float]],
+                                  ready: list[Prepared], weak: list[_Detection], tau: float) -> list[_Detection]:
+    """The steps just under ``tau`` in one section that reach it with the other sections' statistics for their
+    night combined with their own (:mod:`warehouse.history.fdr`)."""
     by_section: dict[tuple[str, str, int, str], dict[str, Prepared]] = defaultdict(dict)
     for (s, g, key, dev, m, _y, _rn), p in zip(todo, ready):
         by_section[(g, key, dev, m)].setdefault(s, p)
+    kept = []
     for w in weak:
         others = [split_z(p, w.night, w.up) for s, p in by_section[(w.by, w.key, w.device, w.metric)].items()
                   if s != w.section]
         if others and combined([w.z, *others]) >= tau:
-            found.append(w)
-    return todo, found, outliers, tau
+            kept.append(w)
+    return kept
 
 
 # The detector works on logs of positive figures: a count per iteration (ops of a Bound class) is seen as

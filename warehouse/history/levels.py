@@ -58,6 +58,15 @@ def _levels(groups: list[list[np.ndarray]], n: int) -> list[np.ndarray]:
     return out
 
 
+def with_part_levels(parts: dict[tuple[str, str, str], list[dict[str, np.ndarray]]], metrics: list[str],
+                     have: dict[tuple[str, str, str, str], np.ndarray], n: int, least: int) -> None:
+    """Each block's and op code's level over its (block, op code) pairs (``parts``: its pairs' figures, when it has
+    at least ``least``), all at once (:func:`_levels`), into ``have`` (those it has already are kept)."""
+    wanted = [(*sgk, m) for sgk, inside in parts.items() if len(inside) >= least for m in metrics
+              if m in inside[0] and (*sgk, m) not in have]
+    have.update(zip(wanted, _levels([[p[w[3]] for p in parts[w[:3]]] for w in wanted], n)))
+
+
 def _without_outliers(level: np.ndarray) -> np.ndarray:
     """A level series with its one-night outliers replaced by their neighbours' level."""
 

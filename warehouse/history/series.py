@@ -139,8 +139,8 @@ def fetch(conn: Connection, run_ids: list[int], section: str, grouping: str, *, 
           ) -> dict[tuple[int, str, int], Point]:
     """``{(run, key, device): Point}`` from the rollups (the arguments: :func:`_rows`)."""
     out: dict[tuple[int, str, int], Point] = {}
-    names, rows, extra_names, extra_rows = _rows(conn, run_ids, section, grouping, devices, keys, layers, metrics,
-                                                 cache)
+    names, rows, extra_names, extra_rows = _rows(conn, _Ask(run_ids, section, grouping, devices, keys), layers,
+                                                 metrics, cache)
     for r in rows:
         out[(r[0], r[1], r[2])] = Point(float(r[4]), int(r[3]),
                                         {k: None if v is None else float(v) for k, v in zip(names, r[5::2])},
@@ -187,10 +187,10 @@ def fetch_table(conn: Connection, run_ids: list[int], section: str, grouping: st
     stored grouping is read from the history series (:mod:`warehouse.store.runseries`), the rest computed."""
     g = next((x for x in GROUPINGS if x.key == grouping), None)
     stored = g is not None and g.stored and (section != "" or not _has_sections(conn, run_ids))
-    names, rows, extra_names, extra_rows = _rows(conn, run_ids, section, grouping, devices, keys, None, metrics,
-                                                 cache, read_stored=not stored)
+    ask = _Ask(run_ids, section, grouping, devices, keys)
+    names, rows, extra_names, extra_rows = _rows(conn, ask, None, metrics, cache, read_stored=not stored)
     if stored:
-        return _stored_table(conn, run_ids, section, grouping, devices, keys, extra_names, extra_rows)
+        return _stored_table(conn, ask, extra_names, extra_rows)
     index: dict[tuple[str, int], int] = {}
     ki = np.array([index.setdefault((r[1], r[2]), len(index)) for r in rows], dtype=np.intp)
     runs = sorted({r[0] for r in rows})
@@ -213,26 +213,42 @@ def _has_sections(conn: Connection, run_ids: list[int]) -> bool:
     return any(section_names(conn, run_ids)[1:])
 
 
-def _stored_table(conn: Connection, run_ids: list[int], section: str, grouping: str, devices: bool,
-                  keys: Iterable[str] | None, extra_names: list[str], extra_rows: list[Any]) -> Table:
-    """A stored grouping's :class:`Table` from the history series: its rows in the order a read of the rollups by
-    primary key gives them (run, key id, device), keys numbered as they first come; the computed metrics'
-    ``extra_rows`` beside, of the keys and runs the stored ones have."""
+@dataclass
+class _Ask:
+    """What :func:`fetch_table` was asked for."""
+
+    run_ids: list[int]
+    section: str
+    grouping: str
+    devices: bool
+    keys: Iterable[str] | None
+
+
+def _stored_parts(conn: Connection, ask: _Ask) -> list[runseries.Part]:
+    """The history series' parts of ``ask``: each run's rows of its devices (or all devices together) and keys."""
     wanted: np.ndarray | None = None
-    if keys is not None:
-        texts = list(dict.fromkeys(keys))
+    if ask.keys is not None:
+        texts = list(dict.fromkeys(ask.keys))
         found = [] if not texts else conn.execute(
             text(f"SELECT id FROM rollup_key WHERE grouping = :g AND key IN "
                  f"({', '.join(f':k{i}' for i in range(len(texts)))})"),
-            {"g": grouping, **{f"k{i}": k for i, k in enumerate(texts)}}).scalars().all()
+            {"g": ask.grouping, **{f"k{i}": k for i, k in enumerate(texts)}}).scalars().all()
         wanted = np.array(sorted(found), dtype=np.int64)
     parts = []
-    for p in runseries.read(conn, run_ids, [section], [grouping]):
-        keep = np.ones(len(p.key_ids), dtype=bool) if devices else p.devices == ALL_DEVICES
+    for p in runseries.read(conn, ask.run_ids, [ask.section], [ask.grouping]):
+        keep = np.ones(len(p.key_ids), dtype=bool) if ask.devices else p.devices == ALL_DEVICES
         if wanted is not None:
             keep &= np.isin(p.key_ids, wanted)
         if keep.any():
             parts.append(p.only(keep))
+    return parts
+
+
+def _stored_table(conn: Connection, ask: _Ask, extra_names: list[str], extra_rows: list[Any]) -> Table:
+    """A stored grouping's :class:`Table` from the history series: its rows in the order a read of the rollups by
+    primary key gives them (run, key id, device), keys numbered as they first come; the computed metrics'
+    ``extra_rows`` beside, of the keys and runs the stored ones have."""
+    parts = _stored_parts(conn, ask)
     runs = [p.run_id for p in parts]
     pos = {r: j for j, r in enumerate(runs)}
     if parts:
@@ -276,18 +292,18 @@ def scatter(rows: list[Any], col: int, at: tuple[np.ndarray, np.ndarray], shape:
     return m
 
 
-def _rows(conn: Connection, run_ids: list[int], section: str, grouping: str, devices: bool,
-          keys: Iterable[str] | None, layers: set[str] | None, metrics: Iterable[str],
+def _rows(conn: Connection, ask: _Ask, layers: set[str] | None, metrics: Iterable[str],
           cache: dict[tuple, list[tuple[Any, ...]]] | None, read_stored: bool = True
           ) -> tuple[list[str], list[Any], list[str], list[Any]]:
     """The rollup rows ``(run, key, device, iterations, ops, value, spread, ...)``: the metric keys of their
     figures and the rows, then those of the computed metrics asked for beside the stored ones (the same keys, from
-    the ops). ``devices`` adds the per-device rows (device -1 is all
-    devices together); ``keys`` restricts to these keys; ``layers``, for a grouping that is not stored (computed
+    the ops), of ``ask``'s runs, section and grouping. ``ask.devices`` adds the per-device rows (device -1 is all
+    devices together); ``ask.keys`` restricts to these keys; ``layers``, for a grouping that is not stored (computed
     from the ops), to the ops of these layers; ``metrics``: keys of computed metrics to add to the stored ones
     (computed from the runs' ops, :data:`warehouse.registry.measures.COMPUTED_METRICS`); ``cache``: a dict that keeps
     them for the calls of one command (each run is then read once for every grouping, not once per call);
     ``read_stored``: False leaves the stored rows to the caller (who reads the history series instead)."""
+    run_ids, section, grouping, devices, keys = ask.run_ids, ask.section, ask.grouping, ask.devices, ask.keys
     if grouping not in grouping_keys():
         raise UsageError(f"{grouping!r}: expected one of {', '.join(grouping_keys())}", param="by")
     extra = [METRIC[k] for k in dict.fromkeys(metrics) if not METRIC[k].stored]
@@ -335,16 +351,8 @@ def _rows(conn: Connection, run_ids: list[int], section: str, grouping: str, dev
     # why it is not stored)
     first = METRICS if g.stored else [*METRICS, *extra]
     rows: list[Any]
-    if g.stored and not read_stored:
-        rows = []
-    elif g.stored:
-        # the driver's own rows (a year of a big model's blocks is 300,000 of them: SQLAlchemy's row objects
-        # cost more than the query)
-        res = conn.execute(text(sql), params)
-        try:
-            rows = list(res.cursor.fetchall()) if res.cursor is not None else []
-        finally:
-            res.close()
+    if g.stored:
+        rows = _driver_rows(conn, sql, params) if read_stored else []
     else:
         rows = computed(first)
     extra_rows = computed(extra) if g.stored and extra else []
@@ -367,6 +375,16 @@ def _first_come(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     rank = np.empty(len(uniq), dtype=np.intp)
     rank[by_first] = np.arange(len(uniq))
     return rank[inverse.reshape(-1)], uniq[by_first]
+
+
+def _driver_rows(conn: Connection, sql: str, params: dict[str, Any]) -> list[Any]:
+    """The driver's own rows (a year of a big model's blocks is 300,000 of them: SQLAlchemy's row objects cost
+    more than the query)."""
+    res = conn.execute(text(sql), params)
+    try:
+        return list(res.cursor.fetchall()) if res.cursor is not None else []
+    finally:
+        res.close()
 
 
 def _key_texts(conn: Connection, ids: np.ndarray) -> dict[int, str]:

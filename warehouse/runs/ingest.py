@@ -41,7 +41,6 @@ from warehouse.workers.fork import Aside
 from warehouse.analysis.report import feed_parts, store_parts
 from warehouse.analysis.reportscan import ReportFeed
 from warehouse.analysis.rollups import KnownKeys, build_rollups
-from warehouse.store import runseries
 from warehouse.analysis.rollupcalc import OpCapture
 from warehouse.capture.signposts import Attribution, SectionSpan
 from warehouse.registry.contract import EAGER, TRACE
@@ -505,7 +504,6 @@ def _ingest_once(engine: Engine, req: _Request, source: RowSource, scan: FileSca
                 try:  # (new rollup keys are interned as the file's other values are)
                     build_rollups(conn, run_id, meta.get("freq_mhz", freq), key_conn=job.intern.connection(),
                                   captured=job.capture, known=job.keys, meanwhile=meanwhile)
-                    runseries.build(conn, run_id)
                 finally:
                     job.intern.close()
                     job.capture = None
