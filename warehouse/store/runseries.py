@@ -15,14 +15,13 @@ adds its own rows and never rewrites another's; ``warehouse check`` compares the
 """
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 from sqlalchemy import Connection, text
 
-from warehouse.registry.measures import METRICS
+from warehouse.registry.measures import GROUPINGS, METRICS
 from warehouse.errors import WarehouseError
 from warehouse.store import dialect
 
@@ -34,6 +33,7 @@ FIGURES: tuple[str, ...] = (KEY_IDS, DEVICES, *VALUES)
 _DTYPE = {KEY_IDS: "<i8", DEVICES: "<i4", **{v: "<f8" for v in VALUES}}
 _SCALES = [1.0, 1.0, *[float(m.scale) for m in METRICS for _ in range(2)]]
 _STORED = ["iterations", "ops", *[c for m in METRICS for c in (m.stored_column, m.stored_spread_column)]]
+_CHUNK = 20_000  # rollup rows read at a time
 _COLUMNS = ["run_id", "section", "grouping", "figure", "row_count", "data"]
 
 
@@ -63,27 +63,32 @@ def build(conn: Connection, run_id: int) -> None:
 
 def _parts(conn: Connection, run_id: int) -> list[tuple[str, str, str, int, bytes]]:
     """The run's rows as (section, grouping, figure, rows, blob), from ``rollup_row``, each array in its most
-    compact exact form (:func:`encode`)."""
-    cur = conn.execute(text(
-        f"SELECT r.section, k.grouping, r.key_id, r.device, {', '.join('r.' + c for c in _STORED)} "
-        "FROM rollup_row r JOIN rollup_key k ON k.id = r.key_id WHERE r.run_id = :r"), {"r": run_id})
-    by: dict[tuple[str, str], list[tuple]] = defaultdict(list)
-    for row in cur:
-        by[(row[0], row[1])].append(tuple(row[2:]))
+    compact exact form (:func:`encode`). Read a section and grouping at a time, in chunks straight into arrays: a
+    million-op capture of unique layers has 830,000 rollup rows, which as Python tuples would be 250 MB."""
+    named = sorted(set(conn.execute(text("SELECT DISTINCT name FROM section WHERE run_id = :r"),
+                                    {"r": run_id}).scalars()))
     out = []
-    named = any(section for section, _ in by)
-    for (section, grouping), rows in sorted(by.items()):
-        if named and not section:
-            continue  # (the whole run of a run with sections: history reads its sections, `rollup` has it)
-        rows.sort(key=lambda r: (r[0], r[1]))  # (the primary key's order, whatever order the back end gave)
-        n = len(rows)
-        ids = np.array([r[0] for r in rows], dtype=np.int64)
-        devs = np.array([r[1] for r in rows], dtype=np.int64)
-        out.append((section, grouping, KEY_IDS, n, ids.astype("<i4" if ids.max() < 2**31 else "<i8").tobytes()))
-        out.append((section, grouping, DEVICES, n, b"" if (devs == -1).all() else devs.astype("<i4").tobytes()))
-        stored = np.array([r[2:] for r in rows], dtype=np.float64).reshape(n, len(VALUES))  # (None -> NaN)
-        for j, name in enumerate(VALUES):
-            out.append((section, grouping, name, n, encode(np.ascontiguousarray(stored[:, j]), _SCALES[j])))
+    for section in named or [""]:  # (the whole run of a run with sections: history reads its sections)
+        for grouping in sorted(g.key for g in GROUPINGS if g.stored):
+            # (the primary key's order: key id, device)
+            res = conn.execute(text(
+                f"SELECT r.key_id, r.device, {', '.join('r.' + c for c in _STORED)} FROM rollup_row r "
+                "WHERE r.run_id = :r AND r.section = :s AND r.key_id IN "
+                "(SELECT id FROM rollup_key WHERE grouping = :g) ORDER BY r.key_id, r.device"
+            ).execution_options(stream_results=True, yield_per=_CHUNK),
+                {"r": run_id, "s": section, "g": grouping})
+            chunks = [np.array([tuple(r) for r in part], dtype=np.float64).reshape(len(part), 2 + len(VALUES))
+                      for part in res.partitions(_CHUNK)]  # (None -> NaN)
+            if not chunks:
+                continue
+            rows = np.concatenate(chunks)
+            del chunks
+            n = len(rows)
+            ids, devs = rows[:, 0].astype(np.int64), rows[:, 1].astype(np.int64)
+            out.append((section, grouping, KEY_IDS, n, ids.astype("<i4" if ids.max() < 2**31 else "<i8").tobytes()))
+            out.append((section, grouping, DEVICES, n, b"" if (devs == -1).all() else devs.astype("<i4").tobytes()))
+            for j, name in enumerate(VALUES):
+                out.append((section, grouping, name, n, encode(np.ascontiguousarray(rows[:, 2 + j]), _SCALES[j])))
     out.sort(key=lambda p: (p[0], p[1], p[2]))
     return out
 
