@@ -32,7 +32,7 @@ from warehouse.registry.contract import SECTIONS, TRACE  # the oracle's sections
 from warehouse.history.changepoints import MIN_AFTER, MIN_BEFORE, Prepared, analyse, prepare_many, split_z
 from warehouse.errors import NotFound, UsageError
 from warehouse.registry.measures import METRIC, is_metric, ordered
-from warehouse.history.fdr import combined, p_value, threshold, two_section_bar
+from warehouse.history.fdr import combined, p_value, thresholds
 from warehouse.history.levels import _level, _replay_noise, _robust_night, _without_outliers, with_part_levels
 from warehouse.history.series import HISTORY_METRICS, SeriesData, RunMeta, fetch_history, run_meta, select_runs
 from warehouse.history.boundchange import of_cause
@@ -343,10 +343,10 @@ def _pass(data: SeriesData, n: int, sections: list[str], metrics: list[str], fdr
     floor = 1e-4
     ready = prepare_many([y for (*_, y, _rn) in todo], floor=floor, replay_noise=[rn for *_, rn in todo])
     best = [(p.best_z, len(p.z)) for p in ready]
-    tau, bar = threshold(best, fdr, min_sigmas), two_section_bar(best, fdr, min_sigmas)
+    tau, bar = thresholds(best, fdr, min_sigmas)
     found: list[_Detection] = []
     outliers: list[_Detection] = []
-    weak: list[_Detection] = []  # (steps under tau: kept when another section shows them too)
+    weak: list[_Detection] = []  # (steps under tau: kept when the other sections' evidence lifts them to it)
     for (s, g, key, dev, m, _y, _rn), p in zip(todo, ready):
         res = analyse(p, tau=tau, min_change=min_change)
         scale = _scale(data, s, g, key, dev, m, g == "run")

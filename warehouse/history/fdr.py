@@ -37,14 +37,14 @@ def bh_cut(best: list[tuple[float, int]], fdr: float) -> float:
     return cut
 
 
-def threshold(best: list[tuple[float, int]], fdr: float, floor: float) -> float:
-    """The statistic a change needs: the Benjamini-Hochberg cut, never below ``floor``."""
-    return floor if not best else max(floor, bh_cut(best, fdr))
-
-
-def two_section_bar(best: list[tuple[float, int]], fdr: float, floor: float) -> float:
-    """The statistic each of two sections' steps on one night needs (infinite when the rule accepts none)."""
-    return math.inf if not best else max(floor - TWO_SECTIONS_MARGIN, bh_cut(best, fdr))
+def thresholds(best: list[tuple[float, int]], fdr: float, floor: float) -> tuple[float, float]:
+    """The statistic a change needs (the Benjamini-Hochberg cut, never below ``floor``), and the lower one a step
+    needs to be judged with the other sections' evidence (``TWO_SECTIONS_MARGIN`` under it, never under the cut;
+    infinite when the rule accepts none)."""
+    if not best:
+        return floor, math.inf
+    cut = bh_cut(best, fdr)
+    return max(floor, cut), max(floor - TWO_SECTIONS_MARGIN, cut)
 
 
 def combined(zs: list[float]) -> float:

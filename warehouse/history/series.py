@@ -259,7 +259,7 @@ def _stored_table(conn: Connection, ask: _Ask, extra_names: list[str], extra_row
         names = _key_texts(conn, np.unique(kid))
         key_list = [(names[int(code) >> 16], (int(code) & 0xFFFF) - 1) for code in uniq]
     else:
-        kid = dev = rj = ki = np.array([], dtype=np.intp)
+        rj = ki = np.array([], dtype=np.intp)
         key_list = []
     shape = (len(key_list), len(runs))
     row = np.full(shape, -1, dtype=np.intp)
@@ -415,11 +415,8 @@ def attribution_gaps(conn: Connection, run_id: int, section: str) -> float:
     return rows.get("?", 0.0) / total if total else 0.0
 
 
-# What the whole history's change detection reads (warehouse.history.changes): the stored metrics, their columns
-# in the rollup view, and the groupings (the (block, op code) pairs serve the run-wide level only)
+# The stored metrics the whole history's change detection reads (warehouse.history.changes)
 HISTORY_METRICS = ("kernel", "fw", "op2op", "span")
-_HISTORY_COLUMNS = {"kernel": "kernel_us", "fw": "fw_us", "op2op": "op2op_us", "span": "span_us"}
-_HISTORY_GROUPINGS = ("section", "block", "op-code", "block/op-code")
 
 
 # (section, grouping, key, device) -> metric (and "<metric>_spread", "iterations") -> one value per night

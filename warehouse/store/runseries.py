@@ -29,7 +29,6 @@ from warehouse.store import dialect
 # view's column names and units)
 KEY_IDS, DEVICES = "key_ids", "devices"
 VALUES: tuple[str, ...] = ("iterations", "ops", *[c for m in METRICS for c in (m.column, m.spread_column)])
-FIGURES: tuple[str, ...] = (KEY_IDS, DEVICES, *VALUES)
 _DTYPE = {KEY_IDS: "<i8", DEVICES: "<i4", **{v: "<f8" for v in VALUES}}
 _SCALES = [1.0, 1.0, *[float(m.scale) for m in METRICS for _ in range(2)]]
 _STORED = ["iterations", "ops", *[c for m in METRICS for c in (m.stored_column, m.stored_spread_column)]]
