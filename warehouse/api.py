@@ -27,6 +27,7 @@ from typing import IO, TYPE_CHECKING, Any
 from warehouse.capture.files import (DEFAULT_GLOB as DEFAULT_GLOB, output_stream as output_stream,  # (for adapters)
                                      shown as shown, write_output as write_output)
 from warehouse.errors import InputError, WarehouseError
+from warehouse.workers import collector
 
 if TYPE_CHECKING:  # (imported lazily at run time: a one-line answer pays only for what it uses)
     from sqlalchemy import Engine
@@ -203,12 +204,13 @@ class Warehouse:
                 files.append(f)
         if not files:
             return out
-        ahead = self._read_ahead(files, jobs)
-        try:
-            return self._ingest(files, out, done, label, tags, freq_mhz, jobs, progress, ahead)
-        finally:
-            if ahead is not None:
-                ahead.close()  # (a failure before its ingest, or a copy already stored: its worker stops)
+        with collector.paused():  # (from the first reader's fork on: see warehouse.workers.collector)
+            ahead = self._read_ahead(files, jobs)
+            try:
+                return self._ingest(files, out, done, label, tags, freq_mhz, jobs, progress, ahead)
+            finally:
+                if ahead is not None:
+                    ahead.close()  # (a failure before its ingest, or a copy already stored: its worker stops)
 
     def _read_ahead(self, files: list[Path], jobs: int) -> RowSource | None:
         """Start reading the first file before the database layers are imported and the warehouse opened, when

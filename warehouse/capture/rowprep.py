@@ -34,7 +34,6 @@ from typing import Any, BinaryIO
 
 from warehouse.capture.plan import IngestPlan, wants_worker
 from warehouse.workers.fork import Child, StreamEnded, ended, recv_item, send_end, send_item
-from warehouse.workers.heap import trim_heap
 from warehouse.capture.csvfile import (CHANGED, CsvReader, FileScan, Layout, hash_file, scan_file)
 from warehouse.errors import InputError, WarehouseError
 from warehouse.capture.files import open_regular, shown
@@ -127,13 +126,11 @@ def prepare(path: Path, scan: FileScan | None = None, hashed: bool = True,
         prep = Preparer(reader)
         plan = IngestPlan.of(scan)
         try:
-            for n, b in enumerate(batches(prep, plan)):
+            for b in batches(prep, plan):
                 if compress is not None:
                     for c in b.chunks:
                         c.pack(compress)
                 yield b
-                if plan.big and n % 32 == 31:
-                    trim_heap()  # (a big file's batches leave freed pages behind: give them back now and then)
             yield prep.finish()
         finally:
             prep.reader.close()  # (the line path's own reader, when it took over from the columnar one)

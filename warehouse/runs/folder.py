@@ -10,22 +10,19 @@ On SQLite runs get their ids in the order of the files, whatever order the worke
 the order the workers commit (history orders runs by capture time, not id). A file that fails is reported and
 the others still go, and results are reported in file order, as in a sequential ingest.
 
-Workers are started with ``spawn``: a forked child would inherit the parent's SQLite file descriptors, and
-closing them releases the parent's locks.
+The workers are a :func:`warehouse.workers.pool.worker_pool`.
 """
 from __future__ import annotations
 
 import contextlib
 
 import json
-import multiprocessing
 import os
 import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +33,7 @@ from warehouse.store import dialect
 from warehouse.store import schema as t
 from warehouse.errors import WarehouseError
 from warehouse.runs.ingest import IngestResult
-from warehouse.workers import pool_initializer
+from warehouse.workers.pool import BrokenProcessPool, worker_pool
 from warehouse.store.interning import Interner
 from warehouse.runs.ingest import ingest_file
 from warehouse.capture.rowprep import RowSource
@@ -139,12 +136,7 @@ def ingest_parallel(engine: Engine, files: list[Path], jobs: int, *, label: str 
         if sqlite:
             scratch = os.path.join(tmp, "empty.db")
             open_db(scratch).dispose()  # the schema once; each file gets a copy
-        ctx = multiprocessing.get_context("spawn")
-        # every worker dies with this process (a CI cancel kills the command, never its workers: they would wait
-        # forever on the pool's queue)
-        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=pool_initializer,
-                                   initargs=(os.getpid(),))
-        try:
+        with worker_pool(jobs) as pool:
             # A window of files in flight, not all of them: finished scratch warehouses wait on disk for their
             # turn to move in, and the window bounds how many do.
             futures: list[Future] = []
@@ -168,43 +160,26 @@ def ingest_parallel(engine: Engine, files: list[Path], jobs: int, *, label: str 
                     if status == "error":
                         yield f, WarehouseError(value)
                     elif db is not None and not value.existing:
-                        try:
-                            merged: IngestResult | WarehouseError = merge_run(engine, Path(db), value)
-                        except DBAPIError as e:  # locked past the busy timeout, disk full...: this file only
-                            merged = WarehouseError(f"{value.path}: {dialect.explain(e)}")
-                        except WarehouseError as e:
-                            merged = e
-                        except Exception as e:  # anything else is this file's failure, never the command's
-                            merged = WarehouseError(f"{value.path}: could not be moved into the warehouse "
-                                                    f"({type(e).__name__}: {' '.join(str(e).split())[:300]}); "
-                                                    "nothing of it was stored")
-                        yield f, merged
+                        yield f, _merged(engine, Path(db), value)
                     else:
                         yield f, value
                 finally:
                     if db is not None:
                         for p in (db, db + "-wal", db + "-shm"):
                             Path(p).unlink(missing_ok=True)
-        except BaseException:
-            # interrupted (SIGTERM, Ctrl-C) or the consumer stopped early: stop the workers now rather than wait
-            # for the files they are on
-            _stop(pool)
-            raise
-        else:
-            pool.shutdown(wait=True)
 
 
-def _stop(pool: ProcessPoolExecutor) -> None:
-    """Kill a pool's workers and reap them (``shutdown`` alone waits for the running files)."""
-    procs = list((getattr(pool, "_processes", None) or {}).values())
-    for p in procs:
-        try:
-            p.kill()
-        except (OSError, ValueError):
-            pass
-    pool.shutdown(wait=False, cancel_futures=True)
-    for p in procs:
-        p.join(5)
+def _merged(engine: Engine, db: Path, value: IngestResult) -> IngestResult | WarehouseError:
+    """A worker's finished run moved in from its scratch warehouse ``db``, or this file's error."""
+    try:
+        return merge_run(engine, db, value)
+    except DBAPIError as e:  # locked past the busy timeout, disk full...: this file only
+        return WarehouseError(f"{value.path}: {dialect.explain(e)}")
+    except WarehouseError as e:
+        return e
+    except Exception as e:  # anything else is this file's failure, never the command's
+        return WarehouseError(f"{value.path}: could not be moved into the warehouse "
+                              f"({type(e).__name__}: {' '.join(str(e).split())[:300]}); nothing of it was stored")
 
 
 def ingest_files(engine: Engine, files: list[Path], jobs: int, *, label: str | None = None,

@@ -31,7 +31,7 @@ from warehouse.store.interning import Interner
 from warehouse.store.perfstore import ShapeCache, column_rows, perf_arch
 from warehouse.store.cells import compresses, static_ids_json
 from warehouse.capture.packing import pack_cells
-from warehouse.capture.prepared import BATCH, REPLAY, ROW_TYPED, TYPED, Batch, Chunk
+from warehouse.capture.prepared import REPLAY, ROW_TYPED, TYPED, Batch, Chunk
 from warehouse.capture.rowprep import RowSource
 from warehouse.workers import collector
 from warehouse.workers.heap import trim_heap
@@ -107,7 +107,6 @@ class _FileIngest:
         self.capture: OpCapture | None = OpCapture(OP_COLUMNS)  # (the rollups' input, dropped once they are built)
         self.keys = KnownKeys()  # (the rollups' keys, interned as the ops are written)
         self.trace_ids: set[tuple[str, str]] = set()  # the trace section's (trace id, replay session) pairs
-        self.rows_seen = 0
         self.guards = contextlib.ExitStack()  # (settings of the stream, undone by release)
         self.plan = source.plan
         self._keep_per_op_state()
@@ -272,9 +271,6 @@ class _FileIngest:
         self.feed.flush()
         if b.forget:
             self.shape_of.clear()
-        self.rows_seen += len(b.rows)
-        if self.plan.big and self.rows_seen % (64 * BATCH) < len(b.rows):
-            trim_heap()  # (a big run's batches leave freed pages behind: give them back now and then)
 
     def _keep_per_op_state(self) -> None:
         """What the plan keeps per op for the run's end (:class:`warehouse.capture.plan.IngestPlan`): the report's

@@ -1,8 +1,8 @@
-"""Python's cycle collector during ingest, in nests that are safe: paused while a file streams, and frozen while a
-forked child shares this process's memory.
+"""Python's cycle collector during ingest: paused while a file streams, and kept off what a forked child shares.
 
-Both are process-wide switches, and ingest's steps nest (a forked reader runs while the report's half is forked
-aside): the innermost step to finish must not switch the collector back on, or thaw what an outer step froze.
+Both are process-wide switches. Each is scoped so that nothing has to count its nesting: :func:`paused` restores
+the state it found (an inner pause inside an outer one changes nothing), and a forked child freezes its own copy
+of the objects (:func:`in_child`), which no other process sees and which ends with the child.
 """
 from __future__ import annotations
 
@@ -10,31 +10,14 @@ import contextlib
 import gc
 from collections.abc import Iterator
 
-_frozen = 0  # freezes not yet thawed: the objects stay frozen until the last one is
-
-
-def freeze() -> None:
-    """Keep every object made so far out of collections until the matching :func:`thaw`: a forked child and this
-    process share their pages, and a collection in either would write to every object and so copy, page by page,
-    what the fork shares (about 8 MB)."""
-    global _frozen
-    gc.freeze()
-    _frozen += 1
-
-
-def thaw() -> None:
-    """End one :func:`freeze`; the objects are collectable again when no freeze is left."""
-    global _frozen
-    _frozen = max(0, _frozen - 1)
-    if _frozen == 0:
-        gc.unfreeze()
-
 
 @contextlib.contextmanager
 def paused() -> Iterator[None]:
     """The cycle collector off inside (as it was, after): ingest's stream makes and drops millions of tuples and
     lists, none in a cycle, and the collector's passes over them cost a twentieth of a 100k-op ingest's CPU. (The
-    memory of the few cycles the database layers may leave is freed by the next collection after it.)"""
+    memory of the few cycles the database layers may leave is freed by the next collection after it.) Children
+    are forked inside it: a collection in this process would write to every object it holds and so copy, page by
+    page, what a fork shares."""
     was = gc.isenabled()
     gc.disable()
     try:
@@ -42,3 +25,10 @@ def paused() -> Iterator[None]:
     finally:
         if was:
             gc.enable()
+
+
+def in_child() -> None:
+    """Called first in a forked child: the objects it shares with its parent stay out of its own collections for
+    its whole life (a collection would write to every one of them and copy, page by page, what the fork shares,
+    about 8 MB)."""
+    gc.freeze()

@@ -1,9 +1,9 @@
 """Work done in a forked process while this one goes on: the second core of an ingest.
 
-One mechanism forks every child (:class:`Child`): a pipe from the child, the collector frozen while it shares this
-process's memory, the child dying with its parent and leaving without running any of the parent's clean-up. On it:
-the file's reader during the stream (:class:`warehouse.capture.rowprep.RowSource`), one result computed aside
-(:class:`Aside`), and items made one at a time aside (:func:`streamed`).
+One mechanism forks every child (:class:`Child`): a pipe from the child, the child's collector kept off what it
+shares with this process, the child dying with its parent and leaving without running any of the parent's
+clean-up. On it: the file's reader during the stream (:class:`warehouse.capture.rowprep.RowSource`), one result
+computed aside (:class:`Aside`), and items made one at a time aside (:func:`streamed`).
 
 An ingest's stream uses both cores (:mod:`warehouse.capture.rowprep` reads in a worker), but its tail is serial: the
 rollups, then the report parts. The report parts' heavy half is pure Python over what the report feed holds
@@ -40,19 +40,19 @@ def can_fork() -> bool:
 class Child:
     """A forked child that runs ``target(out)``, ``out`` the writing end of a pipe whose reading end this process
     has as :attr:`pipe`. The child exits 0 when ``target`` returns, 1 when it raises; it never runs the parent's
-    clean-up (atexit, buffered files, the database's connections) and dies with its parent. The objects this
-    process has stay out of collections while the child lives (:func:`warehouse.workers.collector.freeze`): a
-    collection would write to every one of them and so copy, page by page, what the fork shares. Call
-    :meth:`wait` or :meth:`stop` once."""
+    clean-up (atexit, buffered files, the database's connections) and dies with its parent. The objects the two
+    share stay out of the child's collections (:func:`warehouse.workers.collector.in_child`); fork inside
+    :func:`warehouse.workers.collector.paused` to keep them out of this process's too. Call :meth:`wait` or
+    :meth:`stop` once."""
 
     def __init__(self, target: Callable[[BinaryIO], None], buffering: int = -1):
         r, w = os.pipe()
-        collector.freeze()
         parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # the child
             code = 0
             try:
+                collector.in_child()
                 die_with_parent(parent)
                 os.close(r)
                 with os.fdopen(w, "wb", buffering=buffering) as out:
@@ -73,7 +73,6 @@ class Child:
             self.pid = None
             self.exitcode = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
             self.pipe.close()
-            collector.thaw()
         assert self.exitcode is not None
         return self.exitcode
 
@@ -187,7 +186,12 @@ def streamed(make: Callable[[], Iterator[T]]) -> Iterator[T]:
             send_item(out, made)
             out.flush()  # (the parent works on it while the next is made)
         send_end(out)
-    child = Child(produce, buffering=1 << 20)
+    with collector.paused():  # (while the child shares this process's memory; see Child)
+        yield from _from_child(Child(produce, buffering=1 << 20), make)
+
+
+def _from_child(child: Child, make: Callable[[], Iterator[T]]) -> Iterator[T]:
+    """:func:`streamed`'s items as ``child`` sends them, then the rest from ``make`` if it died."""
     given = 0
     complete = False
     try:

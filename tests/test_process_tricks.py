@@ -1,0 +1,81 @@
+"""The process-wide tricks of an ingest hold in any nesting: the cycle collector paused and restored as it was
+found, a forked child's collector kept off what it shares with its parent (and the parent's untouched), and a
+pool's workers killed when its block ends by an exception."""
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import time
+
+import pytest
+
+from warehouse.workers import collector
+from warehouse.workers.fork import Aside, Child, can_fork, streamed
+from warehouse.workers.pool import worker_pool
+
+
+def test_paused_restores_what_it_found_at_every_depth():
+    assert gc.isenabled()
+    with collector.paused():
+        assert not gc.isenabled()
+        with collector.paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # (the inner pause leaves the outer one's state)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector.paused():
+            pass
+        assert not gc.isenabled()  # (a collector found off stays off)
+    finally:
+        gc.enable()
+
+
+@pytest.mark.skipif(not can_fork(), reason="needs fork and a single thread")
+def test_a_child_freezes_its_own_objects_and_never_the_parents():
+    before = gc.get_freeze_count()
+
+    def report(out):
+        out.write(str(gc.get_freeze_count()).encode())
+    child = Child(report)
+    frozen_in_child = int(child.pipe.read() or b"0")
+    assert child.wait() == 0
+    assert frozen_in_child > 0  # (everything it inherited stays out of its collections)
+    assert gc.get_freeze_count() == before  # (the parent's collector is as it was)
+
+
+@pytest.mark.skipif(not can_fork(), reason="needs fork and a single thread")
+def test_children_may_end_in_any_order_inside_one_pause():
+    with collector.paused():
+        with Aside(lambda: os.getpid()) as outer:
+            items = list(streamed(lambda: iter(range(5))))
+            got = outer.result()
+        assert items == [0, 1, 2, 3, 4] and got not in (None, os.getpid())
+        assert not gc.isenabled()
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+
+
+def _sleep(seconds: float) -> int:
+    time.sleep(seconds)
+    return os.getpid()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_pool_left_by_an_exception_kills_its_workers():
+    pids: list[int] = []
+    with pytest.raises(KeyboardInterrupt):
+        with worker_pool(2) as pool:
+            pids = [pool.submit(_sleep, 0).result() for _ in range(2)]
+            pool.submit(_sleep, 60)
+            raise KeyboardInterrupt
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}") for p in pids):
+        time.sleep(0.05)
+    assert pids and not any(os.path.exists(f"/proc/{p}") for p in pids)
+
+
+def test_a_pool_left_normally_waits_for_its_work():
+    with worker_pool(1) as pool:
+        job = pool.submit(_sleep, 0.2)
+    assert job.done() and job.result() > 0
