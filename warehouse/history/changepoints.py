@@ -180,17 +180,19 @@ def split_stats(z: np.ndarray, a: int, b: int, first: int = MIN_BEFORE) -> np.nd
     return out
 
 
-def split_stats_rows(z: np.ndarray, first: int = MIN_BEFORE) -> np.ndarray:
-    """:func:`split_stats` of every row of ``z`` (series of one length, at least ``first + MIN_AFTER`` nights)
-    over the whole row."""
+def best_split_rows(z: np.ndarray, first: int = MIN_BEFORE) -> np.ndarray:
+    """For every row of ``z`` (one length, at least ``first + MIN_AFTER`` nights, all finite), the split that
+    :func:`split_stats` ranks first over the whole row: the same operations, so the same bits and first maximum."""
     n = z.shape[1]
-    out = np.full(z.shape, np.nan)
     c = np.cumsum(z, axis=1)
     k = np.arange(first, n - MIN_AFTER + 1)
-    left = c[:, k - 1] / k
-    right = (c[:, -1:] - c[:, k - 1]) / (n - k)
-    out[:, k] = np.abs(right - left) / np.sqrt(1.0 / k + 1.0 / (n - k))
-    return out
+    ck = c[:, first - 1:n - MIN_AFTER]  # (c[:, k - 1], a view)
+    stat = c[:, -1:] - ck
+    stat /= n - k
+    stat -= ck / k
+    np.abs(stat, out=stat)
+    stat /= np.sqrt(1.0 / k + 1.0 / (n - k))
+    return first + np.argmax(stat, axis=1)
 
 
 def seeded_intervals(a: int, b: int, shortest: int = MIN_BEFORE + MIN_AFTER) -> list[tuple[int, int]]:
@@ -444,12 +446,14 @@ def prepare_many(series: list[np.ndarray], *, floor: float = 0.0, replay_noise: 
             lo = max(MIN_FIRST - s0, 1)
             if e0 - s0 < lo + MIN_AFTER:
                 continue
-            ks = s0 + np.nanargmax(split_stats_rows(zc[:, s0:e0], lo), axis=1)
+            ks = s0 + best_split_rows(zc[:, s0:e0], lo)
             judged = np.empty(len(live))
-            for k in np.unique(ks):
-                at = np.nonzero(ks == k)[0]
-                lo_b = row_lower_quartiles(zc[at, s0:k])  # (np.percentile's numbers, without its overhead)
-                lo_a = row_lower_quartiles(zc[at, k:e0])
+            order = np.argsort(ks, kind="stable")  # (the rows of each split together, in their order)
+            for at in np.split(order, np.flatnonzero(np.diff(ks[order])) + 1):
+                k = int(ks[at[0]])
+                # (np.percentile's numbers, without its overhead; the rows' copies are partitioned in place)
+                lo_b = row_lower_quartiles(zc[at, s0:k], overwrite=True)
+                lo_a = row_lower_quartiles(zc[at, k:e0], overwrite=True)
                 judged[at] = np.abs(lo_a - lo_b) / (1.3626 * sl[at] * math.sqrt(1 / (k - s0) + 1 / (e0 - k)))
             best = np.where(judged > best, judged, best)
         best = np.where(np.isfinite(best), best, 0.0)

@@ -46,6 +46,7 @@ from warehouse.history.triage import decisions
 from warehouse.registry.contract import EAGER, TRACE
 from warehouse.registry.measures import DRILL_DOWN, METRIC, METRICS, ordered
 from warehouse.store.listing import resolve_run
+from warehouse.workers import collector
 
 NOISE_NIGHTS = 30  # the valid nights before a run whose night-to-night moves give its series' noise
 RUN_MIN_CHANGE = 0.01  # a whole-run cause moved at least this much (every op 1 % slower is news)
@@ -104,7 +105,7 @@ def find_regressions(engine: Engine, *, label: str | None = None, tags: dict[str
     another model said."""
     by = by or DEFAULT_BY
     metrics = metrics or [m.key for m in METRICS]
-    with engine.connect() as conn:
+    with engine.connect() as conn, collector.paused():  # (as changes: arrays by the thousand, no cycle)
         if run is not None or baseline_label is not None or baseline_tags:
             return _against_baseline(conn, run, label, tags, baseline_label, baseline_tags, window, threshold,
                                      min_us, by, section, metrics, keys)

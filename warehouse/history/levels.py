@@ -18,11 +18,12 @@ def _level(series: list[np.ndarray], n: int) -> np.ndarray:
     ok = np.isfinite(v) & (v > 0)
     keep = ok.sum(axis=1) >= 0.9 * n
     v, ok = v[keep], ok[keep]
-    med = row_medians(np.where(ok, v, np.nan))
+    med = row_medians(np.where(ok, v, np.nan), overwrite=True)
     good = med > 0
     if not good.any():
         return np.ones(n)
-    lv = row_medians(np.where(ok[good], v[good] / med[good, None], np.nan).T)  # (each night over the series)
+    # (each night over the series)
+    lv = row_medians(np.where(ok[good], v[good] / med[good, None], np.nan).T, overwrite=True)
     return np.where(np.isfinite(lv) & (lv > 0), lv, 1.0)
 
 
@@ -37,21 +38,20 @@ def _levels(groups: list[list[np.ndarray]], n: int) -> list[np.ndarray]:
     v = np.vstack([s for i in live for s in groups[i]])
     owner = np.concatenate([np.full(len(groups[i]), i) for i in live])
     ok = np.isfinite(v) & (v > 0)
-    med = row_medians(np.where(ok, v, np.nan))
-    good = (ok.sum(axis=1) >= 0.9 * n) & (med > 0)
-    with np.errstate(all="ignore"):
-        ratio = np.where(ok, v / med[:, None], np.nan)
-    ratio, owner = ratio[good], owner[good]
-    if not len(owner):
+    med = row_medians(np.where(ok, v, np.nan), overwrite=True)
+    good = np.nonzero((ok.sum(axis=1) >= 0.9 * n) & (med > 0))[0]
+    if not len(good):
         return out
-    order = np.argsort(owner, kind="stable")  # (a group's rows together, in their own order)
-    ratio, owner = ratio[order], owner[order]
-    ids, starts, counts = np.unique(owner, return_index=True, return_counts=True)
+    # the rows kept, each group's together in its own order: indices only (the matrix is read once per width)
+    good = good[np.argsort(owner[good], kind="stable")]
+    ids, starts, counts = np.unique(owner[good], return_index=True, return_counts=True)
     for width in np.unique(counts):  # (groups of one size together: a block's pairs are often as many as another's)
         mine = np.nonzero(counts == width)[0]
-        rows = (starts[mine][:, None] + np.arange(width)[None, :]).reshape(-1)
-        stack = ratio[rows].reshape(len(mine), int(width), n)
-        lv = row_medians(stack.transpose(0, 2, 1).reshape(len(mine) * n, int(width))).reshape(len(mine), n)
+        rows = good[(starts[mine][:, None] + np.arange(width)[None, :]).reshape(-1)]
+        with np.errstate(all="ignore"):
+            ratio = np.where(ok[rows], v[rows] / med[rows, None], np.nan)
+        stack = ratio.reshape(len(mine), int(width), n).transpose(0, 2, 1).reshape(len(mine) * n, int(width))
+        lv = row_medians(stack, overwrite=True).reshape(len(mine), n)
         lv = np.where(np.isfinite(lv) & (lv > 0), lv, 1.0)
         for j, g in enumerate(mine):
             out[int(ids[g])] = lv[j]

@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 
-def row_medians(m: np.ndarray) -> np.ndarray:
+def row_medians(m: np.ndarray, overwrite: bool = False) -> np.ndarray:
     """The median of the finite values of each row of ``m`` (NaN for a row with none): the same number as
     ``np.median`` of the row's finite values (the middle value, or the mean of the two middle ones), for every row
     at once. The rows of one count of finite values are partitioned together at their middle (a partition puts
     NaN last, as a sort does, and leaves at each index what a sort would: a full sort costs several times more),
-    unless the rows have many counts (then one sort of them all costs less)."""
+    unless the rows have many counts (then one sort of them all costs less). ``overwrite``: ``m`` is the caller's
+    scratch copy, which may be partitioned in place."""
     if m.ndim != 2 or not m.shape[0] or not m.shape[1]:
         return np.full(m.shape[0] if m.ndim == 2 else 0, np.nan)
     cnt = np.isfinite(m).sum(axis=1)
@@ -30,7 +31,9 @@ def row_medians(m: np.ndarray) -> np.ndarray:
             continue
         rows = np.nonzero(cnt == c)[0]
         lo, hi = (int(c) - 1) // 2, min(int(c) // 2, m.shape[1] - 1)
-        part = np.partition(m if len(rows) == len(m) else m[rows], sorted({lo, hi}), axis=1)
+        # (partitioned in place: a fancy-indexed copy is this function's own, and so is m when overwritable)
+        part = m[rows] if len(rows) != len(m) else m if overwrite else m.copy()
+        part.partition(sorted({lo, hi}), axis=1)
         a, b = part[:, lo], part[:, hi]
         with np.errstate(all="ignore"):
             out[rows] = a if c % 2 == 1 else (a + b) / 2
@@ -76,16 +79,21 @@ def medians_over(values: np.ndarray, rows: np.ndarray, cols: list[np.ndarray]) -
     return med, cnt
 
 
-def row_lower_quartiles(m: np.ndarray) -> np.ndarray:
+def row_lower_quartiles(m: np.ndarray, overwrite: bool = False) -> np.ndarray:
     """``np.percentile(m, 25, axis=1)`` of a matrix with no NaN, bit for bit (numpy's linear method: the order
     statistics either side of (n - 1) / 4, and its two-sided interpolation), in one partition: numpy's own
-    costs 85 us a call in Python, and history asks it for thousands of row groups a night."""
+    costs 85 us a call in Python, and history asks it for thousands of row groups a night. ``overwrite``: ``m``
+    is the caller's scratch copy, partitioned in place (its rows' order is lost)."""
     n = m.shape[1]
     virtual = n * 0.25 + (1 + 0.25 * (1 - 1 - 1)) - 1  # (numpy's expression for the linear method)
     lo = int(np.floor(virtual))
     hi = min(lo + 1, n - 1)
     gamma = virtual - lo
-    part = np.partition(m, sorted({lo, hi}), axis=1)
+    if overwrite:
+        m.partition(sorted({lo, hi}), axis=1)
+        part = m
+    else:
+        part = np.partition(m, sorted({lo, hi}), axis=1)
     a, b = part[:, lo], part[:, hi]
     diff = b - a
     return b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma
