@@ -53,6 +53,20 @@ def _template(backend: str) -> str:
     return _TEMPLATES[backend]
 
 
+# Modules whose tests want the machine to themselves: they kill processes at chosen moments, count process trees,
+# bound memory or file descriptors, or run concurrency rounds. .ci/run runs them apart (-m serial), after the rest
+# ran a test file per core (-m "not serial" -n 2).
+SERIAL_MODULES = frozenset({"test_workers", "test_concurrency", "test_reliability", "test_web_server",
+                            "test_sql_bounds", "test_security", "test_aside"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the tests of :data:`SERIAL_MODULES` ``serial``."""
+    for item in items:
+        if getattr(getattr(item, "module", None), "__name__", None) in SERIAL_MODULES:
+            item.add_marker(pytest.mark.serial)
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Drop the session's PostgreSQL template (its SQLite file goes with the temp folder)."""
     name = _TEMPLATES.pop("postgresql", None)

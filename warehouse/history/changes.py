@@ -322,7 +322,7 @@ def _pass(data: SeriesData, n: int, sections: list[str], metrics: list[str], fdr
               and (sgkd[3] < 0 or sgkd[1] == "section" and sgkd[3] not in dev_series)
               for m in metrics if m != "span" or sgkd[1] == "section"]
     # every series' median at once (np.nanmedian's numbers; one call a series cost a tenth of the pass)
-    medians = row_medians(np.vstack([d[m] for _, d, m in looked]), overwrite=True) if looked else []
+    medians: Any = row_medians(np.vstack([d[m] for _, d, m in looked]), overwrite=True) if looked else []
     for ((s, g, key, dev), d, m), median in zip(looked, medians):
         v = d[m]
         off = _OFFSET.get(METRIC[m].unit, 0.0)
