@@ -119,6 +119,39 @@ def test_runs_and_a_run_report(site, page, tmp_path):
     assert data["report"]["trace"]["kernel_sum_us"] == report["trace"]["kernel_sum_us"]
 
 
+def test_a_runs_timeline_draws_every_slice_and_names_an_op(site, page):
+    """The run page links the run's timeline; it draws every slice of the Perfetto export (sections, blocks, ops),
+    and hovering an op shows its op code and figures."""
+    base, wh, url, shots = site
+    page.goto(base + "/runs/9")
+    page.click("#timeline-page")
+    assert page.url.endswith("/runs/9/timeline")
+    page.wait_for_selector("#timeline[data-drawn]")
+    doc = json.loads(page.request.get(base + "/runs/9/trace.json").text())
+    xs = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    assert int(page.locator("#timeline").get_attribute("data-slices")) == len(xs) > 100
+    assert int(page.locator("#timeline").get_attribute("data-drawn")) == len(xs)  # (the whole run in view)
+    assert "ops on 1 device(s)" in page.locator("#timeline-status").inner_text()
+    # an op in the middle of the run, opened by its CSV row (?row=N): in view, and named on hover
+    op = [e for e in xs if e.get("cat") == "op"][len(xs) // 4]
+    page.goto(base + f"/runs/9/timeline?row={op['args']['row']}")
+    page.wait_for_selector("#timeline[data-drawn]")
+    assert 0 < int(page.locator("#timeline").get_attribute("data-drawn")) < len(xs)
+    i = page.evaluate(f"window.warehouseTimeline.index({op['args']['row']})")
+    spot = page.evaluate(f"window.warehouseTimeline.middle({i})")
+    assert spot["name"] == op["name"]
+    page.mouse.move(spot["x"], spot["y"])
+    tip = page.locator("#timeline .tip")
+    assert tip.is_visible()
+    text = tip.inner_text()
+    assert op["name"] in text and f"row: {op['args']['row']}" in text and "kernel_ns" in text
+    page.screenshot(path=str(shots / "timeline.png"))
+    page.dblclick("#timeline canvas")  # the whole run again
+    assert int(page.locator("#timeline").get_attribute("data-drawn")) == len(xs)
+    data = json.loads(page.goto(base + "/runs/9/timeline?format=json").text())
+    assert data["trace"] == "/runs/9/trace.json" and data["run"]["id"] == 9
+
+
 def test_compare_regressions_and_trend(site, page):
     base, wh, url, shots = site
     page.goto(base + "/compare?a=1&b=9&by=block")

@@ -28,6 +28,7 @@ PARAMS: dict[str, list[str]] = {
     "/runs/{run}/export.csv": [],
     "/runs/{run}/perf.csv": [],
     "/runs/{run}/trace.json": [],
+    "/runs/{run}/timeline": ["format", "row"],
     "/compare": ["a", "b", "by", "section", "metric", "format"],
     "/regressions": ["label", "format"],
     "/changes": ["label", "since", "until", "format"],

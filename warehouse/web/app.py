@@ -195,6 +195,11 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
         detail = wh.run(request.path_params["run"])
         return page(request, "run.html", {**detail.to_json(), "report": wh.report(detail.run.id)})
 
+    def timeline_page(request: Request) -> Response:
+        detail = wh.run(request.path_params["run"])
+        return page(request, "timeline.html", {"run": detail.run.to_json(),
+                                               "trace": url_for("trace", run=detail.run.id)})
+
     def perf_download(request: Request) -> Response:
         from warehouse.render.perf import to_csv
         run_id = wh.resolve(request.path_params["run"])
@@ -300,6 +305,7 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
         Route("/runs/{run}/report.{kind:str}", guarded(report_download), name="report"),
         Route("/runs/{run}/export.csv", guarded(export_download), name="export"),
         Route("/runs/{run}/trace.json", guarded(trace_download), name="trace"),
+        Route("/runs/{run}/timeline", guarded(timeline_page), name="timeline"),
         Route("/runs/{run}/perf.csv", guarded(perf_download), name="perf"),
         Route("/compare", guarded(compare_page), name="compare"),
         Route("/regressions", guarded(regressions_page), name="regressions"),
