@@ -457,3 +457,40 @@ def test_summary_in_the_table_and_json(wh):
     assert sum(g["%"] for g in doc["stacked"]) == pytest.approx(100)
     text = wh("perf", "latest", "--summary", "--group-by", "category").stdout
     assert "Device Time Sum" in text and "\nCompute" not in text and "Compute " in text
+
+
+def test_a_partitioned_grid_gets_totals_per_sub_device(wh, tmp_path):
+    """Ops on two sub-devices, each second op beside the one before it: perf says what tt-perf-report says
+    (Subdevices: 2, per-op budgets) and gives each sub-device its ops, their device time summed as the table
+    sums it, and the wall time they kept it busy (the union of their FW spans, read here from the file)."""
+    src = BUILDERS["dlv3_subdevices"](tmp_path / "s")
+    assert wh("ingest", src).exit_code == 0
+    doc = json.loads(wh("perf", "latest", "--format", "json").stdout)
+    subs = doc["summary"]["sub_devices"]
+    assert [(x["device"], x["sub_device"], x["worker_cores"]) for x in subs] == [(0, "0", [80]), (0, "1", [30])]
+    for x in subs:
+        mine = [r for r in doc["rows"] if r["Sub Device ID"] == x["sub_device"]]
+        assert x["ops"] == len(mine) > 150
+        assert x["device_time_us"] == sum(r["Device Time"] or 0 for r in mine)
+    spans: dict[str, list[tuple[int, int]]] = {"0": [], "1": []}
+    for row in read_dicts(src):
+        if row["SUB DEVICE ID"]:
+            spans[row["SUB DEVICE ID"]].append((int(row["DEVICE FW START CYCLE"]), int(row["DEVICE FW END CYCLE"])))
+    for x in subs:
+        sp = sorted(spans[x["sub_device"]])
+        union, (lo, hi) = 0, sp[0]
+        for a, b in sp[1:]:
+            if a > hi:
+                union, lo, hi = union + hi - lo, a, b
+            else:
+                hi = max(hi, b)
+        union += hi - lo
+        assert x["busy_us"] / x["spans_sum_us"] == pytest.approx(union / sum(b - a for a, b in sp), rel=1e-12)
+    whole = doc["summary"]["devices"][0]
+    assert whole["busy_us"] < whole["spans_sum_us"] - 1000  # (sub-device 1 ran beside sub-device 0)
+    text = wh("perf", "latest").stdout
+    assert "Subdevices: 2 - using per-op worker core budgets." in text
+    assert "device 0 sub-device 1: 193 ops" in text and "30 worker cores" in text
+    # a capture without sub-devices has none
+    assert wh("ingest", _source("ttperfreport__bh_p100_dlv3", tmp_path)).exit_code == 0
+    assert json.loads(wh("perf", "latest", "--format", "json").stdout)["summary"]["sub_devices"] == []

@@ -9,6 +9,8 @@ tt-perf-report 1.4.1 on each to make its golden CSV in ``tests/golden/ttperf/``.
   latencies (two beyond -1 ms: implausible durations), one empty kernel duration.
 - ``segenc_2dev``: the oldest era (plain ``INPUT_0_W`` shapes, no DEVICE ARCH) on 2 devices, with its host
   fallback ops (no device: never merged) between them.
+- ``dlv3_subdevices``: a partitioned grid: ops alternating between two sub-devices with their own worker core
+  budgets, each second op running beside the one before it.
 - ``clip_wormhole``: a Wormhole capture (``DEVICE ARCH`` wormhole_b0: other peaks and DRAM bandwidth), some
   matmuls DRAM-sharded, math fidelities varied.
 """
@@ -130,8 +132,31 @@ def dlv3_replayed(dst: Path) -> Path:
     return _write(dst / "ops_perf_results_2025_11_06_01_00_00.csv", cols, out)
 
 
+def dlv3_subdevices(dst: Path) -> Path:
+    """A partitioned grid: the ops alternate between sub-device 0 (80 worker cores) and sub-device 1 (30), and each
+    sub-device 1 op runs beside the sub-device 0 op before it (its FW cycles start where that op's started), as two
+    ops on disjoint core ranges do."""
+    cols, rows = _read("ttperfreport__bh_p100_dlv3")
+    cols = cols + ["SUB DEVICE ID"]
+    n = 0
+    before: dict[str, str] | None = None
+    for r in rows:
+        r["SUB DEVICE ID"] = ""
+        if not r["DEVICE FW START CYCLE"]:
+            continue
+        sub = n % 2
+        n += 1
+        r["SUB DEVICE ID"], r["AVAILABLE WORKER CORE COUNT"] = str(sub), ("80", "30")[sub]
+        if sub == 1 and before is not None:
+            length = int(r["DEVICE FW END CYCLE"]) - int(r["DEVICE FW START CYCLE"])
+            r["DEVICE FW START CYCLE"] = before["DEVICE FW START CYCLE"]
+            r["DEVICE FW END CYCLE"] = str(int(before["DEVICE FW START CYCLE"]) + length)
+        before = r
+    return _write(dst / "ops_perf_results_2025_11_07_01_00_00.csv", cols, rows)
+
+
 # Built and compared live only (equal timestamps: see dlv3_replayed)
 LIVE_ONLY = {"dlv3_replayed": dlv3_replayed}
 
 BUILDERS = {"oft2025_8dev": oft2025_8dev, "dlv3_resaved": dlv3_resaved, "clip_wormhole": clip_wormhole,
-            "segenc_2dev": segenc_2dev}
+            "segenc_2dev": segenc_2dev, "dlv3_subdevices": dlv3_subdevices}

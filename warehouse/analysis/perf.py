@@ -13,7 +13,9 @@ The per-row formulas exist twice, here for the command and in SQL for the ``op_p
 from __future__ import annotations
 
 from collections import defaultdict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from sqlalchemy import Connection, select
 
@@ -126,6 +128,8 @@ class PerfTable:
     # per device: (busy wall us, the ops' spans summed, us): ops that run at once on sub-devices count once in
     # the first; tt-perf-report's totals are the second kind (its next release's Overlap column, issue #67)
     busy: dict[int, tuple[float, float]] = field(default_factory=dict)
+    # the same per (device, sub-device id) of a partitioned grid (empty when no op names a sub-device)
+    sub_busy: dict[tuple[int, str | None], tuple[float, float]] = field(default_factory=dict)
 
 
 def _load(conn: Connection, run_id: int) -> list[_Row]:
@@ -276,6 +280,8 @@ def perf_table(conn: Connection, run_id: int, *, merge: bool = True, section: st
     rows = _window(rows, start, end)
     table = PerfTable(run_id, a, ARCHS[a][0])
     table.busy = busy_time(rows, run[1])
+    if any(r.shape and r.shape["sub_device"] is not None for r in rows):
+        table.sub_busy = busy_time(rows, run[1], _device_and_sub_device)
     budgets = [r.shape["available_cores"] for r in rows if r.shape and r.shape["available_cores"]]
     table.worker_cores = max(budgets) if budgets else ARCHS[a][0]
     devices = {r.device for r in rows if r.device is not None}
@@ -292,16 +298,25 @@ def perf_table(conn: Connection, run_id: int, *, merge: bool = True, section: st
     return table
 
 
-def busy_time(rows: list[_Row], freq_mhz: float) -> dict[int, tuple[float, float]]:
-    """Per device, the wall time its ops (of ``rows``) kept it busy, from their FW start / end cycles at
-    ``freq_mhz``: the union of their spans, and the spans summed (they differ by the time ops overlapped, as ops
-    on disjoint sub-devices do)."""
-    spans: dict[int, list[tuple[float, float]]] = {}
+def _device_id(r: _Row) -> Any:
+    return int(r.device) if r.device is not None else None
+
+
+def _device_and_sub_device(r: _Row) -> Any:
+    return (int(r.device), r.shape["sub_device"] if r.shape else None) if r.device is not None else None
+
+
+def busy_time(rows: list[_Row], freq_mhz: float, key: Callable[[_Row], Any] = _device_id
+              ) -> dict[Any, tuple[float, float]]:
+    """Per device (or per ``key`` of an op: its device and sub-device), the wall time its ops (of ``rows``) kept
+    it busy, from their FW start / end cycles at ``freq_mhz``: the union of their spans, and the spans summed
+    (they differ by the time ops overlapped, as ops on disjoint sub-devices do)."""
+    spans: dict[Any, list[tuple[float, float]]] = {}
     for r in rows:
-        if r.span is not None and r.device is not None:
-            spans.setdefault(int(r.device), []).append(r.span)
+        if r.span is not None and (k := key(r)) is not None:
+            spans.setdefault(k, []).append(r.span)
     out = {}
-    for dev, sp in sorted(spans.items()):
+    for dev, sp in sorted(spans.items(), key=lambda kv: str(kv[0])):
         sp.sort()
         union = 0.0
         start, end = sp[0]
@@ -390,4 +405,29 @@ def summary(table: PerfTable) -> dict:
             "device_time_us": sum(r["Device Time"] or 0 for r in table.rows),
             "op_to_op_us": sum(r["Op-to-Op Gap"] or 0 for r in table.rows),
             "devices": [{"device": d, "busy_us": busy, "spans_sum_us": summed, "overlap_us": summed - busy}
-                        for d, (busy, summed) in table.busy.items()]}
+                        for d, (busy, summed) in table.busy.items()],
+            "sub_devices": sub_devices(table)}
+
+
+def sub_devices(table: PerfTable) -> list[dict]:
+    """Totals per device and sub-device of a partitioned grid (none when no op names a sub-device): its ops, their
+    device time summed (as tt-perf-report sums it, as though they ran one after another), the wall time they kept
+    it busy (their FW spans' union: what the sub-device cost), and the worker core budgets its ops had."""
+    if not table.sub_busy:
+        return []
+    per: dict[tuple[Any, Any], dict] = {}
+    for row in table.rows:
+        if row["Device"] is None or (row["OP Code"] or "").endswith("(signpost)"):
+            continue
+        g = per.setdefault((int(row["Device"]), row["Sub Device ID"]), {"ops": 0, "device_time_us": 0.0,
+                                                                        "cores": set()})
+        g["ops"] += 1
+        g["device_time_us"] += row["Device Time"] or 0.0
+        if row["Available Cores"] is not None:
+            g["cores"].add(int(row["Available Cores"]))
+    out = []
+    for (dev, sub), g in sorted(per.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
+        busy, summed = table.sub_busy.get((dev, sub), (0.0, 0.0))
+        out.append({"device": dev, "sub_device": sub, "ops": g["ops"], "device_time_us": g["device_time_us"],
+                    "busy_us": busy, "spans_sum_us": summed, "worker_cores": sorted(g["cores"], reverse=True)})
+    return out

@@ -39,6 +39,8 @@ def render(table: PerfTable, fmt: str, summary: list[dict] | None = None) -> str
         head += "\n" + "\n".join(f"device {d['device']}: busy {d['busy_us']:,.0f} μs of wall time, its ops' spans sum "
                                  f"to {d['spans_sum_us']:,.0f} μs ({d['overlap_us']:,.0f} μs overlapped)"
                                  for d in overlapped)
+    if s["sub_devices"]:  # (a partitioned grid: tt-perf-report's line, then what each sub-device cost)
+        head += "\n" + sub_device_lines(s["sub_devices"])
     body = r.markdown(cols, rows) if fmt == "md" else r.table(cols, rows)
     if summary:
         cols2 = ["Total %", "Op Code", *(["Device"] if "device" in summary[0] else []), "Device Time Sum",
@@ -48,6 +50,20 @@ def render(table: PerfTable, fmt: str, summary: list[dict] | None = None) -> str
                   _fmt(g.get("flops_weighted_mean"), "%", 2)] for g in summary]
         body += "\n\n" + (r.markdown(cols2, rows2) if fmt == "md" else r.table(cols2, rows2))
     return f"{head}\n\n{body}"
+
+
+def sub_device_lines(subs: list[dict[str, Any]]) -> str:
+    """tt-perf-report's sub-device line, then one line per device and sub-device: its ops, their device time summed
+    (as the totals above sum it) and the wall time they kept it busy, and its worker core budgets."""
+    named = {x["sub_device"] for x in subs if x["sub_device"] is not None}
+    lines = [f"Subdevices: {len(named)} - using per-op worker core budgets." if named else
+             "Worker core budgets vary across ops - using per-op values."]
+    for x in subs:
+        sub = "the full grid" if x["sub_device"] is None else f"sub-device {x['sub_device']}"
+        cores = "/".join(map(str, x["worker_cores"])) or "?"
+        lines.append(f"device {x['device']} {sub}: {x['ops']} ops, device time {x['device_time_us']:,.0f} μs summed, "
+                     f"busy {x['busy_us']:,.0f} μs of wall time; {cores} worker cores")
+    return "\n".join(lines)
 
 
 _safe = r.csv_safe
