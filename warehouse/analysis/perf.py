@@ -279,9 +279,7 @@ def perf_table(conn: Connection, run_id: int, *, merge: bool = True, section: st
         rows = _by_host_start(rows)
     rows = _window(rows, start, end)
     table = PerfTable(run_id, a, ARCHS[a][0])
-    table.busy = busy_time(rows, run[1])
-    if any(r.shape and r.shape["sub_device"] is not None for r in rows):
-        table.sub_busy = busy_time(rows, run[1], _device_and_sub_device)
+    table.busy, table.sub_busy = busy_time(rows, run[1]), _sub_device_busy(rows, run[1])
     budgets = [r.shape["available_cores"] for r in rows if r.shape and r.shape["available_cores"]]
     table.worker_cores = max(budgets) if budgets else ARCHS[a][0]
     devices = {r.device for r in rows if r.device is not None}
@@ -304,6 +302,13 @@ def _device_id(r: _Row) -> Any:
 
 def _device_and_sub_device(r: _Row) -> Any:
     return (int(r.device), r.shape["sub_device"] if r.shape else None) if r.device is not None else None
+
+
+def _sub_device_busy(rows: list[_Row], freq_mhz: float) -> dict[Any, tuple[float, float]]:
+    """:func:`busy_time` per device and sub-device, when any op names a sub-device (else none)."""
+    if not any(r.shape and r.shape["sub_device"] is not None for r in rows):
+        return {}
+    return busy_time(rows, freq_mhz, _device_and_sub_device)
 
 
 def busy_time(rows: list[_Row], freq_mhz: float, key: Callable[[_Row], Any] = _device_id

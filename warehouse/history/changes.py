@@ -33,7 +33,8 @@ from warehouse.history.changepoints import MIN_AFTER, MIN_BEFORE, Prepared, anal
 from warehouse.errors import NotFound, UsageError
 from warehouse.registry.measures import METRIC, is_metric, ordered
 from warehouse.history.fdr import combined, p_value, thresholds
-from warehouse.history.levels import _level, _replay_noise, _robust_night, _without_outliers, with_part_levels
+from warehouse.history.levels import (_level, _moved_itself, _replay_noise, _robust_night, _without_outliers,
+                                      with_part_levels)
 from warehouse.history.series import HISTORY_METRICS, SeriesData, RunMeta, fetch_history, run_meta, select_runs
 from warehouse.history.boundchange import of_cause
 from warehouse.history.causes import Cause, Group, Overlaps, cause_id, link_fixes, nest
@@ -118,8 +119,7 @@ def find_changes(engine: Engine, *, label: str | None = None, tags: dict[str, st
         if not is_metric(m):
             raise UsageError(f"metric {m!r}: expected one of {', '.join(METRIC)}, or col:<CSV column name>")
     warnings: list[str] = []
-    # (the cycle collector off: a history is tens of thousands of arrays, none in a cycle, and its passes over
-    # them cost a tenth of a year's detection)
+    # (the collector off: a history's arrays, by the ten thousand, hold no cycle; its passes cost a tenth)
     with engine.connect() as conn, collector.paused():
         runs = select_runs(conn, label, tags)
         if not runs:
@@ -317,11 +317,11 @@ def _pass(data: SeriesData, n: int, sections: list[str], metrics: list[str], fdr
     with_part_levels(parts, metrics, part_levels, n, PAIRS_SEEN)
     # the series to look at, each divided by its level
     todo: list[tuple[str, str, str, int, str, np.ndarray, float]] = []
-    # (a device is looked at through its level over its op codes, below)
     looked = [(sgkd, d, m) for sgkd, d in data.items() if sgkd[0] in sections and sgkd[1] != "block/op-code"
               and (sgkd[3] < 0 or sgkd[1] == "section" and sgkd[3] not in dev_series)
               for m in metrics if m != "span" or sgkd[1] == "section"]
-    # every series' median at once (np.nanmedian's numbers; one call a series cost a tenth of the pass)
+    # (a device is looked at through its level over its op codes, below); every series' median at once
+    # (np.nanmedian's numbers; one call a series cost a tenth of the pass)
     medians: Any = row_medians(np.vstack([d[m] for _, d, m in looked]), overwrite=True) if looked else []
     for ((s, g, key, dev), d, m), median in zip(looked, medians):
         v = d[m]
@@ -333,8 +333,7 @@ def _pass(data: SeriesData, n: int, sections: list[str], metrics: list[str], fdr
         todo.append((s, g, key, dev, m, (_robust_night(d, m) + off) / lv, _replay_noise(d, m)))
         inside = parts.get((s, g, key), [])
         if len(inside) >= PAIRS_SEEN and m in inside[0]:
-            todo.append((s, g, key, dev, m, median * part_levels[(s, g, key, m)] / lv,
-                         _replay_noise(d, m)))
+            todo.append((s, g, key, dev, m, median * part_levels[(s, g, key, m)] / lv, _replay_noise(d, m)))
     for m in metrics:
         if m != "span" and METRIC[m].stored:
             todo.append(("", "run", "all", -1, m, levels[m], 0.0))
@@ -355,13 +354,17 @@ def _pass(data: SeriesData, n: int, sections: list[str], metrics: list[str], fdr
         off, least = _OFFSET.get(METRIC[m].unit, 0.0), METRIC[m].floor_of(min_us)
         for st, into in [*((x, found) for x in res.steps), *((x, weak) for x in (
                 analyse(p, tau=bar, min_change=min_change).steps if s and bar < tau and not res.steps else []))]:
-            if abs(st.after - st.before) * scale < least and g != "run":
+            if abs(st.after - st.before) * scale < least and g != "run" or not _moved_itself(
+                    data, (s, g, key, dev), m, slice(max(0, st.index - 7), st.index), slice(st.index, st.index + 7),
+                    math.copysign(min_change / 2, st.after - st.before)):  # (the week either side)
                 continue
             into.append(_Detection(s, g, key, dev, m, "step", st.index, st.before * scale - off,
                                    st.after * scale - off, st.z, p_value(st.z, n)))
         if res.creep is not None:
             cr = res.creep
-            if abs(cr.after - cr.before) * scale >= least or g == "run":
+            if (abs(cr.after - cr.before) * scale >= least or g == "run") and _moved_itself(  # (its last week
+                    data, (s, g, key, dev), m, slice(max(0, cr.start_index - 7), cr.start_index + 1),  # on the
+                    slice(-7, None), math.copysign(min_change / 2, cr.after - cr.before)):  # week before it began)
                 found.append(_Detection(s, g, key, dev, m, "creep", cr.index, cr.before * scale - off,
                                         cr.after * scale - off, cr.z, p_value(cr.z, n), start=cr.start_index,
                                         per_night=cr.per_night))
@@ -391,6 +394,7 @@ def _combined_with_other_sections(todo: list[tuple[str, str, str, int, str, np.n
 # The detector works on logs of positive figures: a count per iteration (ops of a Bound class) is seen as
 # count + 1, so that none of it to one of it is a step (log 2), not a night left out
 _OFFSET = {"ops": 1.0}
+
 
 
 def _scale(data: SeriesData, s: str, g: str, key: str, dev: int, m: str, run_level: bool) -> float:
@@ -524,11 +528,10 @@ def _change(top: _Top, nested: list[_Top], data: SeriesData, runs: list[int], me
     contributors.sort(key=_by_impact)
     return Cause(
         id=cause_id("c", label, kind, by, key, run, up), kind=kind, by=by, key=key, time=m.time, run_id=run,
-        before=round(main.before, 3),
-        after=round(main.after, 3), change_pct=round(pct, 2), delta_us=round(main.delta, 3),
-        confidence=round(conf, 6), z=round(main.z, 1), sections=sorted({d.section or "(whole run)" for d in ds}),
-        metrics=ordered({d.metric for d in ds}), unit=METRIC[main.metric].unit,
-        worse=(main.after > main.before) == (METRIC[main.metric].worse > 0),
+        before=round(main.before, 3), after=round(main.after, 3), change_pct=round(pct, 2),
+        delta_us=round(main.delta, 3), confidence=round(conf, 6), z=round(main.z, 1),
+        sections=sorted({d.section or "(whole run)" for d in ds}), metrics=ordered({d.metric for d in ds}),
+        unit=METRIC[main.metric].unit, worse=(main.after > main.before) == (METRIC[main.metric].worse > 0),
         devices=sorted({"all" if d.device < 0 else str(d.device) for d in ds}), tags=m.tags,
         since=meta[runs[main.start]].time if main.start is not None else None,
         per_night_pct=round(100 * main.per_night, 3) if main.per_night is not None else None,

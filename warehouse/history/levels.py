@@ -3,6 +3,8 @@ many series of each one's value against its own median), a night's figure robust
 noise a night's replays show."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from warehouse.history.changepoints import clean, robust_sigma
@@ -95,3 +97,19 @@ def _replay_noise(d: dict[str, np.ndarray], metric: str) -> float:
         return 0.0
     d2 = np.interp(k[ok], [2, 3, 4, 5, 10], [1.13, 1.69, 2.06, 2.33, 3.08])
     return float(np.median(s[ok] / d2 / np.sqrt(k[ok]) / v[ok]))
+
+
+def _moved_itself(data: dict[tuple[str, str, str, int], dict[str, np.ndarray]], sgkd: tuple[str, str, str, int],
+                  m: str, before: slice, after: slice, want: float) -> bool:
+    """Whether a key's own figure, not divided by the run-wide level, moved from its nights ``before`` to its
+    nights ``after`` by ``want`` at least, its way (a relative move: half the smallest change, signed as the
+    change found). When the level moves
+    and a figure does not (every op slower, a section's span the same), the figure over the level moves back:
+    that is the run-wide change seen from a key that did not take part, which the whole run's finding names, not
+    a change of the key."""
+    if sgkd[1] in ("run", "device") or sgkd[3] >= 0 or sgkd not in data:
+        return True
+    v = _robust_night(data[sgkd], m)
+    a, b = (float(row_medians(x[None, :])[0]) for x in (v[before], v[after]))  # (NaN for a week with none)
+    move = b / a - 1 if a > 0 else math.nan  # (a count that was 0: no relative move to read)
+    return bool(not math.isfinite(move) or move * want > 0 and abs(move) >= abs(want))

@@ -127,6 +127,23 @@ def _date_param(request: Request, name: str) -> str | None:
     return raw
 
 
+def _timeline_routes(wh: Any, page: Callable[..., Response], url_for: Callable[..., str],
+                     guarded: Callable[..., Any]) -> list[Route]:
+    """A run's timeline: its Perfetto JSON as a download, and the page that draws it (``static/timeline.js``)."""
+    def trace_download(request: Request) -> Response:
+        run_id = wh.resolve(request.path_params["run"])
+        chunks, _ = _spooled(lambda f: wh.export_perfetto(run_id, f))
+        return StreamingResponse(chunks, media_type="application/json",
+                                 headers={"Content-Disposition": f'attachment; filename="run{run_id}.trace.json"'})
+
+    def timeline_page(request: Request) -> Response:
+        detail = wh.run(request.path_params["run"])
+        return page(request, "timeline.html", {"run": detail.run.to_json(),
+                                               "trace": url_for("trace", run=detail.run.id)})
+    return [Route("/runs/{run}/trace.json", guarded(trace_download), name="trace"),
+            Route("/runs/{run}/timeline", guarded(timeline_page), name="timeline")]
+
+
 def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starlette:
     """The app for the warehouse at ``url`` (opened read-only once, shared by requests); it answers only
     requests whose Host is in ``allowed_hosts`` (default: the loopback names). Every page asks the application
@@ -195,11 +212,6 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
         detail = wh.run(request.path_params["run"])
         return page(request, "run.html", {**detail.to_json(), "report": wh.report(detail.run.id)})
 
-    def timeline_page(request: Request) -> Response:
-        detail = wh.run(request.path_params["run"])
-        return page(request, "timeline.html", {"run": detail.run.to_json(),
-                                               "trace": url_for("trace", run=detail.run.id)})
-
     def perf_download(request: Request) -> Response:
         from warehouse.render.perf import to_csv
         run_id = wh.resolve(request.path_params["run"])
@@ -217,12 +229,6 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
                             headers={"Content-Disposition": f'attachment; filename="run{run_id}.json"'})
         return Response(rr.text(res) + "\n", media_type="text/markdown",
                         headers={"Content-Disposition": f'attachment; filename="run{run_id}.md"'})
-
-    def trace_download(request: Request) -> Response:
-        run_id = wh.resolve(request.path_params["run"])
-        chunks, _ = _spooled(lambda f: wh.export_perfetto(run_id, f))
-        return StreamingResponse(chunks, media_type="application/json",
-                                 headers={"Content-Disposition": f'attachment; filename="run{run_id}.trace.json"'})
 
     def export_download(request: Request) -> Response:
         run_id = wh.resolve(request.path_params["run"])
@@ -304,8 +310,7 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
         Route("/runs/{run}", guarded(run_page), name="run"),
         Route("/runs/{run}/report.{kind:str}", guarded(report_download), name="report"),
         Route("/runs/{run}/export.csv", guarded(export_download), name="export"),
-        Route("/runs/{run}/trace.json", guarded(trace_download), name="trace"),
-        Route("/runs/{run}/timeline", guarded(timeline_page), name="timeline"),
+        *_timeline_routes(wh, page, url_for, guarded),
         Route("/runs/{run}/perf.csv", guarded(perf_download), name="perf"),
         Route("/compare", guarded(compare_page), name="compare"),
         Route("/regressions", guarded(regressions_page), name="regressions"),
