@@ -87,6 +87,14 @@ MUTATIONS = [
     Mutation("series-store-one-scale", "warehouse/store/runseries.py",
              "    shown = stored / scale\n", "    shown = stored / 1000.0\n",
              ["tests/test_runseries.py::test_history_reads_the_views_figures[sqlite]"]),
+    Mutation("changes-key-moved-with-the-level", "warehouse/history/levels.py",
+             "    return bool(not math.isfinite(move) or move * want > 0 and abs(move) >= abs(want))\n",
+             "    return True\n",
+             ["tests/test_changes.py::test_changes_name_every_step_and_nothing_else[sqlite-drift]"]),
+    Mutation("perf-sub-device-busy-summed", "warehouse/analysis/perf.py",
+             "        busy, summed = table.sub_busy.get((dev, sub), (0.0, 0.0))\n",
+             "        summed = table.sub_busy.get((dev, sub), (0.0, 0.0))[1]\n        busy = summed\n",
+             ["tests/test_perf.py::test_a_partitioned_grid_gets_totals_per_sub_device[sqlite]"]),
 ]
 
 
