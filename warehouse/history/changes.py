@@ -362,9 +362,10 @@ def _pass(data: SeriesData, n: int, sections: list[str], metrics: list[str], fdr
                                    st.after * scale - off, st.z, p_value(st.z, n)))
         if res.creep is not None:
             cr = res.creep
-            if (abs(cr.after - cr.before) * scale >= least or g == "run") and _moved_itself(  # (its last week
-                    data, (s, g, key, dev), m, slice(max(0, cr.start_index - 7), cr.start_index + 1),  # on the
-                    slice(-7, None), math.copysign(min_change / 2, cr.after - cr.before)):  # week before it began)
+            # (a drift's own move: its last week against the week before it began)
+            if (abs(cr.after - cr.before) * scale >= least or g == "run") and _moved_itself(
+                    data, (s, g, key, dev), m, slice(max(0, cr.start_index - 7), cr.start_index + 1),
+                    slice(-7, None), math.copysign(min_change / 2, cr.after - cr.before)):
                 found.append(_Detection(s, g, key, dev, m, "creep", cr.index, cr.before * scale - off,
                                         cr.after * scale - off, cr.z, p_value(cr.z, n), start=cr.start_index,
                                         per_night=cr.per_night))
@@ -394,7 +395,6 @@ def _combined_with_other_sections(todo: list[tuple[str, str, str, int, str, np.n
 # The detector works on logs of positive figures: a count per iteration (ops of a Bound class) is seen as
 # count + 1, so that none of it to one of it is a step (log 2), not a night left out
 _OFFSET = {"ops": 1.0}
-
 
 
 def _scale(data: SeriesData, s: str, g: str, key: str, dev: int, m: str, run_level: bool) -> float:
