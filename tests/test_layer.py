@@ -84,7 +84,7 @@ def test_every_dashboard_route_goes_through_the_warehouse(tmp_path, nights, reco
     assert make_invoke(url)("ingest", *nights, "--label", "m").exit_code == 0
     app = create_app(url)
     paths = {"runs": "/", "run": "/runs/2", "report": "/runs/2/report.json", "export": "/runs/2/export.csv",
-             "trace": "/runs/2/trace.json",
+             "trace": "/runs/2/trace.json", "timeline": "/runs/2/timeline",
              "perf": "/runs/2/perf.csv", "compare": "/compare?a=1&b=2", "regressions": "/regressions?label=m",
              "changes": "/changes?label=m", "farm": "/farm", "trend": "/trend?label=m",
              "sql": "/sql?q=SELECT+1+AS+x"}
