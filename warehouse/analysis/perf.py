@@ -321,7 +321,9 @@ def busy_time(rows: list[_Row], freq_mhz: float, key: Callable[[_Row], Any] = _d
         if r.span is not None and (k := key(r)) is not None:
             spans.setdefault(k, []).append(r.span)
     out = {}
-    for dev, sp in sorted(spans.items(), key=lambda kv: str(kv[0])):
+    # (devices in number order, as before sub-devices: 2 before 10; a sub-device id is text, or None)
+    for dev, sp in sorted(spans.items(), key=lambda kv: (kv[0], "") if isinstance(kv[0], int)
+                          else (kv[0][0], str(kv[0][1]))):
         sp.sort()
         union = 0.0
         start, end = sp[0]

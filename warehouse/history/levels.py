@@ -103,10 +103,9 @@ def _moved_itself(data: dict[tuple[str, str, str, int], dict[str, np.ndarray]], 
                   m: str, before: slice, after: slice, want: float) -> bool:
     """Whether a key's own figure, not divided by the run-wide level, moved from its nights ``before`` to its
     nights ``after`` by ``want`` at least, its way (a relative move: half the smallest change, signed as the
-    change found). When the level moves
-    and a figure does not (every op slower, a section's span the same), the figure over the level moves back:
-    that is the run-wide change seen from a key that did not take part, which the whole run's finding names, not
-    a change of the key."""
+    change found). When the level moves and a figure does not (every op slower, a section's span the same), the
+    figure over the level moves back: that is the run-wide change seen from a key that did not take part, which
+    the whole run's finding names, not a change of the key."""
     if sgkd[1] in ("run", "device") or sgkd[3] >= 0 or sgkd not in data:
         return True
     v = _robust_night(data[sgkd], m)

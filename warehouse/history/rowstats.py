@@ -89,11 +89,8 @@ def row_lower_quartiles(m: np.ndarray, overwrite: bool = False) -> np.ndarray:
     lo = int(np.floor(virtual))
     hi = min(lo + 1, n - 1)
     gamma = virtual - lo
-    if overwrite:
-        m.partition(sorted({lo, hi}), axis=1)
-        part = m
-    else:
-        part = np.partition(m, sorted({lo, hi}), axis=1)
+    part = m if overwrite else m.copy()
+    part.partition(sorted({lo, hi}), axis=1)
     a, b = part[:, lo], part[:, hi]
     diff = b - a
     return b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma
