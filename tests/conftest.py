@@ -57,14 +57,45 @@ def _template(backend: str) -> str:
 # bound memory or file descriptors, or run concurrency rounds. .ci/run runs them apart (-m serial), after the rest
 # ran a test file per core (-m "not serial" -n 2).
 SERIAL_MODULES = frozenset({"test_workers", "test_concurrency", "test_reliability", "test_web_server",
-                            "test_sql_bounds", "test_security", "test_aside"})
+                            "test_sql_bounds", "test_aside"})
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--skip-passed-in", metavar="JUNIT", default=None,
+                     help="deselect the tests that passed in this JUnit report (.ci/run: the README's fresh clone "
+                          "ran the fast tier of the same commit first; every test still runs once)")
+
+
+def passed_in(junit: Path) -> set[tuple[str, str]]:
+    """The (classname, name) of every test case that passed in a JUnit report (not failed, errored or skipped)."""
+    import xml.etree.ElementTree as ET
+
+    return {(c.get("classname", ""), c.get("name", "")) for c in ET.parse(junit).getroot().iter("testcase")
+            if not any(c.find(tag) is not None for tag in ("failure", "error", "skipped"))}
+
+
+def junit_address(nodeid: str) -> tuple[str, str]:
+    """A test's (classname, name) as pytest's JUnit report writes them."""
+    from _pytest.junitxml import mangle_test_address
+
+    names = mangle_test_address(nodeid)
+    return ".".join(names[:-1]), names[-1]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the tests of :data:`SERIAL_MODULES` ``serial``."""
+    """Mark the tests of :data:`SERIAL_MODULES` ``serial``; with ``--skip-passed-in``, deselect those that passed
+    there."""
     for item in items:
         if getattr(getattr(item, "module", None), "__name__", None) in SERIAL_MODULES:
             item.add_marker(pytest.mark.serial)
+    report = config.getoption("--skip-passed-in")
+    if report:
+        passed = passed_in(Path(report))
+        done = [i for i in items if junit_address(i.nodeid) in passed]
+        if done:
+            config.hook.pytest_deselected(items=done)
+            ids = {i.nodeid for i in done}
+            items[:] = [i for i in items if i.nodeid not in ids]
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
