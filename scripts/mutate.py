@@ -97,6 +97,9 @@ MUTATIONS = [
              "        busy, summed = table.sub_busy.get((dev, sub), (0.0, 0.0))\n",
              "        summed = table.sub_busy.get((dev, sub), (0.0, 0.0))[1]\n        busy = summed\n",
              ["tests/test_perf.py::test_a_partitioned_grid_gets_totals_per_sub_device[sqlite]"]),
+    Mutation("perf-ranks-not-rebased", "warehouse/analysis/perf.py",
+             "                r.device = r.device + k * (per_run or 0)\n", "                r.device = r.device\n",
+             ["tests/test_ranks.py::test_ranks_read_together_equal_tt_perf_report[sqlite-deepseek_2ranks]"]),
 ]
 
 

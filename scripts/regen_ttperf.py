@@ -6,7 +6,7 @@
 tt-perf-report must be installed in a venv of its own (``python -m venv /tmp/ttpr && /tmp/ttpr/bin/pip install
 tt-perf-report==1.4.1``); pass its ``tt-perf-report`` executable. The six public captures are copied from the
 corpus's ``ttperf/`` (made by the same command); the real captures of ``tests/data/ttperf_extra/`` and the variants
-of ``tests/ttperf_cases.py`` are run here.
+of ``tests/ttperf_cases.py`` are run here (a multi-host one: its rank files given together).
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from ttperf_cases import BUILDERS  # noqa: E402
+from ttperf_cases import BUILDERS, RANKED  # noqa: E402
 
 GOLDEN = ROOT / "tests" / "golden" / "ttperf"
 FLAGS = ["--ignore-signposts", "--no-summary", "--raw-op-codes"]
@@ -49,6 +49,14 @@ def main() -> int:
             subprocess.run([a.tt_perf_report, str(src), *FLAGS, "--csv", str(out)], check=True,
                            stdout=subprocess.DEVNULL)
             print(f"wrote {out.name}")
+        # multi-host captures: tt-perf-report given every rank's file, in rank order
+        (GOLDEN / "ranks").mkdir(exist_ok=True)
+        for name, split in RANKED.items():
+            files = split(Path(tmp) / name)
+            out = GOLDEN / "ranks" / f"{name}.csv"
+            subprocess.run([a.tt_perf_report, *map(str, files), *FLAGS, "--csv", str(out)], check=True,
+                           stdout=subprocess.DEVNULL)
+            print(f"wrote ranks/{out.name}")
     return 0
 
 

@@ -11,6 +11,9 @@ tt-perf-report 1.4.1 on each to make its golden CSV in ``tests/golden/ttperf/``.
   fallback ops (no device: never merged) between them.
 - ``dlv3_subdevices``: a partitioned grid: ops alternating between two sub-devices with their own worker core
   budgets, each second op running beside the one before it.
+- ``deepseek_2ranks`` (:data:`RANKED`): a multi-host capture as ``tt-run --tracy`` lays it out, one file per rank
+  under ``generated/profiler/ttrun/rank<N>/<report dir>/``: the real 8-device Blackhole capture split into two
+  ranks of four devices, each rank's devices numbered from 0 (tt-perf-report reads the files together).
 - ``clip_wormhole``: a Wormhole capture (``DEVICE ARCH`` wormhole_b0: other peaks and DRAM bandwidth), some
   matmuls DRAM-sharded, math fidelities varied.
 """
@@ -156,7 +159,35 @@ def dlv3_subdevices(dst: Path) -> Path:
 
 
 # Built and compared live only (equal timestamps: see dlv3_replayed)
+def tt_run_ranks(src: Path, dst: Path, ranks: int, drop_device: int | None = None) -> list[Path]:
+    """``src`` split by device into ``ranks`` files laid out as ``tt-run --tracy`` writes them (rank r holds devices
+    r x n .. r x n + n - 1, numbered from 0; rows without a device go to every rank); ``drop_device``: that device's
+    rows left out (a rank with fewer devices). Returns the files in rank order."""
+    with open(src, newline="") as f:
+        rows = list(csv.DictReader(f))
+    cols = list(rows[0])
+    per = (max(int(r["DEVICE ID"]) for r in rows if r["DEVICE ID"]) + 1) // ranks
+    out = []
+    for rank in range(ranks):
+        mine = []
+        for r in rows:
+            if not r["DEVICE ID"]:
+                mine.append(r)
+            elif int(r["DEVICE ID"]) // per == rank and int(r["DEVICE ID"]) != drop_device:
+                mine.append({**r, "DEVICE ID": str(int(r["DEVICE ID"]) % per)})
+        folder = dst / "generated" / "profiler" / "ttrun" / f"rank{rank}" / "2026_11_30_02_00_00"
+        out.append(_write(folder / "ops_perf_results_2026_11_30_02_00_00.csv", cols, mine))
+    return out
+
+
+def deepseek_2ranks(dst: Path, drop_device: int | None = None) -> list[Path]:
+    return tt_run_ranks(Path(__file__).parent / "data" / "ttperf_extra" / "bh_8xp150_deepseek_v3_d_p.csv", dst, 2,
+                        drop_device)
+
+
 LIVE_ONLY = {"dlv3_replayed": dlv3_replayed}
+# multi-host captures: their rank files, read together (goldens in tests/golden/ttperf/ranks/)
+RANKED = {"deepseek_2ranks": deepseek_2ranks}
 
 BUILDERS = {"oft2025_8dev": oft2025_8dev, "dlv3_resaved": dlv3_resaved, "clip_wormhole": clip_wormhole,
             "segenc_2dev": segenc_2dev, "dlv3_subdevices": dlv3_subdevices}

@@ -18,7 +18,7 @@ import contextlib
 import os
 import sys
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -400,17 +400,20 @@ class Warehouse:
         from warehouse.analysis.report import build_report
         return build_report(self._reader(), self.resolve(run, label))
 
-    def perf_table(self, run: str | int = "latest", label: str | None = None, *, section: str | None = None,
-                   start: str | None = None, end: str | None = None, merge: bool = True, arch: str | None = None,
-                   sort: bool = True, id_range: str | None = None) -> PerfTable:
+    def perf_table(self, run: str | int | Sequence[str | int] = "latest", label: str | None = None, *,
+                   section: str | None = None, start: str | None = None, end: str | None = None, merge: bool = True,
+                   arch: str | None = None, sort: bool = True, id_range: str | None = None) -> PerfTable:
         """tt-perf-report's per-op table of a run: the ops of ``section`` (or after signpost ``start`` / before
         ``end``), devices merged unless not ``merge``, peaks of ``arch`` (default: the file's), sorted by host
-        start unless not ``sort``; ``id_range`` (``5-10``, ``31-``, ``-12``): only those row IDs."""
+        start unless not ``sort``; ``id_range`` (``5-10``, ``31-``, ``-12``): only those row IDs. Several runs
+        (a list) are read as tt-perf-report reads several CSVs given together (the ranks of a multi-host capture:
+        rows concatenated, device ids re-based; runs with different device counts are refused)."""
         from warehouse.analysis.perf import parse_id_range, perf_table
         ids = parse_id_range(id_range) if id_range is not None else None
         with self._reader().connect() as conn:
             from warehouse.store.listing import resolve_run
-            return perf_table(conn, resolve_run(conn, str(run), label), section=section, start=start, end=end,
+            runs = [resolve_run(conn, str(r), label) for r in ([run] if isinstance(run, (str, int)) else run)]
+            return perf_table(conn, runs if len(runs) > 1 else runs[0], section=section, start=start, end=end,
                               merge=merge, arch=arch, sort=sort, id_range=ids)
 
     def perf_summary(self, table: PerfTable, by: str = "memory", per_device: bool = False) -> list[dict[str, Any]]:
@@ -419,9 +422,9 @@ class Warehouse:
         from warehouse.analysis.perfsummary import stacked
         return stacked(table, by, per_device=per_device)
 
-    def perf(self, run: str | int = "latest", label: str | None = None, *, section: str | None = None,
-             start: str | None = None, end: str | None = None, merge: bool = True, arch: str | None = None,
-             sort: bool = True, id_range: str | None = None) -> dict[str, Any]:
+    def perf(self, run: str | int | Sequence[str | int] = "latest", label: str | None = None, *,
+             section: str | None = None, start: str | None = None, end: str | None = None, merge: bool = True,
+             arch: str | None = None, sort: bool = True, id_range: str | None = None) -> dict[str, Any]:
         """:meth:`perf_table` (same arguments) as a document: ``summary`` and ``rows`` (tt-perf-report's
         column names)."""
         from warehouse.analysis.perf import summary

@@ -49,6 +49,7 @@ class _Row:
     gap_ns: float | None
     shape: dict | None  # the perf_shape row (None for signposts)
     span: tuple[float, float] | None = None  # FW start / end cycles (busy time), when the op has both
+    part: int = 0  # which of the runs read together it comes from (their order: tt-perf-report's file index)
 
 
 def invalid_duration(kernel_ns: float | None, gap_ns: float | None) -> bool:
@@ -117,7 +118,7 @@ def bound_of(dram_pct: float, flops_pct: float) -> str:
 class PerfTable:
     """The per-op table of a run, ready to render."""
 
-    run_id: int
+    run_id: int  # the first run read (several: tt-perf-report given several CSVs, see :func:`perf_table`)
     arch: str
     worker_cores: int
     rows: list[dict] = field(default_factory=list)  # one dict per row, keyed by :data:`COLUMNS`
@@ -130,6 +131,7 @@ class PerfTable:
     busy: dict[int, tuple[float, float]] = field(default_factory=dict)
     # the same per (device, sub-device id) of a partitioned grid (empty when no op names a sub-device)
     sub_busy: dict[tuple[int, str | None], tuple[float, float]] = field(default_factory=dict)
+    run_ids: list[int] = field(default_factory=list)  # every run read, in order
 
 
 def _load(conn: Connection, run_id: int) -> list[_Row]:
@@ -254,32 +256,80 @@ def parse_id_range(value: str) -> tuple[int | None, int | None]:
     return a, b
 
 
-def perf_table(conn: Connection, run_id: int, *, merge: bool = True, section: str | None = None,
-               start: str | None = None, end: str | None = None, arch: str | None = None,
-               sort: bool = True, id_range: tuple[int | None, int | None] | None = None) -> PerfTable:
-    """tt-perf-report's per-op table of a stored run: the whole run (signpost rows included, as with its
-    ``--ignore-signposts``), or the rows of ``section``, or those between two signposts; ``id_range``: only the
-    rows whose ID is in it (its ``--id-range``: the first one's op-to-op gap dropped, Total % of the rows kept)."""
-    run = conn.execute(select(t.run.c.perf_arch, t.run.c.freq_mhz).where(t.run.c.id == run_id)).first()
-    if run is None:
-        raise NotFound(f"no run {run_id}; `warehouse runs` lists them")
+def _arch_of(run_id: int, perf_arch: str | None, arch: str | None) -> str:
     if arch is not None:
         a = normalize_arch(arch)
         if a is None:
             raise UsageError(f"unknown architecture {arch!r}: use one of {', '.join(ARCHS)}")
-    else:
-        a = run[0]
-        if a is None:
-            raise NotFound(f"run {run_id} names an architecture tt-perf-report does not know: pass --arch "
-                           f"(one of {', '.join(ARCHS)})")
-    rows = _load(conn, run_id)
-    if section is not None:
-        rows = _in_section(conn, run_id, section, rows)
+        return a
+    if perf_arch is None:
+        raise NotFound(f"run {run_id} names an architecture tt-perf-report does not know: pass --arch "
+                       f"(one of {', '.join(ARCHS)})")
+    return perf_arch
+
+
+def _device_count(rows: list[_Row]) -> int | None:
+    """tt-perf-report's devices in one file: the largest usable DEVICE ID + 1 (None when no row names one)."""
+    ids = [d for r in rows if (d := _device(r)) is not None]
+    return max(ids) + 1 if ids else None
+
+
+def _read_together(conn: Connection, run_ids: list[int], row_counts: list[int], section: str | None
+                   ) -> list[_Row]:
+    """The rows of the runs as tt-perf-report reads several CSVs (``merge_perf_traces``): concatenated in the
+    order given, row IDs running on, and the usable device ids of the k-th moved up by k times the device count
+    of the first run naming one; a run with another device count is refused, as tt-perf-report refuses it."""
+    out: list[_Row] = []
+    offset, per_run, first = 0, None, None
+    for k, (run_id, count) in enumerate(zip(run_ids, row_counts)):
+        rows = _load(conn, run_id)
+        devices = _device_count(rows)
+        if devices is not None and per_run is None:
+            per_run, first = devices, run_id
+        elif devices is not None and devices != per_run:
+            raise UsageError(f"run {run_id} reports {devices} device(s) (max DEVICE ID {devices - 1}), expected "
+                             f"{per_run} as run {first}: runs read together must have as many devices each")
+        if section is not None:
+            rows = _in_section(conn, run_id, section, rows)
+        for r in rows:
+            r.row_no += offset
+            r.part = k
+            if k and r.device is not None and r.device >= 0:  # (a negative id stays: no device, as there)
+                r.device = r.device + k * (per_run or 0)
+        out += rows
+        offset += count
+    return out
+
+
+def perf_table(conn: Connection, run_id: int | list[int], *, merge: bool = True, section: str | None = None,
+               start: str | None = None, end: str | None = None, arch: str | None = None,
+               sort: bool = True, id_range: tuple[int | None, int | None] | None = None) -> PerfTable:
+    """tt-perf-report's per-op table of a stored run: the whole run (signpost rows included, as with its
+    ``--ignore-signposts``), or the rows of ``section``, or those between two signposts; ``id_range``: only the
+    rows whose ID is in it (its ``--id-range``: the first one's op-to-op gap dropped, Total % of the rows kept).
+    Several runs (the ranks of a multi-host capture: one file per host) are read as tt-perf-report reads their
+    CSVs given together (:func:`_read_together`); the architecture is the first run's."""
+    run_ids = [run_id] if isinstance(run_id, int) else list(run_id)
+    r_ = t.run.c
+    facts = {q[0]: q[1:] for q in conn.execute(select(r_.id, r_.perf_arch, r_.freq_mhz, r_.row_count)
+                                                .where(r_.id.in_(run_ids)))}
+    for i in run_ids:
+        if i not in facts:
+            raise NotFound(f"no run {i}; `warehouse runs` lists them")
+    if len(set(run_ids)) < len(run_ids):
+        raise UsageError("a run is named twice: name each rank's run once")
+    a = _arch_of(run_ids[0], facts[run_ids[0]][0], arch)
+    rows = _read_together(conn, run_ids, [facts[i][2] for i in run_ids], section)
     if sort:
         rows = _by_host_start(rows)
     rows = _window(rows, start, end)
-    table = PerfTable(run_id, a, ARCHS[a][0])
-    table.busy, table.sub_busy = busy_time(rows, run[1]), _sub_device_busy(rows, run[1])
+    table = PerfTable(run_ids[0], a, ARCHS[a][0], run_ids=run_ids)
+    for k, i in enumerate(run_ids):  # each run's cycles at its own clock
+        mine = [r for r in rows if r.part == k]
+        table.busy.update(busy_time(mine, facts[i][1]))
+        table.sub_busy.update(_sub_device_busy(mine, facts[i][1]))
+    table.busy = dict(sorted(table.busy.items(), key=lambda kv: _busy_order(kv[0])))
+    table.sub_busy = dict(sorted(table.sub_busy.items(), key=lambda kv: _busy_order(kv[0])))
     budgets = [r.shape["available_cores"] for r in rows if r.shape and r.shape["available_cores"]]
     table.worker_cores = max(budgets) if budgets else ARCHS[a][0]
     devices = {r.device for r in rows if r.device is not None}
@@ -311,6 +361,11 @@ def _sub_device_busy(rows: list[_Row], freq_mhz: float) -> dict[Any, tuple[float
     return busy_time(rows, freq_mhz, _device_and_sub_device)
 
 
+def _busy_order(key: Any) -> tuple[int, str]:
+    # devices in number order (2 before 10); with a sub-device (text, or None), by device then sub-device
+    return (key, "") if isinstance(key, int) else (key[0], str(key[1]))
+
+
 def busy_time(rows: list[_Row], freq_mhz: float, key: Callable[[_Row], Any] = _device_id
               ) -> dict[Any, tuple[float, float]]:
     """Per device (or per ``key`` of an op: its device and sub-device), the wall time its ops (of ``rows``) kept
@@ -321,9 +376,7 @@ def busy_time(rows: list[_Row], freq_mhz: float, key: Callable[[_Row], Any] = _d
         if r.span is not None and (k := key(r)) is not None:
             spans.setdefault(k, []).append(r.span)
     out = {}
-    # (devices in number order, as before sub-devices: 2 before 10; a sub-device id is text, or None)
-    for dev, sp in sorted(spans.items(), key=lambda kv: (kv[0], "") if isinstance(kv[0], int)
-                          else (kv[0][0], str(kv[0][1]))):
+    for dev, sp in sorted(spans.items(), key=lambda kv: _busy_order(kv[0])):
         sp.sort()
         union = 0.0
         start, end = sp[0]
@@ -406,7 +459,8 @@ VISIBLE = [("ID", None, 0), ("Total %", "%", 1), ("Bound", None, None), ("OP Cod
 
 def summary(table: PerfTable) -> dict:
     """Counts and totals of the table: device / host ops and signposts, summed device time and op-to-op gaps."""
-    return {"run_id": table.run_id, "arch": table.arch, "worker_cores": table.worker_cores,
+    return {"run_id": table.run_id, "run_ids": table.run_ids or [table.run_id], "arch": table.arch,
+            "worker_cores": table.worker_cores,
             "devices_merged": table.merged, "device_ops": table.device_ops, "host_ops": table.host_ops,
             "signposts": table.signposts,
             "device_time_us": sum(r["Device Time"] or 0 for r in table.rows),

@@ -150,7 +150,7 @@ def report(ctx: click.Context, run: str, label: str | None, json_out: str | None
 
 # ---------------------------------------------------------------------------------------------------- perf
 @cli.command()
-@click.argument("run")
+@click.argument("runs", nargs=-1, required=True, metavar="RUN [RUN]...")
 @click.option("--label", help="With RUN=latest: the newest run with this label.")
 @click.option("--section", help="Only the ops of this section (eager, trace or a custom S .. S_end pair).")
 @click.option("--start-signpost", metavar="NAME", help="Only the rows after the first signpost NAME.")
@@ -171,17 +171,20 @@ def report(ctx: click.Context, run: str, label: str | None, json_out: str | None
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout (same as --format json).")
 @format_option(("table", "md", "json", "csv"))
 @click.pass_context
-def perf(ctx: click.Context, run: str, label: str | None, section: str | None, start_signpost: str | None,
+def perf(ctx: click.Context, runs: tuple[str, ...], label: str | None, section: str | None,
+         start_signpost: str | None,
          end_signpost: str | None, no_merge_devices: bool, arch: str | None, id_range: str | None,
          summary_out: str | None, show_summary: bool, group_by: str, tracing_mode: bool, csv_out: str | None,
          as_json: bool, fmt: str) -> None:
     """tt-perf-report's per-op table of a run (id or 'latest'): device time, op-to-op gap, cores, DRAM GB/s and %,
-    TFLOPs and %, Bound, category and math fidelity per op, as tt-perf-report 1.4.1 computes them."""
+    TFLOPs and %, Bound, category and math fidelity per op, as tt-perf-report 1.4.1 computes them. Several runs
+    (the ranks of a multi-host capture, one file per host) are one table, as tt-perf-report reads their CSVs
+    given together: rows in the order given, device ids of the k-th run moved up by k x the devices per run."""
     from warehouse.render.perf import render, summary_csv, to_csv
 
     wh = _api(ctx)
     table = wh.perf_table(
-        run, label=label, section=section, start=start_signpost, end=end_signpost, merge=not no_merge_devices,
+        runs, label=label, section=section, start=start_signpost, end=end_signpost, merge=not no_merge_devices,
         arch=arch, sort=not tracing_mode, id_range=id_range)
     groups = wh.perf_summary(table, group_by, per_device=no_merge_devices) if summary_out or show_summary else None
     if summary_out and groups is not None:

@@ -31,7 +31,9 @@ def render(table: PerfTable, fmt: str, summary: list[dict] | None = None) -> str
     cols = [c for c, _, _ in VISIBLE]
     rows = [[_fmt(row[c], u, d) for c, u, d in VISIBLE] for row in table.rows]
     s = totals(table)
-    head = (f"run {table.run_id}: {s['device_ops']} device ops, {s['host_ops']} host ops, {s['signposts']} "
+    runs = (f"runs {', '.join(map(str, table.run_ids))} read together" if len(table.run_ids) > 1
+            else f"run {table.run_id}")
+    head = (f"{runs}: {s['device_ops']} device ops, {s['host_ops']} host ops, {s['signposts']} "
             f"signposts; device time {s['device_time_us']:,.0f} μs, op-to-op {s['op_to_op_us']:,.0f} μs "
             f"({table.arch}, {table.worker_cores} worker cores{', devices merged' if table.merged else ''})")
     overlapped = [d for d in s["devices"] if d["overlap_us"] > 0.01 * d["spans_sum_us"]]
