@@ -8,11 +8,13 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from corpus import GOLDEN, cases  # noqa: E402
+from ttperf_cases import RANKED  # noqa: E402
 
 
 def main() -> int:
@@ -27,6 +29,15 @@ def main() -> int:
         subprocess.run([sys.executable, a.oracle, str(csv.relative_to(ROOT)), str(GOLDEN / f"{name}.json"),
                         "--md", str(GOLDEN / f"{name}.md")], check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
         print(f"{name}: {GOLDEN / name}.json, .md")
+    # each rank's file of the built multi-host captures (tests/ttperf_cases.py): `report RUN --rank N`
+    (GOLDEN / "ranks").mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, split in RANKED.items():
+            for rank, csv in enumerate(split(Path(tmp) / name)):
+                out = GOLDEN / "ranks" / f"{name}_rank{rank}"
+                subprocess.run([sys.executable, a.oracle, str(csv), f"{out}.json", "--md", f"{out}.md"], check=True,
+                               stdout=subprocess.DEVNULL)
+                print(f"{name} rank {rank}: {out}.json, .md")
     return 0
 
 

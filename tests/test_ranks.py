@@ -3,14 +3,17 @@ together: ``warehouse perf R0 R1`` equals tt-perf-report 1.4.1 on both files (st
 devices merged or not; a rank with another device count is refused, as tt-perf-report refuses it."""
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from corpus import GOLDEN
 from test_perf import EQUAL, TTPERF, _compare
-from ttperf_cases import RANKED
+from conftest import BACKENDS, _new_url, make_invoke
+from ttperf_cases import RANKED, multi_host_nights
 
 
 def _ingest_ranks(wh, files: list[Path]) -> list[str]:
@@ -68,3 +71,127 @@ def test_a_rank_with_other_device_count_is_refused(wh, tmp_path):
                                 f"{ids[0]}: runs read together must have as many devices each"), r.output
     r = wh("perf", ids[0], ids[0])
     assert r.exit_code != 0 and r.output.strip() == "Error: a run is named twice: name each rank's run once"
+
+
+PARITY = Path(__file__).parent / "parity.py"
+
+
+@pytest.mark.parametrize("name", list(RANKED))
+def test_a_tt_run_folder_is_one_capture(wh, tmp_path, name):
+    """The folder as tt-run writes it is one capture: ranks linked at ingest; perf of its id reads every rank
+    (tt-perf-report on the files), --rank N one; each rank's report equals the oracle's on its file, and its
+    export is the file, byte for byte."""
+    files = RANKED[name](tmp_path / name)
+    r = wh("ingest", tmp_path / name, "--label", "mh")
+    assert r.exit_code == 0, r.output
+    lines = [x for x in r.output.splitlines() if "ttrun" in x]
+    ids = [x.split(": run ")[1].split(":")[0] for x in lines]
+    assert len(ids) == 2 and all(f"rank {k} of the multi-host capture {ids[0]}" in x for k, x in enumerate(lines))
+    assert wh("ranks", ids[1]).output.strip() == f"multi-host capture {ids[0]}: rank 0 = run {ids[0]}, rank 1 = " \
+                                                 f"run {ids[1]}"
+    out = tmp_path / "ours.csv"
+    assert wh("perf", ids[1], "--csv", out).exit_code == 0  # (any rank's run stands for the capture)
+    res = _compare(GOLDEN / "ttperf" / "ranks" / f"{name}.csv", out)
+    assert res.returncode == 0 and EQUAL in res.stdout, res.stdout
+    for rank, f in enumerate(files):
+        assert wh("perf", ids[0], "--rank", str(rank)).output.startswith(f"run {ids[rank]}:")
+        js, md = tmp_path / f"r{rank}.json", tmp_path / f"r{rank}.md"
+        assert wh("report", ids[0], "--rank", str(rank), "--json", js, "--md", md, "--quiet").exit_code == 0
+        gold = GOLDEN / "ranks" / f"{name}_rank{rank}"
+        p = subprocess.run([sys.executable, str(PARITY), f"{gold}.json", str(js), "--md", f"{gold}.md", str(md)],
+                           capture_output=True, text=True)
+        assert p.returncode == 0, p.stdout
+        back = tmp_path / f"back{rank}.csv"
+        assert wh("export", ids[0], "--rank", str(rank), "-o", back).exit_code == 0
+        assert back.read_bytes() == f.read_bytes()
+    r = wh("report", ids[0], "--rank", "2")
+    assert r.exit_code == 2 and r.output.strip() == f"Error: run {ids[0]} is a capture of 2 ranks (0-1): no rank 2"
+
+
+def test_a_capture_missing_a_rank_or_with_a_broken_one_stores_nothing(wh, tmp_path, db_url):
+    from warehouse.api import Warehouse
+
+    files = RANKED["deepseek_2ranks"](tmp_path / "cap")
+    (tmp_path / "three").mkdir()
+    for k in (0, 2):  # rank 1 missing
+        d = tmp_path / "three" / "ttrun" / f"rank{k}" / "r"
+        d.mkdir(parents=True)
+        d.joinpath(files[0].name).write_bytes(files[min(k, 1)].read_bytes())
+    r = wh("ingest", tmp_path / "three")
+    assert r.exit_code != 0 and "rank(s) 1 missing" in r.output and "Traceback" not in r.output, r.output
+    assert Warehouse(db_url).runs() == []
+    text_ = files[1].read_text().splitlines(keepends=True)
+    files[1].write_text("".join(text_[:1] + ['"unclosed quote,' + text_[1]] + text_[2:]))
+    r = wh("ingest", tmp_path / "cap")
+    assert r.exit_code == 1, r.output
+    assert "not kept: rank 1 of its multi-host capture failed" in r.output, r.output
+    assert Warehouse(db_url).runs() == []  # rank 0 was stored, then removed with its capture
+
+
+def test_runs_joined_by_hand(wh, tmp_path):
+    files = RANKED["deepseek_2ranks"](tmp_path / "cap")
+    flat = []
+    for k, f in enumerate(files):
+        flat.append(tmp_path / f"host{k}.csv")
+        flat[-1].write_bytes(f.read_bytes())
+    ids = _ingest_ranks(wh, flat)
+    r = wh("ranks", *ids)
+    assert r.exit_code == 0 and r.output.strip() == f"multi-host capture {ids[0]}: rank 0 = run {ids[0]}, rank 1 " \
+                                                    f"= run {ids[1]}"
+    out = tmp_path / "ours.csv"
+    assert wh("perf", ids[0], "--csv", out).exit_code == 0
+    res = _compare(GOLDEN / "ttperf" / "ranks" / "deepseek_2ranks.csv", out)
+    assert res.returncode == 0 and EQUAL in res.stdout, res.stdout
+    assert wh("ranks", ids[0], ids[0]).exit_code == 2
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def rank_history(request, tmp_path_factory):
+    """30 nights of a two-host capture, rank 1's devices 4 % slower from night 20 on, under one label."""
+    folder = tmp_path_factory.mktemp("mh")
+    gen = _new_url(request.param, folder)
+    url = next(gen)
+    wh = make_invoke(url)
+    nights = multi_host_nights(folder / "nights", 30, 20, 1.04)
+    r = wh("ingest", nights, "--label", "mh")
+    assert r.exit_code == 0, r.output
+    yield wh, url
+    for _ in gen:
+        pass
+
+
+def test_changes_judge_each_rank_and_name_it(rank_history):
+    from warehouse.api import Warehouse
+
+    wh, url = rank_history
+    r = wh("changes", "--label", "mh", "--format", "json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    steps = [c for c in doc["changes"] if c["kind"] == "step"]
+    assert steps and all(c["tags"]["rank"] == "1" for c in steps), steps
+    runs = {x.id: x for x in Warehouse(url).runs(label="mh")}
+    assert {runs[c["run_id"]].captured_at[:10] for c in steps} == {"2026-10-21"}  # night 20, its first
+    whole = [c for c in steps if c["by"] == "section" and c["key"] == "all"]
+    assert whole and 3.0 < whole[0]["change_pct"] < 5.0, whole
+    text_ = wh("changes", "--label", "mh").output
+    assert "rank 1 whole run" in text_ and "rank 0" not in text_, text_
+    # one rank asked for: its history alone
+    r = wh("changes", "--label", "mh", "--tag", "rank=0", "--format", "json")
+    assert r.exit_code == 0 and not [c for c in json.loads(r.stdout)["changes"] if c["kind"] == "step"]
+
+
+def test_the_gate_judges_each_rank_against_its_own_nights(rank_history):
+    from warehouse.api import Warehouse
+
+    wh, url = rank_history
+    rank = {x.id: x.tags.get("rank") for x in Warehouse(url).runs(label="mh")}
+    r = wh("regressions", "--label", "mh", "--last", "11", "--format", "json")
+    doc = json.loads(r.stdout)
+    found = doc["regressions"]
+    assert r.exit_code == 3 and found, r.output
+    assert {rank[c["run_id"]] for c in found} == {"1"}, found
+    assert all({rank[w] for w in c["window"]} == {rank[c["run_id"]]} for c in doc["checked"])  # its own nights
+    assert "rank 1 whole run: +4" in wh("regressions", "--label", "mh", "--last", "11").stdout
+    # the newest night alone: both ranks judged, rank 0 quiet
+    r = wh("regressions", "--label", "mh", "--format", "json")
+    assert len(json.loads(r.stdout)["checked"]) == 2, r.output

@@ -13,7 +13,8 @@ tt-perf-report 1.4.1 on each to make its golden CSV in ``tests/golden/ttperf/``.
   budgets, each second op running beside the one before it.
 - ``deepseek_2ranks`` (:data:`RANKED`): a multi-host capture as ``tt-run --tracy`` lays it out, one file per rank
   under ``generated/profiler/ttrun/rank<N>/<report dir>/``: the real 8-device Blackhole capture split into two
-  ranks of four devices, each rank's devices numbered from 0 (tt-perf-report reads the files together).
+  ranks of four devices, each rank's devices numbered from 0 (tt-perf-report reads the files together); and
+  ``oft2025_2ranks``, ``oft2025_8dev`` split the same way (sections: the report of each rank's file).
 - ``clip_wormhole``: a Wormhole capture (``DEVICE ARCH`` wormhole_b0: other peaks and DRAM bandwidth), some
   matmuls DRAM-sharded, math fidelities varied.
 """
@@ -185,9 +186,46 @@ def deepseek_2ranks(dst: Path, drop_device: int | None = None) -> list[Path]:
                         drop_device)
 
 
+def oft2025_2ranks(dst: Path, drop_device: int | None = None) -> list[Path]:
+    """``oft2025_8dev`` (eager and trace signposts, a collective, a device missing an op) on two hosts."""
+    return tt_run_ranks(oft2025_8dev(dst / "one"), dst / "ranks", 2, drop_device)
+
+
+def multi_host_nights(dst: Path, nights: int, step_night: int, step: float, seed: int = 4) -> Path:
+    """``nights`` nightly captures of the 8-device capture on two hosts, in the tt-run layout (one folder per
+    night): every op's kernel and FW durations with 1 % noise, and from night ``step_night`` on rank 1's four
+    devices ``step`` times slower (a +4 % step: 1.04)."""
+    src = Path(__file__).parent / "data" / "ttperf_extra" / "bh_8xp150_deepseek_v3_d_p.csv"
+    cols, rows = _read_path(src)
+    rng = random.Random(seed)
+    for n in range(nights):
+        out = []
+        for r in rows:
+            x = dict(r)
+            slower = step if n >= step_night and int(r["DEVICE ID"]) >= 4 else 1.0
+            for c in ("DEVICE KERNEL DURATION [ns]", "DEVICE FW DURATION [ns]"):
+                if x[c]:
+                    x[c] = str(round(float(x[c]) * slower * rng.lognormvariate(0, 0.01)))
+            out.append(x)
+        stamp = f"2026_10_{n + 1:02d}_02_00_00"
+        one = _write(dst / f"one{n}" / f"ops_perf_results_{stamp}.csv", cols, out)
+        tt_run_ranks(one, dst / f"night{n:02d}", 2)
+        for f in (dst / f"night{n:02d}").rglob("*.csv"):  # (each night's capture time in its files' names)
+            f.rename(f.with_name(f"ops_perf_results_{stamp}.csv"))
+        one.unlink()
+    return dst
+
+
+def _read_path(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    return list(rows[0]), rows
+
+
 LIVE_ONLY = {"dlv3_replayed": dlv3_replayed}
-# multi-host captures: their rank files, read together (goldens in tests/golden/ttperf/ranks/)
-RANKED = {"deepseek_2ranks": deepseek_2ranks}
+# multi-host captures: their rank files, read together (goldens in tests/golden/ttperf/ranks/, and the oracle's
+# report of each rank's file in tests/golden/ranks/)
+RANKED = {"deepseek_2ranks": deepseek_2ranks, "oft2025_2ranks": oft2025_2ranks}
 
 BUILDERS = {"oft2025_8dev": oft2025_8dev, "dlv3_resaved": dlv3_resaved, "clip_wormhole": clip_wormhole,
             "segenc_2dev": segenc_2dev, "dlv3_subdevices": dlv3_subdevices}

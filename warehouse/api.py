@@ -26,7 +26,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 from warehouse.capture.files import (DEFAULT_GLOB as DEFAULT_GLOB, output_stream as output_stream,  # (for adapters)
                                      shown as shown, write_output as write_output)
-from warehouse.errors import InputError, WarehouseError
+from warehouse.capture.ranklayout import HOST_TAG, RANK_TAG, captures
+from warehouse.errors import InputError, UsageError, WarehouseError
 from warehouse.workers import collector
 
 if TYPE_CHECKING:  # (imported lazily at run time: a one-line answer pays only for what it uses)
@@ -88,6 +89,8 @@ class IngestOutcome:
     kept_label: str | None = None  # an existing run's label, when another label was asked for
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
+    host: int | None = None  # a rank of a multi-host capture: the capture's id (rank 0's run) ...
+    rank: int | None = None  # ... and its rank
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -181,7 +184,9 @@ class Warehouse:
         (a file that fails is an outcome with ``error``; the others are still ingested). ``jobs`` > 1 ingests
         several files in that many worker processes (call it from a script's ``if __name__ == "__main__":``);
         0 picks by size (:func:`warehouse.runs.folder.auto_jobs`). ``progress(bytes done, bytes in all, files)``
-        follows the bytes read; ``each(outcome)`` is called as each file is done."""
+        follows the bytes read; ``each(outcome)`` is called as each file is done. A multi-host capture laid out
+        as ``tt-run --tracy`` writes it (``rank<N>`` folders) is linked as one (:mod:`warehouse.runs.ranks`): its
+        outcomes come together once every rank is stored, or none is kept when one fails."""
         # (light imports only until the first file's reader is forked: see _read_ahead)
         from warehouse.capture.devicelog import check_freq_option
         from warehouse.capture.files import find_csvs
@@ -204,13 +209,41 @@ class Warehouse:
                 files.append(f)
         if not files:
             return out
+        groups = captures(files)  # (multi-host captures: their outcomes held back until every rank is in)
+        if groups:
+            from warehouse.runs.ranks import capture_outcomes
+        if groups and {HOST_TAG, RANK_TAG} & set(tags or {}):
+            raise UsageError(f"--tag {HOST_TAG} / {RANK_TAG}: set by ingest on a multi-host capture's runs")
+        report = capture_outcomes(self._writer, groups, done) if groups else done
         with collector.paused():  # (from the first reader's fork on: see warehouse.workers.collector)
             ahead = self._read_ahead(files, jobs)
             try:
-                return self._ingest(files, out, done, label, tags, freq_mhz, jobs, progress, ahead)
+                return self._ingest(files, out, report, label, tags, freq_mhz, jobs, progress, ahead)
             finally:
                 if ahead is not None:
                     ahead.close()  # (a failure before its ingest, or a copy already stored: its worker stops)
+
+    def link_ranks(self, runs: Iterable[str | int]) -> list[int]:
+        """Make stored runs (in rank order) the ranks of one multi-host capture (files not laid out as
+        ``tt-run --tracy`` writes them); their ids."""
+        from warehouse.runs.ranks import link
+        ids = [self.resolve(r) for r in runs]
+        link(self._writer(), ids)
+        return ids
+
+    def ranks(self, run: str | int) -> list[int]:
+        """The runs of the multi-host capture ``run`` belongs to, in rank order (``[run]`` for one host)."""
+        from warehouse.runs.ranks import ranks
+        rid = self.resolve(run)
+        with self._reader().connect() as conn:
+            return ranks(conn, rid)
+
+    def rank_run(self, run: str | int, rank: int) -> int:
+        """The run of rank ``rank`` of the multi-host capture ``run`` belongs to."""
+        from warehouse.runs.ranks import rank_run
+        rid = self.resolve(run)
+        with self._reader().connect() as conn:
+            return rank_run(conn, rid, rank)
 
     def _read_ahead(self, files: list[Path], jobs: int) -> RowSource | None:
         """Start reading the first file before the database layers are imported and the warehouse opened, when
@@ -267,7 +300,6 @@ class Warehouse:
     def tag(self, run: str | int, *, label: str | None = None, tags: dict[str, str] | None = None,
             untag: list[str] | None = None) -> dict[str, Any]:
         """Change a run's label (``''`` removes it) and tags; ``{"id", "label", "tags"}`` after."""
-        from warehouse.errors import UsageError
         from warehouse.store.listing import retag
         if label is None and not tags and not untag:
             raise UsageError("nothing to change: pass label, tags or untag")

@@ -123,6 +123,24 @@ def tag_option(help_: str = "Only runs with this tag (repeatable).") -> Any:
     return click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help=help_)
 
 
+def rank_option() -> Any:
+    """``--rank N``: narrows the command's RUN to rank N of the multi-host capture it belongs to (read back by
+    :func:`ranked`; not a parameter of the command's function, it is part of naming the run)."""
+    def keep(ctx: click.Context, _param: click.Parameter, value: int | None) -> None:
+        ctx.meta["warehouse.rank"] = value
+    return click.option("--rank", type=click.IntRange(min=0), expose_value=False, callback=keep,
+                        help="Rank N of the multi-host capture RUN belongs to (`tt-run --tracy`: a file per rank).")
+
+
+def ranked(ctx: click.Context, run: str, label: str | None = None) -> str | None:
+    """RUN as ``--rank`` narrows it: the id of that rank's run, or None when ``--rank`` was not given."""
+    rank = ctx.meta.get("warehouse.rank")
+    if rank is None:
+        return None
+    wh = _api(ctx)
+    return str(wh.rank_run(wh.resolve(run, label), rank))
+
+
 def format_option(choices: tuple[str, ...] = ("table", "md", "json")) -> Any:
     """``--format``, one choice list per kind of output."""
     return click.option("--format", "fmt", type=click.Choice(list(choices)), default="table", show_default=True,

@@ -10,7 +10,8 @@ import click
 
 from warehouse.api import DEFAULT_GLOB, output_stream, shown, write_output
 from warehouse.cli import base  # (its _interactive and _stderr_terminal: tests stand in for them)
-from warehouse.cli.base import _api, _problems, _tags, cli, error, format_option, label_option, tag_option
+from warehouse.cli.base import (_api, _problems, _tags, cli, error, format_option, label_option, rank_option,
+                                ranked, tag_option)
 from warehouse.workers import terminate_as_exception
 
 
@@ -81,13 +82,15 @@ def runs(ctx: click.Context, label: str | None, warnings: bool, as_json: bool) -
                    "(ui.perfetto.dev, chrome://tracing); parquet: every run into the Parquet lake DIR.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="csv, perfetto: the file (default: stdout).")
 @click.option("--label", default=None, help="parquet: only the runs of this label.")
+@rank_option()
 @click.pass_context
 def export(ctx: click.Context, target: str, fmt: str, output: str | None, label: str | None) -> None:
     """Write a run back as its original CSV, or (--format parquet) the warehouse into a Parquet lake.
 
     The lake is Hive-partitioned by label and date, one file per run in each dataset (runs, run_tags, sections,
     signposts, ops, rollups); a second export writes only runs that are new or changed and removes runs that
-    left the warehouse. DuckDB reads it with the warehouse's view names: .read DIR/duckdb_views.sql"""
+    left the warehouse. DuckDB reads it with the warehouse's view names: .read DIR/duckdb_views.sql. --rank N:
+    rank N's file of the multi-host capture RUN belongs to."""
 
     wh = _api(ctx)
     if fmt == "parquet":
@@ -95,7 +98,7 @@ def export(ctx: click.Context, target: str, fmt: str, output: str | None, label:
             raise click.UsageError("--output is for --format csv or perfetto; the lake is the folder DIR")
         _export_lake(wh, target, label)
         return
-    run_id = wh.resolve(target, label)
+    run_id = int(ranked(ctx, target, label) or wh.resolve(target, label))
     if fmt == "perfetto":
         with output_stream(output) if output else contextlib.nullcontext(sys.stdout.buffer) as f:
             wh.export_perfetto(run_id, f)
@@ -132,13 +135,16 @@ def _export_lake(wh: Any, dest: str, label: str | None) -> None:
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Write the JSON report here.")
 @click.option("--md", "md_out", type=click.Path(dir_okay=False), help="Write the Markdown report here.")
 @click.option("--quiet", "-q", is_flag=True, help="Do not print the report text.")
+@rank_option()
 @click.pass_context
 def report(ctx: click.Context, run: str, label: str | None, json_out: str | None, md_out: str | None,
            quiet: bool) -> None:
-    """The OPT_BASELINE report of a run (id or 'latest'), as profile_summary.py prints it."""
+    """The OPT_BASELINE report of a run (id or 'latest'), as profile_summary.py prints it (--rank N: of rank N's
+    file of the multi-host capture RUN belongs to)."""
     from warehouse.render import report as rr
 
-    res = _api(ctx).report(run, label)
+    one = ranked(ctx, run, label)
+    res = _api(ctx).report(one or run, None if one else label)
     txt = rr.text(res)
     if json_out:
         write_output(json_out, rr.to_json(res))
@@ -170,6 +176,7 @@ def report(ctx: click.Context, run: str, label: str | None, json_out: str | None
 @click.option("--csv", "csv_out", type=click.Path(dir_okay=False), help="Write tt-perf-report's CSV here.")
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout (same as --format json).")
 @format_option(("table", "md", "json", "csv"))
+@rank_option()
 @click.pass_context
 def perf(ctx: click.Context, runs: tuple[str, ...], label: str | None, section: str | None,
          start_signpost: str | None,
@@ -183,8 +190,13 @@ def perf(ctx: click.Context, runs: tuple[str, ...], label: str | None, section: 
     from warehouse.render.perf import render, summary_csv, to_csv
 
     wh = _api(ctx)
+    one = ranked(ctx, runs[0], label)
+    if one is not None and len(runs) > 1:
+        raise click.UsageError("--rank picks one rank of RUN's capture: name one RUN")
+    # (one run stands for its multi-host capture: every rank, read together, unless --rank picks one)
+    chosen = [one] if one else runs if len(runs) > 1 else [str(r) for r in wh.ranks(wh.resolve(runs[0], label))]
     table = wh.perf_table(
-        runs, label=label, section=section, start=start_signpost, end=end_signpost, merge=not no_merge_devices,
+        chosen, label=label, section=section, start=start_signpost, end=end_signpost, merge=not no_merge_devices,
         arch=arch, sort=not tracing_mode, id_range=id_range)
     groups = wh.perf_summary(table, group_by, per_device=no_merge_devices) if summary_out or show_summary else None
     if summary_out and groups is not None:
@@ -211,6 +223,20 @@ def tag_cmd(ctx: click.Context, run: str, label: str | None, tags: tuple[str, ..
     r = _api(ctx).tag(run, label=label, tags=_tags(tags), untag=list(untag))
     click.echo(f"run {r['id']}: label {r['label']!r}, tags "
                + (" ".join(f"{k}={v}" for k, v in r["tags"].items()) or "none"))
+
+
+@cli.command(name="ranks")
+@click.argument("runs", nargs=-1, required=True, metavar="RUN RUN [RUN]...")
+@click.pass_context
+def ranks_cmd(ctx: click.Context, runs: tuple[str, ...]) -> None:
+    """Make stored runs, in rank order, the ranks of one multi-host capture (ingest links a `tt-run --tracy`
+    layout itself: rank<N> folders); with one RUN, list its capture's runs."""
+    wh = _api(ctx)
+    ids = wh.ranks(runs[0]) if len(runs) == 1 else wh.link_ranks(runs)
+    if len(ids) == 1:
+        click.echo(f"run {ids[0]} is a run of one host (no rank tags)")
+        return
+    click.echo(f"multi-host capture {ids[0]}: " + ", ".join(f"rank {k} = run {r}" for k, r in enumerate(ids)))
 
 
 # ---------------------------------------------------------------------------------------------------- upkeep

@@ -38,10 +38,10 @@ from warehouse.history.levels import (_level, _moved_itself, _replay_noise, _rob
 from warehouse.history.series import HISTORY_METRICS, SeriesData, RunMeta, fetch_history, run_meta, select_runs
 from warehouse.history.boundchange import of_cause
 from warehouse.history.causes import Cause, Group, Overlaps, cause_id, link_fixes, nest
-from warehouse.history.hiccups import STEP_NIGHTS, step_of_hiccups
+from warehouse.history.hiccups import without_hiccup_steps
 from warehouse.history.quality import judge, other_models
 from warehouse.history.rowstats import row_medians
-from warehouse.history.select import ordered as history_order
+from warehouse.history.select import OneRank, ordered as history_order, rank_parts
 from warehouse.history.triage import decisions, invalid_runs
 from warehouse.workers import collector
 
@@ -114,6 +114,11 @@ def find_changes(engine: Engine, *, label: str | None = None, tags: dict[str, st
     inclusive), one :class:`Change` per cause. ``min_change`` is the smallest relative change and ``min_us`` the
     smallest change in us per iteration reported; ``excluded`` run ids are left out of every series (invalid
     captures, nights triaged as invalid)."""
+    parts = rank_parts(engine, label, tags, excluded)  # (a multi-host label: one history per rank, found apart)
+    if parts:
+        return _joined(engine, parts, dict(label=label, tags=tags, since=since, until=until, fdr=fdr,
+                                           min_sigmas=min_sigmas, min_change=min_change, min_us=min_us,
+                                           metrics=metrics))
     metrics = list(metrics or METRICS)
     for m in metrics:
         if not is_metric(m):
@@ -139,12 +144,10 @@ def find_changes(engine: Engine, *, label: str | None = None, tags: dict[str, st
         triaged = {d.id: d.status for d in decisions(conn, runs)}
         for r, why in invalid_runs(conn, runs).items():
             quality[r] = [why]
-        for r in sorted(set(strangers) & shown):
-            warnings.append(f"{meta[r].short()} {strangers[r]}: left out")
+        warnings += [f"{meta[r].short()} {strangers[r]}: left out" for r in sorted(set(strangers) & shown)]
         bad = {r for r, p in quality.items() if p} | set(excluded or ()) | set(strangers)
-        for r in sorted(bad & shown):
-            if quality.get(r):
-                warnings.append(f"{meta[r].short()} is an invalid capture ({'; '.join(quality[r])}): left out")
+        warnings += [f"{meta[r].short()} is an invalid capture ({'; '.join(quality[r])}): left out"
+                     for r in sorted(bad & shown) if quality.get(r)]
         invalid = [{**meta[r].as_dict(), "problems": quality[r]} for r in runs if quality.get(r) and r in shown]
         newest_invalid = bool(runs) and bool(quality.get(runs[-1]))
         runs = [r for r in runs if r not in bad]
@@ -153,7 +156,7 @@ def find_changes(engine: Engine, *, label: str | None = None, tags: dict[str, st
                            f"{MIN_BEFORE + MIN_AFTER} nights")
         data = fetch_history(conn, runs, tuple(m for m in metrics if not METRIC[m].stored))
         res = _detect(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_us, warnings)
-        _without_hiccup_steps(conn, res, runs)
+        res.changes = without_hiccup_steps(conn, res.changes, runs)
         link_fixes(res.changes, runs)  # (over the whole history: a step in view may undo one before it)
         _within(res, runs, shown)
         _with_bound_changes(conn, res.changes, runs)
@@ -163,22 +166,19 @@ def find_changes(engine: Engine, *, label: str | None = None, tags: dict[str, st
     return res
 
 
-def _without_hiccup_steps(conn: Connection, res: ChangesResult, runs: list[int]) -> None:
-    """Steps of a block or an op code whose ops say they are hiccups (:func:`warehouse.history.hiccups.
-    step_of_hiccups`: nights that each hiccup at a different op, which a key of many ops on a farm with many
-    hiccups strings together now and then) are no change."""
-    cache: dict[tuple, Any] = {}
-    keep = []
-    for c in res.changes:
-        if c.kind == "step" and c.by in ("block", "op-code") and c.change_pct:
-            i = runs.index(c.run_id)
-            secs = [x for x in c.sections if x != "(whole run)"]
-            metric = "kernel" if "kernel" in c.metrics else c.metrics[0]
-            if secs and step_of_hiccups(conn, cache, runs[max(0, i - STEP_NIGHTS):i], runs[i:i + STEP_NIGHTS],
-                                        secs, c.by, c.key, metric, c.change_pct / 100):
-                continue
-        keep.append(c)
-    res.changes = keep
+def _joined(engine: Engine, parts: list[OneRank], options: dict[str, Any]) -> ChangesResult:
+    """Each rank's changes as one answer, rank by rank (every cause names its rank): warnings and invalid
+    captures once, coverage summed, the strictest threshold."""
+    ps = [find_changes(engine, excluded=p, **options) for p in parts]
+    sigmas = [p.threshold_sigmas for p in ps if p.threshold_sigmas is not None]
+    out = ChangesResult(ps[0].label, [r for p in ps for r in p.runs], sum(p.series for p in ps),
+                        max(sigmas) if sigmas else None, ps[0].fdr, [c for p in ps for c in p.changes],
+                        [c for p in ps for c in p.outliers], list(dict.fromkeys(w for p in ps for w in p.warnings)),
+                        list({r["run_id"]: r for p in ps for r in p.invalid}.values()),
+                        any(p.newest_invalid for p in ps))
+    for k in {k for p in ps for k in p.coverage}:
+        out.coverage[k] = sum(p.coverage.get(k, 0) for p in ps)
+    return out
 
 
 def _within(res: ChangesResult, runs: list[int], shown: set[int]) -> None:

@@ -113,7 +113,7 @@ def find_regressions(engine: Engine, *, label: str | None = None, tags: dict[str
         gate = Gate([], [], [], threshold, min_us, window, metrics, by, list(h.warnings),
                     {r: h.meta[r].as_dict() for r in h.runs})
         nights = []
-        for cand in h.runs[-last:]:
+        for cand in h.newest(last):  # (a multi-host label: the newest of each rank)
             if h.problems.get(cand):
                 gate.invalid.append({**h.meta[cand].as_dict(), "problems": h.problems[cand]})
                 continue

@@ -176,3 +176,21 @@ def step_of_hiccups(conn: Connection, cache: dict[tuple, Any], before: list[int]
     typical = float(np.median(moves))
     same_op = any(c * 2 > len(moves) for c in jumps.values())
     return not same_op and not (typical * rel > 0 and abs(typical) >= STEP_SHARE * abs(rel))
+
+
+def without_hiccup_steps(conn: Connection, changes: list[Any], runs: list[int]) -> list[Any]:
+    """Steps of a block or an op code whose ops say they are hiccups (:func:`warehouse.history.hiccups.
+    step_of_hiccups`: nights that each hiccup at a different op, which a key of many ops on a farm with many
+    hiccups strings together now and then) are no change: ``changes`` (causes) without them."""
+    cache: dict[tuple, Any] = {}
+    keep = []
+    for c in changes:
+        if c.kind == "step" and c.by in ("block", "op-code") and c.change_pct:
+            i = runs.index(c.run_id)
+            secs = [x for x in c.sections if x != "(whole run)"]
+            metric = "kernel" if "kernel" in c.metrics else c.metrics[0]
+            if secs and step_of_hiccups(conn, cache, runs[max(0, i - STEP_NIGHTS):i], runs[i:i + STEP_NIGHTS],
+                                        secs, c.by, c.key, metric, c.change_pct / 100):
+                continue
+        keep.append(c)
+    return keep

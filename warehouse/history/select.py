@@ -8,12 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, Engine, select
 
 from warehouse.errors import NotFound
 from warehouse.history.quality import judge, other_models
 from warehouse.history.series import RunMeta, run_meta, select_runs
 from warehouse.history.triage import Decision, decisions, invalid_runs
+from warehouse.runs.ranks import rank_histories
 from warehouse.store import schema as t
 
 QUALITY_WINDOW = 7  # a night's op counts are judged against the median of this many valid nights before it
@@ -31,6 +32,8 @@ class History:
     strangers: dict[int, str] = field(default_factory=dict)  # another model under the label: why
     decisions: list[Decision] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # a multi-host label: each run's rank (a history of its own: a night is judged against its own rank's nights)
+    rank: dict[int, str | None] = field(default_factory=dict)
 
     @property
     def valid(self) -> list[int]:
@@ -38,13 +41,30 @@ class History:
         return [r for r in self.runs if not self.problems.get(r) and r not in self.strangers]
 
     def before(self, run: int) -> list[int]:
-        """The valid runs before ``run`` in history order."""
+        """The valid runs before ``run`` in history order (of its own rank, on a multi-host label)."""
         pos = self.runs.index(run)
-        return [r for r in self.runs[:pos] if not self.problems.get(r) and r not in self.strangers]
+        mine = self.rank.get(run)
+        return [r for r in self.runs[:pos] if not self.problems.get(r) and r not in self.strangers
+                and self.rank.get(r) == mine]
+
+    def newest(self, last: int) -> list[int]:
+        """The ``last`` newest runs of each rank (one history of one host: its ``last`` newest), in history
+        order."""
+        keep: set[int] = set()
+        for runs in _by_rank(self.runs, self.rank).values():
+            keep.update(runs[-last:])
+        return [r for r in self.runs if r in keep]
 
     def accepted(self) -> list[Decision]:
         """The steps a person acknowledged or expects: each re-baselines its own keys from its night on."""
         return [d for d in self.decisions if d.status in ("acknowledged", "expected") and d.kind != "run"]
+
+
+def _by_rank(runs: list[int], rank: dict[int, str | None]) -> dict[str | None, list[int]]:
+    out: dict[str | None, list[int]] = {}
+    for r in runs:
+        out.setdefault(rank.get(r), []).append(r)
+    return out
 
 
 def ordered(conn: Connection, runs: list[int]) -> tuple[list[int], list[str]]:
@@ -99,9 +119,11 @@ def load(conn: Connection, *, label: str | None = None, tags: dict[str, str] | N
     meta = run_meta(conn, runs)
     if since or until:
         runs = [r for r in runs if _in_range(meta[r], since, until)]
-    if last is not None:
-        runs = runs[-last:]
-    h = History(runs, {r: meta[r] for r in runs}, warnings=warnings)
+    rank = {r: k for k, mine in rank_histories(conn, runs).items() for r in mine}
+    if last is not None:  # (the newest ``last`` of each rank)
+        keep = {r for mine in _by_rank(runs, rank).values() for r in mine[-last:]}
+        runs = [r for r in runs if r in keep]
+    h = History(runs, {r: meta[r] for r in runs}, warnings=warnings, rank={r: rank.get(r) for r in runs})
     h.problems = {r: p for r, p in judge(conn, runs, QUALITY_WINDOW).items() if p}
     for r, why in invalid_runs(conn, runs).items():
         h.problems[r] = [why]
@@ -117,3 +139,23 @@ def load(conn: Connection, *, label: str | None = None, tags: dict[str, str] | N
 def _in_range(m: RunMeta, since: str | None, until: str | None) -> bool:
     day = (m.time or "")[:10]
     return (since is None or day >= since[:10]) and (until is None or day <= until[:10])
+
+
+class OneRank(set[int]):
+    """The runs left out of one rank's history (the other ranks' runs among them): its history is not split
+    again."""
+
+
+def rank_parts(engine: Engine, label: str | None, tags: dict[str, str] | None, excluded: set[int] | None
+                ) -> list[OneRank]:
+    """On a label holding the ranks of multi-host captures, what each rank's history leaves out (one entry per
+    rank, in rank order); none when the history is one host's, or when ``excluded`` is one rank's already."""
+    if isinstance(excluded, OneRank):
+        return []
+    with engine.connect() as conn:
+        runs = select_runs(conn, label, tags)
+        by_rank = rank_histories(conn, runs) if runs else {}
+    if len(by_rank) < 2:
+        return []
+    order = sorted(by_rank, key=lambda k: (k is not None, int(k) if k and k.isdigit() else -1, str(k)))
+    return [OneRank(set(excluded or ()) | (set(runs) - set(by_rank[k]))) for k in order]

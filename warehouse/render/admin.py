@@ -38,10 +38,12 @@ def ingest_line(o: IngestOutcome, shown: str, label: str | None) -> str:
         if o.kept_label is not None:
             kept = (f" (it keeps its label {o.kept_label!r}; `warehouse tag {o.run_id} --label {label}` changes it)"
                     if o.kept_label else f" (it has no label; `warehouse tag {o.run_id} --label {label}` sets it)")
-        return f"{shown}: already ingested as run {o.run_id}{kept}"
+        rank = f"; rank {o.rank} of the multi-host capture {o.host}" if o.rank is not None else ""
+        return f"{shown}: already ingested as run {o.run_id}{kept}{rank}"
     warn = f", {len(o.warnings)} warning(s)" if o.warnings else ""
+    rank = f"; rank {o.rank} of the multi-host capture {o.host}" if o.rank is not None else ""
     return (f"{shown}: run {o.run_id}: {o.ops} ops, {o.sections} sections, {o.signposts} signposts, "
-            f"{o.seconds:.2f} s{warn}")
+            f"{o.seconds:.2f} s{warn}{rank}")
 
 
 def decisions(ds: list[Decision], fmt: str = "table") -> str:

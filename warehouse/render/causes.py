@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from warehouse.capture.ranklayout import HOST_TAG, RANK_TAG
 from warehouse.history.boundchange import describe
 from warehouse.history.causes import Cause
 from warehouse.registry.measures import METRIC
@@ -14,9 +15,12 @@ MARK = {"regression": "🔺", "improvement": "🟢", "suspicious": "❔", "step"
 
 
 def name(c: Cause | dict[str, Any]) -> str:
-    """How a cause is named: ``whole run``, ``device 3``, ``block stage2.block0``..."""
+    """How a cause is named: ``whole run``, ``device 3``, ``block stage2.block0``...; on a rank of a multi-host
+    capture, ``rank 1 whole run``, ``rank 1 device 3``..."""
     by, key = (c.by, c.key) if isinstance(c, Cause) else (c["by"], c["key"])
-    return "whole run" if key == "all" and by == "section" else f"{by} {key}"
+    tags = (c.tags if isinstance(c, Cause) else c.get("tags")) or {}
+    rank = f"rank {tags[RANK_TAG]} " if RANK_TAG in tags and HOST_TAG in tags else ""
+    return rank + ("whole run" if key == "all" and by == "section" else f"{by} {key}")
 
 
 def _pct(v: float | None) -> str:
