@@ -26,30 +26,38 @@ def traces(corpus_wh, tmp_path_factory):
     return url, out
 
 
+def follows_the_rules(name: str, doc: dict) -> tuple[list[dict], dict]:
+    """The trace-event format's rules on one document: phases known, numbers finite, each track's slices in time
+    order and (sections, blocks, op lanes) never overlapping. Its op slices, and the names of its processes and
+    threads by (pid, tid)."""
+    events = doc["traceEvents"]
+    assert doc["displayTimeUnit"] == "ns"
+    by_track: dict[tuple, list[dict]] = defaultdict(list)
+    for e in events:
+        assert e["ph"] in ("M", "X", "i"), (name, e)
+        if e["ph"] == "M":
+            continue
+        assert math.isfinite(e["ts"]) and e["ts"] >= 0, (name, e)
+        if e["ph"] == "X":
+            assert math.isfinite(e["dur"]) and e["dur"] >= 0, (name, e)
+            by_track[(e["pid"], e["tid"])].append(e)
+    for track, evs in by_track.items():
+        ts = [e["ts"] for e in evs]
+        assert ts == sorted(ts), (name, track)
+        if track[1] in (0, 1) or evs[0]["cat"] == "op":  # sections, blocks, each op lane: no overlap
+            for a, b in zip(evs, evs[1:]):
+                assert a["ts"] + a["dur"] <= b["ts"] + 1e-3, (name, track, a, b)
+    names = {(e["pid"], e.get("tid")): e["args"]["name"] for e in events if e["name"] in ("process_name",
+                                                                                         "thread_name")}
+    return [e for e in events if e.get("cat") == "op"], names
+
+
 def test_every_capture_follows_the_trace_event_rules(traces):
     url, out = traces
     eng = open_db(url, create=False)
     for name, (run_id, doc) in out.items():
-        events = doc["traceEvents"]
-        assert doc["displayTimeUnit"] == "ns" and doc["otherData"]["run"] == run_id
-        by_track: dict[tuple, list[dict]] = defaultdict(list)
-        for e in events:
-            assert e["ph"] in ("M", "X", "i"), (name, e)
-            if e["ph"] == "M":
-                continue
-            assert math.isfinite(e["ts"]) and e["ts"] >= 0, (name, e)
-            if e["ph"] == "X":
-                assert math.isfinite(e["dur"]) and e["dur"] >= 0, (name, e)
-                by_track[(e["pid"], e["tid"])].append(e)
-        for track, evs in by_track.items():
-            ts = [e["ts"] for e in evs]
-            assert ts == sorted(ts), (name, track)
-            if track[1] in (0, 1) or evs[0]["cat"] == "op":  # sections, blocks, each op lane: no overlap
-                for a, b in zip(evs, evs[1:]):
-                    assert a["ts"] + a["dur"] <= b["ts"] + 1e-3, (name, track, a, b)
-        names = {(e["pid"], e.get("tid")): e["args"]["name"] for e in events if e["name"] in ("process_name",
-                                                                                             "thread_name")}
-        ops = [e for e in events if e.get("cat") == "op"]
+        assert doc["otherData"]["run"] == run_id
+        ops, names = follows_the_rules(name, doc)
         with eng.connect() as c:
             want = c.execute(text("SELECT COUNT(*) FROM op WHERE run_id = :r AND fw_start_cycle IS NOT NULL AND "
                                   "fw_end_cycle IS NOT NULL"), {"r": run_id}).scalar_one()

@@ -195,3 +195,24 @@ def test_the_gate_judges_each_rank_against_its_own_nights(rank_history):
     # the newest night alone: both ranks judged, rank 0 quiet
     r = wh("regressions", "--label", "mh", "--format", "json")
     assert len(json.loads(r.stdout)["checked"]) == 2, r.output
+
+
+def test_the_timeline_of_a_capture_has_a_process_per_rank_and_device(wh, tmp_path):
+    from test_perfetto import follows_the_rules
+
+    files = RANKED["oft2025_2ranks"](tmp_path / "cap")
+    r = wh("ingest", tmp_path / "cap")
+    ids = [x.split(": run ")[1].split(":")[0] for x in r.output.splitlines() if "ttrun" in x]
+    out = tmp_path / "t.json"
+    assert wh("export", ids[1], "--format", "perfetto", "-o", out).exit_code == 0
+    doc = json.loads(out.read_text())
+    ops, names = follows_the_rules("capture", doc)
+    procs = {names[(e["pid"], None)] for e in ops}
+    assert procs == {f"rank {k} device {d}" for k in (0, 1) for d in range(4)}, procs
+    assert [x["run"] for x in doc["otherData"]["ranks"]] == [int(i) for i in ids]
+    rows = sum(1 for f in files for line in f.read_text().splitlines()[1:] if ",tt_dnn_device," in line)
+    assert len(ops) == rows  # every device op of both files
+    one = tmp_path / "one.json"
+    assert wh("export", ids[0], "--format", "perfetto", "--rank", "1", "-o", one).exit_code == 0
+    ops1, names1 = follows_the_rules("rank 1", json.loads(one.read_text()))
+    assert {names1[(e["pid"], None)] for e in ops1} == {f"device {d}" for d in range(4)}

@@ -404,12 +404,14 @@ class Warehouse:
         from warehouse.runs.export import export_run
         return export_run(self._reader(), self.resolve(run), out)
 
-    def export_perfetto(self, run: str | int, out: IO[bytes]) -> int:
+    def export_perfetto(self, run: str | int | Sequence[str | int], out: IO[bytes]) -> int:
         """Write a run's timeline as Chrome trace-event JSON (Perfetto, chrome://tracing) to ``out``; the number of
-        op slices. See :mod:`warehouse.runs.perfetto`."""
+        op slices. Several runs (a multi-host capture's ranks, :meth:`ranks`): a process per rank and device. See
+        :mod:`warehouse.runs.perfetto`."""
         from warehouse.runs.perfetto import write_trace
+        ids = [self.resolve(r) for r in ([run] if isinstance(run, (str, int)) else run)]
         with self._reader().connect() as conn:
-            return write_trace(conn, self.resolve(run), out)
+            return write_trace(conn, ids if len(ids) > 1 else ids[0], out)
 
     def export_lake(self, dest: str | Path, *, label: str | None = None,
                     progress: Callable[[int, int, int, bool], None] | None = None) -> LakeExport:

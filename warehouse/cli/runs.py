@@ -89,8 +89,8 @@ def export(ctx: click.Context, target: str, fmt: str, output: str | None, label:
 
     The lake is Hive-partitioned by label and date, one file per run in each dataset (runs, run_tags, sections,
     signposts, ops, rollups); a second export writes only runs that are new or changed and removes runs that
-    left the warehouse. DuckDB reads it with the warehouse's view names: .read DIR/duckdb_views.sql. --rank N:
-    rank N's file of the multi-host capture RUN belongs to."""
+    left the warehouse. DuckDB reads it with the warehouse's view names: .read DIR/duckdb_views.sql. On a rank of
+    a multi-host capture: csv is that rank's file, perfetto every rank's timeline; --rank N: rank N's alone."""
 
     wh = _api(ctx)
     if fmt == "parquet":
@@ -98,10 +98,11 @@ def export(ctx: click.Context, target: str, fmt: str, output: str | None, label:
             raise click.UsageError("--output is for --format csv or perfetto; the lake is the folder DIR")
         _export_lake(wh, target, label)
         return
-    run_id = int(ranked(ctx, target, label) or wh.resolve(target, label))
-    if fmt == "perfetto":
+    one = ranked(ctx, target, label)
+    run_id = int(one or wh.resolve(target, label))
+    if fmt == "perfetto":  # (a rank's run stands for its multi-host capture, as in perf, unless --rank)
         with output_stream(output) if output else contextlib.nullcontext(sys.stdout.buffer) as f:
-            wh.export_perfetto(run_id, f)
+            wh.export_perfetto([run_id] if one else wh.ranks(run_id), f)
         return
     if output:
         with output_stream(output) as f:

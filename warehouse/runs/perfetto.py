@@ -1,12 +1,12 @@
 """A run as a timeline: Chrome trace-event JSON, which the Perfetto UI (ui.perfetto.dev) and ``chrome://tracing``
 open (``warehouse export RUN --format perfetto``).
 
-One process per device; on it, a track of sections, a track of blocks, and the ops: each op a complete ("X") slice
-from its FW start to its FW end cycle, in microseconds at the run's chip frequency, counted from the run's first
-FW start; ops that overlap on a device (more than one command queue) go on a further lane. Signposts are instant
-events at the FW start of the op that follows them. Each op carries its op code, block, layer, cores, fidelity,
-kernel and FW ns and its CSV row as args. Ops without FW cycles (host ops) are left out, and counted in the
-metadata.
+One process per device (per rank and device on a multi-host capture); on it, a track of sections, a track of
+blocks, and the ops: each op a complete ("X") slice from its FW start to its FW end cycle, in microseconds at the
+run's chip frequency, counted from the run's first FW start; ops that overlap on a device (more than one command
+queue) go on a further lane. Signposts are instant events at the FW start of the op that follows them. Each op
+carries its op code, block, layer, cores, fidelity, kernel and FW ns and its CSV row as args. Ops without FW
+cycles (host ops) are left out, and counted in the metadata.
 """
 from __future__ import annotations
 
@@ -28,8 +28,40 @@ ORDER BY o.device_id, o.fw_start_cycle, o.row_no
 """
 
 
-def write_trace(conn: Connection, run_id: int, out: IO[bytes]) -> int:
-    """Write run ``run_id``'s timeline to ``out``; the number of op slices written."""
+def write_trace(conn: Connection, run_id: int | list[int], out: IO[bytes]) -> int:
+    """Write run ``run_id``'s timeline to ``out``; the number of op slices written. Several runs (the ranks of a
+    multi-host capture, in rank order): one process per rank and device (``rank 1 device 2``), each rank's time
+    counted from its own first FW start (hosts' cycle counters are not one clock)."""
+    runs = [run_id] if isinstance(run_id, int) else list(run_id)
+    events: list[dict[str, Any]] = []
+    heads, slices = [], 0
+    for rank, rid in enumerate(runs):
+        evs, head = _run_events(conn, rid, rank if len(runs) > 1 else None)
+        events += evs
+        heads.append(head)
+        slices += head["ops"]
+    # (metadata first, then each track's events in time order: readers draw a track as it comes)
+    events.sort(key=lambda e: (e["ph"] != "M", e["pid"], e.get("tid", -1), e.get("ts", 0.0)))
+    first = heads[0]
+    other: dict[str, Any] = {
+        "run": runs[0], "file": first["file"], "label": first["label"], "freq_mhz": first["freq_mhz"],
+        "ops_without_fw_cycles": sum(h["skipped"] for h in heads),
+        "time": "microseconds from the run's first FW start" + (" (each rank's own)" if len(runs) > 1 else "")}
+    if len(runs) > 1:
+        other["ranks"] = [{"rank": k, "run": r, "file": h["file"], "freq_mhz": h["freq_mhz"]}
+                          for k, (r, h) in enumerate(zip(runs, heads))]
+    doc_head = {"displayTimeUnit": "ns", "otherData": other}
+    out.write(b'{"traceEvents": [\n')
+    for i, e in enumerate(events):
+        out.write((json.dumps(e, allow_nan=False) + (",\n" if i < len(events) - 1 else "\n")).encode())
+    out.write(b"], ")
+    out.write(json.dumps(doc_head, allow_nan=False)[1:].encode())
+    out.write(b"\n")
+    return slices
+
+
+def _run_events(conn: Connection, run_id: int, rank: int | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One run's trace events (``rank``: its processes named and numbered apart) and what the head says of it."""
     run = conn.execute(text("SELECT freq_mhz, file_name, label FROM run WHERE id = :r"), {"r": run_id}).one()
     freq = float(run.freq_mhz) if run.freq_mhz and math.isfinite(run.freq_mhz) and run.freq_mhz > 0 else 1000.0
     ops = [r._mapping for r in conn.execute(text(OPS_SQL), {"r": run_id})]
@@ -42,19 +74,9 @@ def write_trace(conn: Connection, run_id: int, out: IO[bytes]) -> int:
 
     def us(cycles: float) -> float:
         return round((cycles - t0) / freq, 3)  # (cycles / MHz: microseconds)
-    # (metadata first, then each track's events in time order: readers draw a track as it comes)
-    events = sorted(_events(ops, fidelity, signposts, us),
-                    key=lambda e: (e["ph"] != "M", e["pid"], e.get("tid", -1), e.get("ts", 0.0)))
-    doc_head = {"displayTimeUnit": "ns", "otherData": {
-        "run": run_id, "file": run.file_name, "label": run.label, "freq_mhz": freq,
-        "ops_without_fw_cycles": int(skipped), "time": "microseconds from the run's first FW start"}}
-    out.write(b'{"traceEvents": [\n')
-    for i, e in enumerate(events):
-        out.write((json.dumps(e, allow_nan=False) + (",\n" if i < len(events) - 1 else "\n")).encode())
-    out.write(b"], ")
-    out.write(json.dumps(doc_head, allow_nan=False)[1:].encode())
-    out.write(b"\n")
-    return len(ops)
+    events = list(_events(ops, fidelity, signposts, us, rank))
+    return events, {"file": run.file_name, "label": run.label, "freq_mhz": freq, "skipped": int(skipped),
+                    "ops": len(ops)}
 
 
 def _fidelity(conn: Connection, run_id: int) -> dict[int, str]:
@@ -67,15 +89,18 @@ def _fidelity(conn: Connection, run_id: int) -> dict[int, str]:
         return {}
 
 
-def _events(ops: list[Any], fidelity: dict[int, str], signposts: list[Any], us: Any) -> Iterator[dict[str, Any]]:
-    """The trace events, per device: names, then sections, blocks, ops (lanes), signposts."""
+def _events(ops: list[Any], fidelity: dict[int, str], signposts: list[Any], us: Any, rank: int | None
+            ) -> Iterator[dict[str, Any]]:
+    """The trace events, per device (of ``rank``, on a multi-host capture): names, then sections, blocks, ops
+    (lanes), signposts."""
     by_dev: dict[int, list[Any]] = {}
     for o in ops:
         by_dev.setdefault(int(o["device_id"] if o["device_id"] is not None else -1), []).append(o)
     for dev, mine in sorted(by_dev.items()):
-        pid = dev if dev >= 0 else 10_000
-        yield {"name": "process_name", "ph": "M", "pid": pid, "args": {"name": f"device {dev}" if dev >= 0
-                                                                         else "no device"}}
+        pid = (dev if dev >= 0 else 10_000) + (rank or 0) * 100_000
+        name = f"device {dev}" if dev >= 0 else "no device"
+        yield {"name": "process_name", "ph": "M", "pid": pid,
+               "args": {"name": name if rank is None else f"rank {rank} {name}"}}
         yield {"name": "process_sort_index", "ph": "M", "pid": pid, "args": {"sort_index": pid}}
         for tid, name in ((0, "sections"), (1, "blocks")):
             yield {"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}}
