@@ -62,7 +62,7 @@ def test_every_cli_command_goes_through_the_warehouse(tmp_path, nights, recorded
             ("tag", "1", "--tag", "k=v"), ("sql", "SELECT COUNT(*) AS n FROM run"), ("schema",),
             ("copy", "--from", url, "--to", tmp_path / "other.db", "1"), ("check",), ("db upgrade",),
             ("db current",), ("db check",), ("db create-reader", "reader"), ("serve",), ("mcp",),
-            ("triage",), ("rm", "9", "--yes")]
+            ("triage",), ("ranks", "1", "2"), ("rm", "9", "--yes")]
     assert sorted(r[0] for r in runs) == sorted(_commands())
     for cmd, *args in runs:
         recorded.clear()

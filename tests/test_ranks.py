@@ -106,6 +106,13 @@ def test_a_tt_run_folder_is_one_capture(wh, tmp_path, name):
         assert back.read_bytes() == f.read_bytes()
     r = wh("report", ids[0], "--rank", "2")
     assert r.exit_code == 2 and r.output.strip() == f"Error: run {ids[0]} is a capture of 2 ranks (0-1): no rank 2"
+    # (rank, device) in SQL: the capture_rank view beside any view's run_id
+    r = wh("sql", "SELECT c.rank, o.device_id AS device, COUNT(*) AS n FROM op o JOIN capture_rank c ON c.run_id = "
+                  f"o.run_id WHERE c.capture_id = {int(ids[0])} GROUP BY c.rank, o.device_id ORDER BY c.rank, "
+                  "o.device_id", "--format", "json")
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.stdout)
+    assert [(x["rank"], x["device"]) for x in got] == [(k, d) for k in (0, 1) for d in range(4)], got
 
 
 def test_a_capture_missing_a_rank_or_with_a_broken_one_stores_nothing(wh, tmp_path, db_url):

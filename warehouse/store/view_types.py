@@ -54,6 +54,7 @@ VIEW_TYPES: dict[str, dict[str, str]] = {
         "movement_ops": "INTEGER", "split_ops": "INTEGER", "finish_ops": "INTEGER", "first_pos": "INTEGER"},
     "op_custom_section": {"op_id": "INTEGER", "run_id": "INTEGER", "row_no": "INTEGER", "section_id": "INTEGER",
         "section": "TEXT", "start_row": "INTEGER", "end_row": "INTEGER"},
+    "capture_rank": {"run_id": "INTEGER", "capture_id": "INTEGER", "rank": "INTEGER"},
     "run_info": {"run_id": "INTEGER", "run_time": "TIMESTAMP", "captured_at": "TIMESTAMP", "ingested_at":
         "TIMESTAMP", "label": "TEXT", "file_name": "TEXT", "op_count": "INTEGER", "freq_mhz": "REAL", "arch":
         "TEXT", "trace_matches_eager": "BOOLEAN"},

@@ -202,6 +202,18 @@ SELECT o.id AS op_id, o.run_id, o.row_no, s.id AS section_id, s.name AS section,
 FROM op o
 JOIN section s ON s.run_id = o.run_id AND s.kind = 'custom' AND o.row_no > s.start_row
               AND (s.end_row IS NULL OR o.row_no < s.end_row)"""),
+    ("capture_rank", "the runs of multi-host captures (tt-run --tracy: a file per rank): each run's capture (the "
+                     "id of rank 0's run) and rank, from its host and rank tags; join on run_id for (rank, device)",
+     {"sqlite": """
+CREATE VIEW capture_rank AS
+SELECT r.run_id, CAST(h.value AS INTEGER) AS capture_id, CAST(r.value AS INTEGER) AS rank
+FROM run_tag r JOIN run_tag h ON h.run_id = r.run_id AND h.key = 'host'
+WHERE r.key = 'rank' AND r.value GLOB '[0-9]*' AND r.value NOT GLOB '*[^0-9]*'
+  AND h.value GLOB '[0-9]*' AND h.value NOT GLOB '*[^0-9]*'""", "postgresql": """
+CREATE VIEW capture_rank AS
+SELECT r.run_id, CAST(h.value AS INTEGER) AS capture_id, CAST(r.value AS INTEGER) AS rank
+FROM run_tag r JOIN run_tag h ON h.run_id = r.run_id AND h.key = 'host'
+WHERE r.key = 'rank' AND r.value ~ '^[0-9]{1,9}$' AND h.value ~ '^[0-9]{1,9}$'"""}),
     ("run_info", "runs with their time (capture, else ingest), label, file, op count, frequency and arch", """
 CREATE VIEW run_info AS
 SELECT r.id AS run_id, COALESCE(r.captured_at, r.ingested_at) AS run_time, r.captured_at, r.ingested_at,
