@@ -223,3 +223,24 @@ def test_the_timeline_of_a_capture_has_a_process_per_rank_and_device(wh, tmp_pat
     assert wh("export", ids[0], "--format", "perfetto", "--rank", "1", "-o", one).exit_code == 0
     ops1, names1 = follows_the_rules("rank 1", json.loads(one.read_text()))
     assert {names1[(e["pid"], None)] for e in ops1} == {f"device {d}" for d in range(4)}
+
+
+def test_the_dashboard_and_the_agents_read_a_capture_whole(wh, tmp_path, db_url):
+    pytest.importorskip("starlette")
+    pytest.importorskip("mcp")
+    from starlette.testclient import TestClient
+
+    from warehouse.mcp.server import Tools
+    from warehouse.web.app import create_app
+
+    RANKED["deepseek_2ranks"](tmp_path / "cap")
+    r = wh("ingest", tmp_path / "cap")
+    ids = [x.split(": run ")[1].split(":")[0] for x in r.output.splitlines() if "ttrun" in x]
+    got = TestClient(create_app(db_url), base_url="http://127.0.0.1").get(f"/runs/{ids[1]}/perf.csv")
+    assert got.status_code == 200
+    (tmp_path / "web.csv").write_text(got.text)
+    res = _compare(GOLDEN / "ttperf" / "ranks" / "deepseek_2ranks.csv", tmp_path / "web.csv")
+    assert res.returncode == 0 and EQUAL in res.stdout, res.stdout
+    doc = json.loads(Tools(db_url).perf_table(ids[0], limit=100))
+    want = sum(1 for line in (GOLDEN / "ttperf" / "ranks" / "deepseek_2ranks.csv").read_text().splitlines()[1:])
+    assert doc["rows"]["total"] == want and doc["summary"]["run_ids"] == [int(i) for i in ids], doc["summary"]

@@ -121,9 +121,9 @@ class Tools:
     def perf_table(self, run: str = "latest", label: str | None = None, sort_by: str = "Device Time",
                    columns: list[str] | None = None, limit: int | None = None) -> str:
         """tt-perf-report 1.4.1's per-op table of a run, the top rows by ``sort_by`` (a column name), with the
-        given columns (default: the main ones, Advice included)."""
+        given columns (default: the main ones, Advice included); a rank of a multi-host capture reads every rank."""
         n = _rows(limit)
-        doc = self.wh.perf(run, label)
+        doc = self.wh.perf(self.wh.ranks(self.wh.resolve(run, label)))
         rows = doc["rows"]
         if rows and sort_by not in rows[0]:
             raise WarehouseError(f"sort_by {sort_by!r}: expected a column of the table ({', '.join(rows[0])})")

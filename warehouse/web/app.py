@@ -215,7 +215,8 @@ def create_app(url: str | None, allowed_hosts: list[str] | None = None) -> Starl
     def perf_download(request: Request) -> Response:
         from warehouse.render.perf import to_csv
         run_id = wh.resolve(request.path_params["run"])
-        return Response(to_csv(wh.perf_table(run_id)), media_type="text/csv",
+        # (a rank of a multi-host capture: every rank read together, as `warehouse perf` does)
+        return Response(to_csv(wh.perf_table(wh.ranks(run_id))), media_type="text/csv",
                         headers={"Content-Disposition": f'attachment; filename="run{run_id}_perf.csv"'})
 
     def report_download(request: Request) -> Response:
