@@ -102,7 +102,7 @@ def _settle(writer: Callable[[], Engine], ordered: list[Any], done: Callable[[An
             remove_runs(writer(), fresh)
         rank, first = failed[0]
         for o in ordered:
-            if o.error is None:
+            if o.error is None and not o.existing:  # (a run stored before this ingest stays as it was)
                 o.run_id, o.error = None, (f"{o.path}: not kept: rank {rank} of its multi-host capture failed "
                                            f"({first.error}); ingest the capture again once fixed")
             done(o)
