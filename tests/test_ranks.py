@@ -241,6 +241,9 @@ def test_the_dashboard_and_the_agents_read_a_capture_whole(wh, tmp_path, db_url)
     (tmp_path / "web.csv").write_text(got.text)
     res = _compare(GOLDEN / "ttperf" / "ranks" / "deepseek_2ranks.csv", tmp_path / "web.csv")
     assert res.returncode == 0 and EQUAL in res.stdout, res.stdout
+    trace = TestClient(create_app(db_url), base_url="http://127.0.0.1").get(f"/runs/{ids[0]}/trace.json").json()
+    procs = {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"}
+    assert procs == {f"rank {k} device {d}" for k in (0, 1) for d in range(4)}, procs
     doc = json.loads(Tools(db_url).perf_table(ids[0], limit=100))
     want = sum(1 for line in (GOLDEN / "ttperf" / "ranks" / "deepseek_2ranks.csv").read_text().splitlines()[1:])
     assert doc["rows"]["total"] == want and doc["summary"]["run_ids"] == [int(i) for i in ids], doc["summary"]

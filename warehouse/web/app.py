@@ -132,7 +132,8 @@ def _timeline_routes(wh: Any, page: Callable[..., Response], url_for: Callable[.
     """A run's timeline: its Perfetto JSON as a download, and the page that draws it (``static/timeline.js``)."""
     def trace_download(request: Request) -> Response:
         run_id = wh.resolve(request.path_params["run"])
-        chunks, _ = _spooled(lambda f: wh.export_perfetto(run_id, f))
+        # (a rank of a multi-host capture: every rank's timeline, a process per rank and device)
+        chunks, _ = _spooled(lambda f: wh.export_perfetto(wh.ranks(run_id), f))
         return StreamingResponse(chunks, media_type="application/json",
                                  headers={"Content-Disposition": f'attachment; filename="run{run_id}.trace.json"'})
 
