@@ -100,6 +100,12 @@ MUTATIONS = [
     Mutation("perf-ranks-not-rebased", "warehouse/analysis/perf.py",
              "                r.device = r.device + k * (per_run or 0)\n", "                r.device = r.device\n",
              ["tests/test_ranks.py::test_ranks_read_together_equal_tt_perf_report[sqlite-deepseek_2ranks]"]),
+    Mutation("gate-window-mixes-ranks", "warehouse/history/select.py",
+             "                and self.rank.get(r) == mine]\n", "                ]\n",
+             ["tests/test_ranks.py::test_the_gate_judges_each_rank_against_its_own_nights[sqlite]"]),
+    Mutation("changes-ranks-in-one-history", "warehouse/history/select.py",
+             "    if len(by_rank) < 2:\n        return []\n", "    if True:\n        return []\n",
+             ["tests/test_ranks.py::test_changes_judge_each_rank_and_name_it[sqlite]"]),
 ]
 
 
