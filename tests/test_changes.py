@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -186,17 +188,44 @@ def test_series_prepared_together_are_the_series_prepared_alone(n):
 
 
 # ------------------------------------------------------------------------------------------- the whole command
+class _Histories(Mapping[str, Path]):
+    """The 30-night histories of :data:`HISTORIES` in one warehouse, each made and ingested (under its name as the
+    label) when first asked for: by its folder (``folders[name]``) or by a command naming it (``--label name``).
+    A test, or the mutation check running one case, pays for the histories it reads only."""
+
+    def __init__(self, wh: Any, generated: Any) -> None:
+        self.wh, self.generated = wh, generated
+        self.made: dict[str, Path] = {}
+
+    def __getitem__(self, name: str) -> Path:
+        if name not in self.made:
+            src, args = HISTORIES[name]
+            seed = 301 + list(HISTORIES).index(name)  # (each history's own seed, whatever the order asked)
+            folder = self.generated("mkhistory", src, "--nights", "30", "--seed", str(seed), *args)
+            r = self.wh("ingest", folder, "--label", name)
+            assert r.exit_code == 0, r.output
+            self.made[name] = folder
+        return self.made[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(HISTORIES)
+
+    def __len__(self) -> int:
+        return len(HISTORIES)
+
+    def __call__(self, *args: Any, **kw: Any) -> Any:
+        """The CLI, after the history a ``--label`` names is in."""
+        if "--label" in args and args[args.index("--label") + 1] in HISTORIES:
+            self[args[args.index("--label") + 1]]
+        return self.wh(*args, **kw)
+
+
 @pytest.fixture(scope="module", params=BACKENDS)
 def histories(request, tmp_path_factory, generated):
     gen = _new_url(request.param, tmp_path_factory.mktemp("hist"))
     url = next(gen)
-    wh = make_invoke(url)
-    folders = {}
-    for seed, (name, (src, args)) in enumerate(HISTORIES.items(), 301):
-        folders[name] = generated("mkhistory", src, "--nights", "30", "--seed", str(seed), *args)
-        r = wh("ingest", folders[name], "--label", name)
-        assert r.exit_code == 0, r.output
-    yield wh, folders
+    lazy = _Histories(make_invoke(url), generated)
+    yield lazy, lazy
     for _ in gen:
         pass
 
