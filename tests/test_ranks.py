@@ -201,7 +201,10 @@ def test_the_gate_judges_each_rank_against_its_own_nights(rank_history):
     assert "rank 1 whole run: +4" in wh("regressions", "--label", "mh", "--last", "11").stdout
     # the newest night alone: both ranks judged, rank 0 quiet
     r = wh("regressions", "--label", "mh", "--format", "json")
-    assert len(json.loads(r.stdout)["checked"]) == 2, r.output
+    checked = json.loads(r.stdout)["checked"]
+    assert len(checked) == 2, r.output
+    assert sorted(c["why"] for c in checked) == [f"the newest rank {k} run of label 'mh' by capture time"
+                                                 for k in (0, 1)]
 
 
 def test_the_timeline_of_a_capture_has_a_process_per_rank_and_device(wh, tmp_path):

@@ -129,7 +129,7 @@ def find_regressions(engine: Engine, *, label: str | None = None, tags: dict[str
                                      f"{sorted({str(h.meta[r].label) for r in [cand, *before[-window:]]})}; "
                                      "pass --label")
             breaks = [(d.by, d.key, d.run_id) for d in h.accepted() if d.run_id in h.runs
-                      and h.runs.index(d.run_id) <= h.runs.index(cand)]
+                      and h.runs.index(d.run_id) <= h.runs.index(cand) and h.rank.get(d.run_id) == h.rank.get(cand)]
             nights.append(Night(cand, before[-window:], before[-NOISE_NIGHTS:], breaks, before[-1]))
         _judge_nights(conn, gate, nights, h.meta, section, keys)
         for c in gate.checked:
@@ -140,9 +140,11 @@ def find_regressions(engine: Engine, *, label: str | None = None, tags: dict[str
 def _judging(h: History, cand: int, label: str | None) -> str:
     """Why the gate judges this night: its place in the history by capture time (the newest, or the one before
     it that --last asks for)."""
-    back = len(h.runs) - 1 - h.runs.index(cand)
+    mine = [r for r in h.runs if h.rank.get(r) == h.rank.get(cand)]  # (a multi-host label: its rank's runs)
+    back = len(mine) - 1 - mine.index(cand)
     which = "the newest" if not back else f"{back} before the newest"
-    return f"{which} run of {f'label {label!r}' if label else 'the history'} by capture time"
+    rank = f" rank {h.rank[cand]}" if h.rank.get(cand) is not None else ""
+    return f"{which}{rank} run of {f'label {label!r}' if label else 'the history'} by capture time"
 
 
 def _against_baseline(conn: Connection, run: str | int | None, label: str | None, tags: dict[str, str] | None,
