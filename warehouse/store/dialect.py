@@ -31,22 +31,29 @@ CHUNK_ROWS = {
          COALESCE(json_extract(ch.row_nos, '$[' || e.key || ']'), ch.first_row + e.key) AS row_no,
          json_extract(ch.static_ids, '$[' || e.key || ']') AS static_id, e.value AS cells
   FROM cell_chunk ch, json_each(CAST(sqlar_uncompress(ch.cells, ch.raw_size) AS TEXT)) e""",
-    "postgresql": """SELECT ch.run_id,
-         COALESCE((ch.row_nos::json ->> (e.ord - 1)::int)::int, ch.first_row + (e.ord - 1)::int) AS row_no,
-         (ch.static_ids::json ->> (e.ord - 1)::int)::bigint AS static_id, e.value AS cells
-  FROM cell_chunk ch CROSS JOIN LATERAL json_array_elements(convert_from(ch.cells, 'UTF8')::json)
-       WITH ORDINALITY AS e(value, ord)""",
+    # (each chunk's three JSON arrays parsed once, as jsonb, and walked side by side: ROWS FROM pads the row
+    # numbers, NULL when the chunk's rows are consecutive; an element taken by position from a text array would
+    # parse the whole array again for every row)
+    "postgresql": """SELECT ch.run_id, COALESCE(z.rn::int, ch.first_row + (z.ord - 1)::int) AS row_no,
+         z.sid::bigint AS static_id, z.value AS cells
+  FROM cell_chunk ch CROSS JOIN LATERAL ROWS FROM (
+       jsonb_array_elements(convert_from(ch.cells, 'UTF8')::jsonb),
+       jsonb_array_elements_text(ch.row_nos::jsonb),
+       jsonb_array_elements_text(ch.static_ids::jsonb)) WITH ORDINALITY AS z(value, rn, sid, ord)""",
 }
 JSON_CELL = {  # value of slot k.slot of the JSON arrays rc.cells (volatile) and t.cells (static, ints: text_value)
     "sqlite": """CASE WHEN k.kind = 'volatile' THEN json_extract(rc.cells, '$[' || k.slot || ']')
               WHEN json_type(t.cells, '$[' || k.slot || ']') = 'integer'
                 THEN (SELECT x.value FROM text_value x WHERE x.id = json_extract(t.cells, '$[' || k.slot || ']'))
               ELSE json_extract(t.cells, '$[' || k.slot || ']') END""",
-    "postgresql": """CASE WHEN k.kind = 'volatile' THEN rc.cells::json ->> k.slot
-              WHEN json_typeof(t.cells::json -> k.slot) = 'number'
-                THEN (SELECT v.value FROM text_value v WHERE v.id = (t.cells::json ->> k.slot)::bigint)
-              ELSE t.cells::json ->> k.slot END""",
+    "postgresql": """CASE WHEN k.kind = 'volatile' THEN rc.cells ->> k.slot
+              WHEN jsonb_typeof(tj.j -> k.slot) = 'number'
+                THEN (SELECT v.value FROM text_value v WHERE v.id = (tj.j ->> k.slot)::bigint)
+              ELSE tj.j ->> k.slot END""",
 }
+# Joined after ``cell_tuple t``: PostgreSQL parses a row's static cells once (tj.j, what JSON_CELL reads; OFFSET 0
+# keeps the planner from folding the cast back into every column that reads it: 4x on a family view's SELECT *)
+STATIC_CELLS = {"sqlite": "", "postgresql": " CROSS JOIN LATERAL (SELECT t.cells::jsonb AS j OFFSET 0) tj"}
 def key_digest(grouping: str, key: str) -> bytes:
     """A rollup key's lookup digest (``rollup_key.digest``): the first 8 bytes of md5 of the grouping, a unit
     separator and the key, in UTF-8 (what :data:`KEY_DIGEST` computes in SQL on either back end)."""

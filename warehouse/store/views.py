@@ -20,7 +20,7 @@ from warehouse.store import dialect
 from warehouse.registry.codes import ATTRIBUTION, HIST_HOW, text_sql
 from warehouse.registry.columns import typed_text_sql
 from warehouse.registry.contract import FEW_CORES, SQL_NOT_POST, SQL_SECTIONS
-from warehouse.store.dialect import AS_NUMBER, CHUNK_ROWS, IN_FILE_ORDER, JSON_CELL
+from warehouse.store.dialect import AS_NUMBER, CHUNK_ROWS, IN_FILE_ORDER, JSON_CELL, STATIC_CELLS
 from warehouse.store.familysql import family_views
 from warehouse.registry.measures import REPORT_TABLES
 from warehouse.store.perfsql import op_perf_view_sql
@@ -37,7 +37,7 @@ WITH rc AS (
 c AS (
   SELECT rc.run_id, rc.row_no, k.name AS column_name, k.position,
          COALESCE({JSON_CELL[backend]}, {typed_text_sql("k.name", "o")}) AS value
-  FROM rc JOIN run_column k ON k.run_id = rc.run_id JOIN cell_tuple t ON t.id = rc.static_id
+  FROM rc JOIN run_column k ON k.run_id = rc.run_id JOIN cell_tuple t ON t.id = rc.static_id{STATIC_CELLS[backend]}
   LEFT JOIN op o ON o.run_id = rc.run_id AND o.row_no = rc.row_no AND k.kind = 'volatile')
 SELECT run_id, row_no, column_name, position, COALESCE(value, '') AS value,
        {AS_NUMBER[backend]} AS number
