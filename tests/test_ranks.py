@@ -25,6 +25,11 @@ def _ingest_ranks(wh, files: list[Path]) -> list[str]:
     return ids
 
 
+def _capture_ids(output: str) -> list[str]:
+    """The run ids an ingest of a tt-run folder printed, in its lines' order."""
+    return [x.split(": run ")[1].split(":")[0] for x in output.splitlines() if "ttrun" in x]
+
+
 @pytest.mark.parametrize("name", list(RANKED))
 def test_ranks_read_together_equal_tt_perf_report(wh, tmp_path, name):
     files = RANKED[name](tmp_path / name)
@@ -212,7 +217,7 @@ def test_the_timeline_of_a_capture_has_a_process_per_rank_and_device(wh, tmp_pat
 
     files = RANKED["oft2025_2ranks"](tmp_path / "cap")
     r = wh("ingest", tmp_path / "cap")
-    ids = [x.split(": run ")[1].split(":")[0] for x in r.output.splitlines() if "ttrun" in x]
+    ids = _capture_ids(r.output)
     out = tmp_path / "t.json"
     assert wh("export", ids[1], "--format", "perfetto", "-o", out).exit_code == 0
     doc = json.loads(out.read_text())
@@ -238,7 +243,7 @@ def test_the_dashboard_and_the_agents_read_a_capture_whole(wh, tmp_path, db_url)
 
     RANKED["deepseek_2ranks"](tmp_path / "cap")
     r = wh("ingest", tmp_path / "cap")
-    ids = [x.split(": run ")[1].split(":")[0] for x in r.output.splitlines() if "ttrun" in x]
+    ids = _capture_ids(r.output)
     got = TestClient(create_app(db_url), base_url="http://127.0.0.1").get(f"/runs/{ids[1]}/perf.csv")
     assert got.status_code == 200
     (tmp_path / "web.csv").write_text(got.text)

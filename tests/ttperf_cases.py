@@ -28,9 +28,7 @@ DATA = Path(__file__).parent / "data" / "real"
 
 
 def _read(name: str) -> tuple[list[str], list[dict[str, str]]]:
-    with open(DATA / f"{name}.csv", newline="") as f:
-        rows = list(csv.DictReader(f))
-    return list(rows[0]), rows
+    return _read_path(DATA / f"{name}.csv")
 
 
 def _write(path: Path, cols: list[str], rows: list[dict[str, str]], newline: str = "\r\n") -> Path:

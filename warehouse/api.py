@@ -74,6 +74,11 @@ def detect_file(path: str | Path, **options: Any) -> OutsideResult:
     return detect(Path(path), **options)
 
 
+def _one_or_many(run: str | int | Sequence[str | int]) -> list[str | int]:
+    """A run reference, or several (the ranks of a multi-host capture), as a list."""
+    return [run] if isinstance(run, (str, int)) else list(run)
+
+
 @dataclass
 class IngestOutcome:
     """One path's fate: stored as ``run_id`` (or ``existing``: its bytes were stored before, under
@@ -409,7 +414,7 @@ class Warehouse:
         op slices. Several runs (a multi-host capture's ranks, :meth:`ranks`): a process per rank and device. See
         :mod:`warehouse.runs.perfetto`."""
         from warehouse.runs.perfetto import write_trace
-        ids = [self.resolve(r) for r in ([run] if isinstance(run, (str, int)) else run)]
+        ids = [self.resolve(r) for r in _one_or_many(run)]
         with self._reader().connect() as conn:
             return write_trace(conn, ids if len(ids) > 1 else ids[0], out)
 
@@ -446,7 +451,7 @@ class Warehouse:
         ids = parse_id_range(id_range) if id_range is not None else None
         with self._reader().connect() as conn:
             from warehouse.store.listing import resolve_run
-            runs = [resolve_run(conn, str(r), label) for r in ([run] if isinstance(run, (str, int)) else run)]
+            runs = [resolve_run(conn, str(r), label) for r in _one_or_many(run)]
             return perf_table(conn, runs if len(runs) > 1 else runs[0], section=section, start=start, end=end,
                               merge=merge, arch=arch, sort=sort, id_range=ids)
 

@@ -14,7 +14,7 @@ from warehouse.errors import NotFound
 from warehouse.history.quality import judge, other_models
 from warehouse.history.series import RunMeta, run_meta, select_runs
 from warehouse.history.triage import Decision, decisions, invalid_runs
-from warehouse.runs.ranks import rank_histories
+from warehouse.runs.ranks import run_ranks
 from warehouse.store import schema as t
 
 QUALITY_WINDOW = 7  # a night's op counts are judged against the median of this many valid nights before it
@@ -60,7 +60,8 @@ class History:
         return [d for d in self.decisions if d.status in ("acknowledged", "expected") and d.kind != "run"]
 
 
-def _by_rank(runs: list[int], rank: dict[int, str | None]) -> dict[str | None, list[int]]:
+def _by_rank(runs: list[int], rank: dict[int, str] | dict[int, str | None]) -> dict[str | None, list[int]]:
+    """``runs`` by the rank they hold (None: no rank), each in its order."""
     out: dict[str | None, list[int]] = {}
     for r in runs:
         out.setdefault(rank.get(r), []).append(r)
@@ -119,7 +120,7 @@ def load(conn: Connection, *, label: str | None = None, tags: dict[str, str] | N
     meta = run_meta(conn, runs)
     if since or until:
         runs = [r for r in runs if _in_range(meta[r], since, until)]
-    rank = {r: k for k, mine in rank_histories(conn, runs).items() for r in mine}
+    rank = run_ranks(conn, runs)
     if last is not None:  # (the newest ``last`` of each rank)
         keep = {r for mine in _by_rank(runs, rank).values() for r in mine[-last:]}
         runs = [r for r in runs if r in keep]
@@ -154,7 +155,7 @@ def rank_parts(engine: Engine, label: str | None, tags: dict[str, str] | None, e
         return []
     with engine.connect() as conn:
         runs = select_runs(conn, label, tags)
-        by_rank = rank_histories(conn, runs) if runs else {}
+        by_rank = _by_rank(runs, run_ranks(conn, runs))
     if len(by_rank) < 2:
         return []
     order = sorted(by_rank, key=lambda k: (k is not None, int(k) if k and k.isdigit() else -1, str(k)))

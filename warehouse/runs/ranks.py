@@ -4,7 +4,7 @@
 Each rank's file is a run of its own: its report, export and cells are exactly those of any file. The runs of one
 capture carry two tags: ``host``, the id of rank 0's run (the capture's id), and ``rank``. ``warehouse perf`` reads
 them together as tt-perf-report reads the files given together; ``--rank N`` picks one; history judges each rank
-apart (a history of a label holding ranks is one history per rank, see :func:`rank_histories`).
+apart (a history of a label holding ranks is one history per rank, see :func:`run_ranks`).
 """
 from __future__ import annotations
 
@@ -61,16 +61,14 @@ def rank_run(conn: Connection, run_id: int, rank: int) -> int:
     return members[rank]
 
 
-def rank_histories(conn: Connection, runs: list[int]) -> dict[str | None, list[int]]:
-    """``runs`` by the rank they hold (None: no rank), in their order: each rank of a multi-host label is a
-    history of its own."""
+def run_ranks(conn: Connection, runs: list[int]) -> dict[int, str]:
+    """The rank of each of ``runs`` that is a rank of a multi-host capture (tagged ``host`` and ``rank``): each
+    rank of a multi-host label is a history of its own."""
+    if not runs:
+        return {}
     tg, h = t.run_tag.c, t.run_tag.alias("h")
-    rank = dict(conn.execute(select(tg.run_id, tg.value).join(h, (h.c.run_id == tg.run_id) & (h.c.key == HOST_TAG))
-                             .where(tg.key == RANK_TAG, tg.run_id.in_(runs))).all()) if runs else {}
-    out: dict[str | None, list[int]] = {}
-    for r in runs:
-        out.setdefault(rank.get(r), []).append(r)
-    return out
+    return dict(conn.execute(select(tg.run_id, tg.value).join(h, (h.c.run_id == tg.run_id) & (h.c.key == HOST_TAG))
+                             .where(tg.key == RANK_TAG, tg.run_id.in_(runs))).all())
 
 
 def capture_outcomes(writer: Callable[[], Engine], groups: list[list[Path]], done: Callable[[Any], None]
