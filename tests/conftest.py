@@ -99,7 +99,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Drop the session's PostgreSQL template (its SQLite file goes with the temp folder)."""
+    """Drop the session's templates: the PostgreSQL database and the SQLite file's temp folder (mkdtemp's folders
+    outlive the process; one per session and xdist worker would pile up in /tmp)."""
+    path = _TEMPLATES.pop("sqlite", None)
+    if path:
+        shutil.rmtree(Path(path).parent, ignore_errors=True)
     name = _TEMPLATES.pop("postgresql", None)
     if name and PG_URL:
         from sqlalchemy import create_engine, text
