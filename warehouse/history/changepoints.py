@@ -26,6 +26,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import bottleneck as bn
 import numpy as np
 
 from warehouse.history.rowstats import row_lower_quartiles, row_medians
@@ -100,28 +101,13 @@ def robust_sigma(z: np.ndarray) -> float:
 
 def _window_medians_rows(m: np.ndarray, before: int, after: int) -> np.ndarray:
     """For each row and night i, the median of the finite values of the row's nights i - before .. i + after
-    (fewer at the ends, NaN when none), every row and night at once. The windows inside the row go through a
-    sorting network of element-wise minima and maxima (a sort of a million windows of five is far slower), the
-    windows at the ends and any holding a NaN through :func:`row_medians`: the same numbers either way."""
-    k, n = m.shape
+    (fewer at the ends, NaN when none), every row and night at once: bottleneck's moving median (in C, NaN left
+    out) over the row padded with NaN, its trailing window shifted to the centre. The same numbers as
+    ``np.nanmedian`` of each window (``m`` holds finite values and NaN only)."""
+    k, _ = m.shape
     w = before + after + 1
-    out = np.full((k, n), np.nan)
-    redo = np.ones((k, n), dtype=bool)
-    if n >= w:
-        v = [m[:, t:t + n - w + 1] for t in range(w)]
-        for r in range(w):  # odd-even transposition: w rounds sort w values
-            for i in range(r % 2, w - 1, 2):
-                v[i], v[i + 1] = np.minimum(v[i], v[i + 1]), np.maximum(v[i], v[i + 1])
-        out[:, before:n - after] = v[w // 2] if w % 2 else (v[w // 2 - 1] + v[w // 2]) / 2
-        # (a window holding a NaN: its finite values, below; the NaNs of each window counted by cumulative sums)
-        holes = np.concatenate([np.zeros((k, 1), dtype=np.intp), np.cumsum(~np.isfinite(m), axis=1)], axis=1)
-        redo[:, before:n - after] = holes[:, w:] - holes[:, :n - w + 1] > 0
-    rows, cols = np.nonzero(redo)
-    if len(rows):
-        padded = np.concatenate([np.full((k, before), np.nan), m, np.full((k, after), np.nan)], axis=1)
-        win = np.lib.stride_tricks.sliding_window_view(padded, w, axis=1)  # (k, n, w)
-        out[rows, cols] = row_medians(win[rows, cols])
-    return out
+    padded = np.concatenate([np.full((k, before), np.nan), m, np.full((k, after), np.nan)], axis=1)
+    return bn.move_median(padded, w, min_count=1, axis=1)[:, w - 1:]
 
 
 def clean(z: np.ndarray, sigma: float, one_sided: bool = True) -> tuple[np.ndarray, list[int]]:
@@ -415,6 +401,41 @@ def prepare(values: np.ndarray, *, floor: float = 0.0, replay_noise: float = 0.0
     return Prepared(idx, z, zc, bad, sigma, got[3] if got is not None else 0.0, log)
 
 
+_BATCH = 8_000_000  # values of interval windows judged at once (64 MB of doubles)
+
+
+def _best_judged_rows(zc: np.ndarray, sigma: np.ndarray) -> np.ndarray:
+    """:func:`_best_split`'s statistic of every row of ``zc`` (cleaned series of one length, noise ``sigma``), the
+    same numbers: in each seeded interval the split on means, judged on lower quartiles; the best over the
+    intervals (-inf when no interval can be split). The intervals of one length are judged together, as rows of
+    their own (a year has 72 intervals of 11 nights: one at a time, the rows that split at each night cost a
+    partition call of their own), in batches of rows that bound the memory."""
+    rows, n = zc.shape
+    best = np.full(rows, -np.inf)
+    by_shape: dict[tuple[int, int], list[int]] = {}
+    for s0, e0 in seeded_intervals(0, n):
+        by_shape.setdefault((e0 - s0, max(MIN_FIRST - s0, 1)), []).append(s0)
+    for (length, lo), starts in by_shape.items():
+        if length < lo + MIN_AFTER:
+            continue
+        cols = np.asarray(starts)[:, None] + np.arange(length)[None, :]
+        step = max(1, _BATCH // cols.size)
+        for r0 in range(0, rows, step):
+            win = np.take(zc[r0:r0 + step], cols.ravel(), axis=1).reshape(-1, length)  # (row, interval) x night
+            ks = best_split_rows(win, lo)
+            sg = np.repeat(sigma[r0:r0 + step], len(starts))
+            judged = np.full(len(win), np.nan)
+            order = np.argsort(ks, kind="stable")  # (the windows of each split together, in their order)
+            for at in np.split(order, np.flatnonzero(np.diff(ks[order])) + 1):
+                k = int(ks[at[0]])
+                # (np.percentile's numbers, without its overhead; the windows' copies are partitioned in place)
+                lo_b = row_lower_quartiles(win[at, :k], overwrite=True)
+                lo_a = row_lower_quartiles(win[at, k:], overwrite=True)
+                judged[at] = np.abs(lo_a - lo_b) / (1.3626 * sg[at] * math.sqrt(1 / k + 1 / (length - k)))
+            best[r0:r0 + step] = np.fmax(best[r0:r0 + step], np.fmax.reduce(judged.reshape(-1, len(starts)), axis=1))
+    return best
+
+
 def prepare_many(series: list[np.ndarray], *, floor: float = 0.0, replay_noise: list[float] | None = None
                  ) -> list[Prepared]:
     """:func:`prepare` of many series, the same numbers: the series of one length with every night a positive
@@ -422,11 +443,17 @@ def prepare_many(series: list[np.ndarray], *, floor: float = 0.0, replay_noise: 
     noise = replay_noise if replay_noise is not None else [0.0] * len(series)
     out: list[Prepared | None] = [None] * len(series)
     whole: dict[int, list[int]] = {}
+    by_len: dict[int, list[int]] = {}
     for i, v in enumerate(series):
-        if len(v) >= MIN_BEFORE + MIN_AFTER and bool(np.all(np.isfinite(v) & (v > 0))):
-            whole.setdefault(len(v), []).append(i)
-        else:
-            out[i] = prepare(v, floor=floor, replay_noise=noise[i])
+        by_len.setdefault(len(v), []).append(i)
+    for n, rows in by_len.items():  # (every night a positive figure: one test a length, not one a series)
+        m = np.vstack([series[i] for i in rows])
+        fit = (np.isfinite(m) & (m > 0)).all(axis=1).tolist() if n >= MIN_BEFORE + MIN_AFTER else [False] * len(rows)
+        for i, whole_row in zip(rows, fit):
+            if whole_row:
+                whole.setdefault(n, []).append(i)
+            else:
+                out[i] = prepare(series[i], floor=floor, replay_noise=noise[i])
     for n, rows in whole.items():
         z = np.log(np.vstack([series[i] for i in rows]))
         sigma = np.maximum(np.maximum(1.4826 * row_medians(np.abs(np.diff(z, axis=1))) / math.sqrt(2), floor),
@@ -439,27 +466,12 @@ def prepare_many(series: list[np.ndarray], *, floor: float = 0.0, replay_noise: 
             continue
         zl, sl = z[live], sigma[live]
         zc, bad = clean_rows(zl, sl)
-        # as _best_split, every row at once: in each seeded interval the split on means, judged on lower
-        # quartiles (the rows that split it at one night together); the best judged over the intervals
-        best = np.full(len(live), -np.inf)
-        for s0, e0 in seeded_intervals(0, n):
-            lo = max(MIN_FIRST - s0, 1)
-            if e0 - s0 < lo + MIN_AFTER:
-                continue
-            ks = s0 + best_split_rows(zc[:, s0:e0], lo)
-            judged = np.empty(len(live))
-            order = np.argsort(ks, kind="stable")  # (the rows of each split together, in their order)
-            for at in np.split(order, np.flatnonzero(np.diff(ks[order])) + 1):
-                k = int(ks[at[0]])
-                # (np.percentile's numbers, without its overhead; the rows' copies are partitioned in place)
-                lo_b = row_lower_quartiles(zc[at, s0:k], overwrite=True)
-                lo_a = row_lower_quartiles(zc[at, k:e0], overwrite=True)
-                judged[at] = np.abs(lo_a - lo_b) / (1.3626 * sl[at] * math.sqrt(1 / (k - s0) + 1 / (e0 - k)))
-            best = np.where(judged > best, judged, best)
+        best = _best_judged_rows(zc, sl)
         best = np.where(np.isfinite(best), best, 0.0)
-        for j, r in enumerate(live):
-            out[rows[r]] = Prepared(idx, zl[j], zc[j], [int(i) for i in np.nonzero(bad[j])[0]], float(sl[j]),
-                                    float(best[j]))
+        at_row, at_night = np.nonzero(bad)
+        outs = np.split(at_night, np.searchsorted(at_row, np.arange(1, len(live)))) if len(live) else []
+        for j, (r, night, sg, bz) in enumerate(zip(live.tolist(), outs, sl.tolist(), best.tolist())):
+            out[rows[r]] = Prepared(idx, zl[j], zc[j], night.tolist(), sg, bz)
     return out  # type: ignore[return-value]
 
 

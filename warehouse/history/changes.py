@@ -33,8 +33,8 @@ from warehouse.history.changepoints import MIN_AFTER, MIN_BEFORE, Prepared, anal
 from warehouse.errors import NotFound, UsageError
 from warehouse.registry.measures import METRIC, is_metric, ordered
 from warehouse.history.fdr import combined, p_value, thresholds
-from warehouse.history.levels import (_level, _moved_itself, _replay_noise, _robust_night, _without_outliers,
-                                      with_part_levels)
+from warehouse.history.levels import (SeriesMedians, _level, _moved_itself, _replay_noise, _robust_night,
+                                      _without_outliers, with_part_levels)
 from warehouse.history.series import HISTORY_METRICS, SeriesData, RunMeta, fetch_history, run_meta, select_runs
 from warehouse.history.boundchange import of_cause
 from warehouse.history.causes import Cause, Group, Overlaps, cause_id, link_fixes, nest
@@ -268,12 +268,12 @@ def _pass(data: SeriesData, n: int, sections: list[str], metrics: list[str], fdr
     """One detection pass. The run-wide level leaves out the (block, op code) pairs of the keys in ``moved``
     (what a first pass found changed), so that one op code that many blocks hold cannot move it.
     ``part_levels`` keeps the levels of each block's and op code's pairs, which no pass changes."""
-    part_levels = {} if part_levels is None else part_levels
+    part_levels, pair_medians = {} if part_levels is None else part_levels, SeriesMedians()  # (a pair's own, once)
     def steady(s: str, k: str) -> bool:
         b, _, c = k.partition(" / ")
         return (s, "block", b) not in moved and (s, "op-code", c) not in moved
     levels = {m: _level([d[m] for (s, g, k, dev), d in data.items()
-                         if g == "block/op-code" and s in sections and steady(s, k)], n)
+                         if g == "block/op-code" and s in sections and steady(s, k)], n, pair_medians)
               for m in ("kernel", "fw", "op2op")}
     levels["span"] = levels["kernel"]
     # the series are divided by the level without its own one-night outliers: a night when everything was slow
@@ -314,7 +314,7 @@ def _pass(data: SeriesData, n: int, sections: list[str], metrics: list[str], fdr
             parts[(s, "block", b)].append(d)
             parts[(s, "op-code", c)].append(d)
 
-    with_part_levels(parts, metrics, part_levels, n, PAIRS_SEEN)
+    with_part_levels(parts, metrics, part_levels, n, PAIRS_SEEN, pair_medians)
     # the series to look at, each divided by its level
     todo: list[tuple[str, str, str, int, str, np.ndarray, float]] = []
     looked = [(sgkd, d, m) for sgkd, d in data.items() if sgkd[0] in sections and sgkd[1] != "block/op-code"

@@ -11,7 +11,28 @@ from warehouse.history.changepoints import clean, robust_sigma
 from warehouse.history.rowstats import row_medians
 
 
-def _level(series: list[np.ndarray], n: int) -> np.ndarray:
+class SeriesMedians:
+    """Each series' median over its nights' positive figures, taken once however many levels read the series: the
+    run-wide level and every block's and op code's level read the same (block, op code) pairs (a year of a big
+    model: 6,570 pairs a metric, each read three times). Series are known by identity; the memo holds them, so an
+    id is never reused while it is a key."""
+
+    def __init__(self) -> None:
+        self._at: dict[int, float] = {}
+        self._held: list[np.ndarray] = []
+
+    def of(self, series: list[np.ndarray]) -> np.ndarray:
+        """The median of each series' finite positive values (NaN when none), in the order given."""
+        new = {id(x): x for x in series if id(x) not in self._at}
+        if new:
+            v = np.vstack(list(new.values()))
+            med = row_medians(np.where(np.isfinite(v) & (v > 0), v, np.nan), overwrite=True)
+            self._at.update(zip(new, med.tolist()))
+            self._held += new.values()
+        return np.fromiter((self._at[id(x)] for x in series), dtype=float, count=len(series))
+
+
+def _level(series: list[np.ndarray], n: int, medians: SeriesMedians | None = None) -> np.ndarray:
     """Each night's level: the median over series of the value against the series' own median (1 when no
     series has the night). Series with fewer than 90 % of the nights are left out."""
     if not series:
@@ -19,8 +40,12 @@ def _level(series: list[np.ndarray], n: int) -> np.ndarray:
     v = np.vstack(series)
     ok = np.isfinite(v) & (v > 0)
     keep = ok.sum(axis=1) >= 0.9 * n
-    v, ok = v[keep], ok[keep]
-    med = row_medians(np.where(ok, v, np.nan), overwrite=True)
+    if medians is not None:
+        med = medians.of([x for x, k in zip(series, keep.tolist()) if k])
+        v, ok = v[keep], ok[keep]
+    else:
+        v, ok = v[keep], ok[keep]
+        med = row_medians(np.where(ok, v, np.nan), overwrite=True)
     good = med > 0
     if not good.any():
         return np.ones(n)
@@ -29,19 +54,27 @@ def _level(series: list[np.ndarray], n: int) -> np.ndarray:
     return np.where(np.isfinite(lv) & (lv > 0), lv, 1.0)
 
 
-def _levels(groups: list[list[np.ndarray]], n: int) -> list[np.ndarray]:
+def _levels(groups: list[list[np.ndarray]], n: int, medians: SeriesMedians | None = None) -> list[np.ndarray]:
     """:func:`_level` of each group of series, the same numbers, in a few array operations: a history asks for the
-    level of every block's and op code's (block, op code) pairs, thousands of small groups. Groups of one size have
-    their nights' medians taken together."""
+    level of every block's and op code's (block, op code) pairs, thousands of small groups (each pair in two of
+    them: its block's and its op code's, so each distinct series is stacked once). Groups of one size have their
+    nights' medians taken together."""
     out: list[np.ndarray] = [np.ones(n) for _ in groups]
     live = [i for i, g in enumerate(groups) if g]
     if not live:
         return out
-    v = np.vstack([s for i in live for s in groups[i]])
+    flat = [s for i in live for s in groups[i]]
+    number: dict[int, int] = {}
+    uniq: list[np.ndarray] = []
+    for x in flat:
+        if number.setdefault(id(x), len(uniq)) == len(uniq):
+            uniq.append(x)
+    which = np.fromiter((number[id(x)] for x in flat), dtype=np.intp, count=len(flat))
+    u = np.vstack(uniq)
+    u_ok = np.isfinite(u) & (u > 0)
+    u_med = medians.of(uniq) if medians is not None else row_medians(np.where(u_ok, u, np.nan), overwrite=True)
     owner = np.concatenate([np.full(len(groups[i]), i) for i in live])
-    ok = np.isfinite(v) & (v > 0)
-    med = row_medians(np.where(ok, v, np.nan), overwrite=True)
-    good = np.nonzero((ok.sum(axis=1) >= 0.9 * n) & (med > 0))[0]
+    good = np.nonzero((u_ok.sum(axis=1) >= 0.9 * n)[which] & (u_med[which] > 0))[0]
     if not len(good):
         return out
     # the rows kept, each group's together in its own order: indices only (the matrix is read once per width)
@@ -49,9 +82,9 @@ def _levels(groups: list[list[np.ndarray]], n: int) -> list[np.ndarray]:
     ids, starts, counts = np.unique(owner[good], return_index=True, return_counts=True)
     for width in np.unique(counts):  # (groups of one size together: a block's pairs are often as many as another's)
         mine = np.nonzero(counts == width)[0]
-        rows = good[(starts[mine][:, None] + np.arange(width)[None, :]).reshape(-1)]
+        rows = which[good[(starts[mine][:, None] + np.arange(width)[None, :]).reshape(-1)]]
         with np.errstate(all="ignore"):
-            ratio = np.where(ok[rows], v[rows] / med[rows, None], np.nan)
+            ratio = np.where(u_ok[rows], u[rows] / u_med[rows, None], np.nan)
         stack = ratio.reshape(len(mine), int(width), n).transpose(0, 2, 1).reshape(len(mine) * n, int(width))
         lv = row_medians(stack, overwrite=True).reshape(len(mine), n)
         lv = np.where(np.isfinite(lv) & (lv > 0), lv, 1.0)
@@ -61,12 +94,13 @@ def _levels(groups: list[list[np.ndarray]], n: int) -> list[np.ndarray]:
 
 
 def with_part_levels(parts: dict[tuple[str, str, str], list[dict[str, np.ndarray]]], metrics: list[str],
-                     have: dict[tuple[str, str, str, str], np.ndarray], n: int, least: int) -> None:
+                     have: dict[tuple[str, str, str, str], np.ndarray], n: int, least: int,
+                     medians: SeriesMedians | None = None) -> None:
     """Each block's and op code's level over its (block, op code) pairs (``parts``: its pairs' figures, when it has
     at least ``least``), all at once (:func:`_levels`), into ``have`` (those it has already are kept)."""
     wanted = [(*sgk, m) for sgk, inside in parts.items() if len(inside) >= least for m in metrics
               if m in inside[0] and (*sgk, m) not in have]
-    have.update(zip(wanted, _levels([[p[w[3]] for p in parts[w[:3]]] for w in wanted], n)))
+    have.update(zip(wanted, _levels([[p[w[3]] for p in parts[w[:3]]] for w in wanted], n, medians)))
 
 
 def _without_outliers(level: np.ndarray) -> np.ndarray:

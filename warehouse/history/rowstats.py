@@ -2,6 +2,7 @@
 engine computes for 100,000s of keys a night, where numpy's NaN-aware functions go row by row in Python."""
 from __future__ import annotations
 
+import bottleneck as bn
 import numpy as np
 
 
@@ -14,6 +15,10 @@ def row_medians(m: np.ndarray, overwrite: bool = False) -> np.ndarray:
     scratch copy, which may be partitioned in place."""
     if m.ndim != 2 or not m.shape[0] or not m.shape[1]:
         return np.full(m.shape[0] if m.ndim == 2 else 0, np.nan)
+    if not np.isinf(m).any():
+        # (bottleneck's quickselect a row, in C: the same middle values, the two middle ones' mean the same
+        # double, in half the time of a partition per count; it would count an infinity as a value)
+        return bn.nanmedian(m, axis=1)
     cnt = np.isfinite(m).sum(axis=1)
     counts = np.unique(cnt)
     if len(counts) > 4:  # (holes everywhere: one sort beats a partition per count)
