@@ -29,15 +29,12 @@ from typing import Any
 import bottleneck as bn
 import numpy as np
 
-from warehouse.history.rowstats import row_lower_quartiles, row_medians
+from warehouse.history.rowstats import row_medians
+from warehouse.history.splits import (MIN_AFTER, MIN_BEFORE, MIN_FIRST, best_split, best_splits_rows, lower_quartile,
+                                      median_z, seeded_intervals)
 
 OUTLIER_SIGMAS = 6.0
 HICCUP_SIGMAS = 2.0
-MIN_AFTER = 3  # nights a new level must hold before it is a change (fewer: the gate's business)
-MIN_BEFORE = 5  # nights of the old level a change needs (a median of fewer is moved by two hiccups)...
-MIN_FIRST = 1  # ...but at the start of what is in view (--since, a new model's first week) the old level is what it
-# is: a change after fewer nights is still named at its own night (judged with the noise of so few), never later
-SEED_DECAY = 0.5  # seeded binary segmentation: interval lengths halve, each scale's intervals overlap by half
 CREEP_GAIN = 0.6  # a ramp must leave at most this share of the steps' squared residual
 CREEP_MIN_NIGHTS = 5
 MAX_EXCURSION = 4  # nights a level may last and return before it is a change
@@ -150,85 +147,17 @@ def clean_rows(z: np.ndarray, sigma: np.ndarray, one_sided: bool = True) -> tupl
     return np.minimum(out, roll + HICCUP_SIGMAS * sigma[:, None]), bad_mask
 
 
-def split_stats(z: np.ndarray, a: int, b: int, first: int = MIN_BEFORE) -> np.ndarray:
-    """The two-sample statistic (unit noise) of every split k of z[a:b] into z[a:k], z[k:b]; NaN where a side is
-    shorter than its minimum (``first`` nights before, :data:`MIN_AFTER` after)."""
-    seg = z[a:b]
-    n = len(seg)
-    out = np.full(n, np.nan)
-    if n < first + MIN_AFTER:
-        return out
-    c = np.cumsum(seg)
-    k = np.arange(first, n - MIN_AFTER + 1)
-    left = c[k - 1] / k
-    right = (c[-1] - c[k - 1]) / (n - k)
-    out[k] = np.abs(right - left) / np.sqrt(1.0 / k + 1.0 / (n - k))
-    return out
-
-
-def best_split_rows(z: np.ndarray, first: int = MIN_BEFORE) -> np.ndarray:
-    """For every row of ``z`` (one length, at least ``first + MIN_AFTER`` nights, all finite), the split that
-    :func:`split_stats` ranks first over the whole row: the same operations, so the same bits and first maximum."""
-    n = z.shape[1]
-    c = np.cumsum(z, axis=1)
-    k = np.arange(first, n - MIN_AFTER + 1)
-    ck = c[:, first - 1:n - MIN_AFTER]  # (c[:, k - 1], a view)
-    stat = c[:, -1:] - ck
-    stat /= n - k
-    stat -= ck / k
-    np.abs(stat, out=stat)
-    stat /= np.sqrt(1.0 / k + 1.0 / (n - k))
-    return first + np.argmax(stat, axis=1)
-
-
-def seeded_intervals(a: int, b: int, shortest: int = MIN_BEFORE + MIN_AFTER) -> list[tuple[int, int]]:
-    """The intervals of ``[a, b)`` a split is looked for in: the whole, then at each scale intervals of half the
-    length before, overlapping by half (seeded binary segmentation, Kovacs et al. 2020). A change that is undone a
-    few nights later (a regression fixed again) moves the means of the whole series little, but it is the only
-    change inside some shorter interval: the split of that interval finds it."""
-    out = [(a, b)]
-    length = b - a
-    while True:
-        length = int(length * SEED_DECAY)
-        if length < shortest:
-            return out
-        step = max(1, length // 2)
-        starts = list(range(a, b - length + 1, step))
-        if starts[-1] != b - length:
-            starts.append(b - length)
-        out += [(s, s + length) for s in starts]
-
-
-def _best_split(z: np.ndarray, a: int, b: int, sigma: float, first: int) -> tuple[int, int, int, float] | None:
-    """The best split of ``z[a:b]`` over its seeded intervals: in each interval the split that separates the means
-    most (cumulative sums make every split cheap), judged on lower quartiles (:func:`median_z`: a few hiccuped
-    nights cannot move them); the interval whose split is judged strongest wins. ``(interval start, split,
-    interval end, statistic)``, None when no interval can be split. A split keeps the segment's minimum sides:
-    ``first`` nights before it from ``a``, MIN_AFTER after it within its interval."""
-    best: tuple[int, int, int, float] | None = None
-    for s, e in seeded_intervals(a, b):
-        lo = max(first - (s - a), 1)  # (the nights before the split, counted from a, reach ``first``)
-        if e - s < lo + MIN_AFTER:
-            continue
-        st = split_stats(z, s, e, lo)
-        if not np.isfinite(st).any():
-            continue
-        k = s + int(np.nanargmax(st))
-        judged = median_z(z[s:k], z[k:e], sigma)
-        if best is None or judged > best[3]:
-            best = (s, k, e, judged)
-    return best
-
-
-def segment(z: np.ndarray, sigma: float, tau: float, min_change: float, first: int = MIN_FIRST) -> list[int]:
+def segment(z: np.ndarray, sigma: float, tau: float, min_change: float, first: int = MIN_FIRST,
+            whole: tuple[int, int, int, float] | None = None) -> list[int]:
     """Seeded binary segmentation: the first indices of each new level whose split passes ``tau`` and
     ``min_change`` (log units), in order. The first segment of the series may split after ``first`` nights (what
-    is in view is all there is of the old level); every later one needs MIN_BEFORE."""
+    is in view is all there is of the old level); every later one needs MIN_BEFORE. ``whole``: the best split of
+    the whole series, already found (:class:`Prepared`), not looked for again."""
     found: list[int] = []
     stack = [(0, len(z), first)]
     while stack:
         a, b, lo = stack.pop()
-        got = _best_split(z, a, b, sigma, lo)
+        got = whole if (a, b, lo) == (0, len(z), first) and whole is not None else best_split(z, a, b, sigma, lo)
         if got is None:
             continue
         s, k, e, _ = got
@@ -252,8 +181,8 @@ def _refine(seg: np.ndarray, k: int, reach: int = 2, first: int = MIN_BEFORE) ->
     medians: a hiccup next to a step cannot pull the first night of the new level to its side."""
     n = len(seg)
 
-    def cost(j: int) -> float:
-        return float(np.abs(seg[:j] - np.median(seg[:j])).sum() + np.abs(seg[j:] - np.median(seg[j:])).sum())
+    def cost(j: int) -> float:  # (bottleneck's median: np.median's number, without its overhead)
+        return float(np.abs(seg[:j] - bn.median(seg[:j])).sum() + np.abs(seg[j:] - bn.median(seg[j:])).sum())
     cands = [j for j in range(k - reach, k + reach + 1) if first <= j <= n - MIN_AFTER]
     return min(cands, key=lambda j: (cost(j), abs(j - k))) if cands else k
 
@@ -277,17 +206,6 @@ def _drop_excursions(z: np.ndarray, cps: list[int]) -> tuple[list[int], list[int
     return keep, nights
 
 
-def median_z(before: np.ndarray, after: np.ndarray, sigma: float) -> float:
-    """The split's statistic on medians (a median's noise is 1.2533 sigma / sqrt n): the split is chosen on means,
-    which cumulative sums make cheap, and judged on medians, which a few hiccuped nights cannot move."""
-    if not len(before) or not len(after) or sigma <= 0:
-        return 0.0
-    # the lower quartile, not the median: slow nights (the noise is one-sided) move it least; its noise is
-    # 1.3626 sigma / sqrt n
-    lo_a, lo_b = np.percentile(after, 25), np.percentile(before, 25)
-    return float(abs(lo_a - lo_b) / (1.3626 * sigma * math.sqrt(1 / len(before) + 1 / len(after))))
-
-
 def split_z(p: Prepared, night: int, up: bool) -> float:
     """The statistic of a prepared series' split at ``night`` over its whole length (:func:`median_z`), negative
     when it moved the other way than ``up``; 0 when the night is not in it or a side is too short."""
@@ -296,7 +214,7 @@ def split_z(p: Prepared, night: int, up: bool) -> float:
         return 0.0
     before, after = p.zc[:at], p.zc[at:]
     z = median_z(before, after, p.sigma)
-    moved_up = np.percentile(after, 25) > np.percentile(before, 25)
+    moved_up = lower_quartile(after) > lower_quartile(before)
     return z if moved_up == up else -z
 
 
@@ -379,6 +297,9 @@ class Prepared:
     sigma: float
     best_z: float
     log: bool = True  # z is the log of the values (else the values themselves)
+    # the best split of the whole cleaned series (:func:`best_split` from its first night), which segmentation
+    # starts from: None when none can be made, or not computed (an empty series)
+    split: tuple[int, int, int, float] | None = None
 
     def value(self, v: float) -> float:
         """A level on the series' own scale."""
@@ -397,43 +318,8 @@ def prepare(values: np.ndarray, *, floor: float = 0.0, replay_noise: float = 0.0
     if len(z) < MIN_BEFORE + MIN_AFTER or sigma <= 0:
         return Prepared(idx, z, z, [], sigma, 0.0, log)
     zc, bad = clean(z, sigma, one_sided)
-    got = _best_split(zc, 0, len(zc), sigma, MIN_FIRST)
-    return Prepared(idx, z, zc, bad, sigma, got[3] if got is not None else 0.0, log)
-
-
-_BATCH = 8_000_000  # values of interval windows judged at once (64 MB of doubles)
-
-
-def _best_judged_rows(zc: np.ndarray, sigma: np.ndarray) -> np.ndarray:
-    """:func:`_best_split`'s statistic of every row of ``zc`` (cleaned series of one length, noise ``sigma``), the
-    same numbers: in each seeded interval the split on means, judged on lower quartiles; the best over the
-    intervals (-inf when no interval can be split). The intervals of one length are judged together, as rows of
-    their own (a year has 72 intervals of 11 nights: one at a time, the rows that split at each night cost a
-    partition call of their own), in batches of rows that bound the memory."""
-    rows, n = zc.shape
-    best = np.full(rows, -np.inf)
-    by_shape: dict[tuple[int, int], list[int]] = {}
-    for s0, e0 in seeded_intervals(0, n):
-        by_shape.setdefault((e0 - s0, max(MIN_FIRST - s0, 1)), []).append(s0)
-    for (length, lo), starts in by_shape.items():
-        if length < lo + MIN_AFTER:
-            continue
-        cols = np.asarray(starts)[:, None] + np.arange(length)[None, :]
-        step = max(1, _BATCH // cols.size)
-        for r0 in range(0, rows, step):
-            win = np.take(zc[r0:r0 + step], cols.ravel(), axis=1).reshape(-1, length)  # (row, interval) x night
-            ks = best_split_rows(win, lo)
-            sg = np.repeat(sigma[r0:r0 + step], len(starts))
-            judged = np.full(len(win), np.nan)
-            order = np.argsort(ks, kind="stable")  # (the windows of each split together, in their order)
-            for at in np.split(order, np.flatnonzero(np.diff(ks[order])) + 1):
-                k = int(ks[at[0]])
-                # (np.percentile's numbers, without its overhead; the windows' copies are partitioned in place)
-                lo_b = row_lower_quartiles(win[at, :k], overwrite=True)
-                lo_a = row_lower_quartiles(win[at, k:], overwrite=True)
-                judged[at] = np.abs(lo_a - lo_b) / (1.3626 * sg[at] * math.sqrt(1 / k + 1 / (length - k)))
-            best[r0:r0 + step] = np.fmax(best[r0:r0 + step], np.fmax.reduce(judged.reshape(-1, len(starts)), axis=1))
-    return best
+    got = best_split(zc, 0, len(zc), sigma, MIN_FIRST)
+    return Prepared(idx, z, zc, bad, sigma, got[3] if got is not None else 0.0, log, split=got)
 
 
 def prepare_many(series: list[np.ndarray], *, floor: float = 0.0, replay_noise: list[float] | None = None
@@ -466,12 +352,12 @@ def prepare_many(series: list[np.ndarray], *, floor: float = 0.0, replay_noise: 
             continue
         zl, sl = z[live], sigma[live]
         zc, bad = clean_rows(zl, sl)
-        best = _best_judged_rows(zc, sl)
-        best = np.where(np.isfinite(best), best, 0.0)
+        best = best_splits_rows(zc, sl)
         at_row, at_night = np.nonzero(bad)
         outs = np.split(at_night, np.searchsorted(at_row, np.arange(1, len(live)))) if len(live) else []
-        for j, (r, night, sg, bz) in enumerate(zip(live.tolist(), outs, sl.tolist(), best.tolist())):
-            out[rows[r]] = Prepared(idx, zl[j], zc[j], night.tolist(), sg, bz)
+        for j, (r, night, sg, got) in enumerate(zip(live.tolist(), outs, sl.tolist(), best)):
+            out[rows[r]] = Prepared(idx, zl[j], zc[j], night.tolist(), sg, got[3] if got is not None else 0.0,
+                                    split=got)
     return out  # type: ignore[return-value]
 
 
@@ -489,7 +375,7 @@ def analyse(values: np.ndarray | Prepared, *, tau: float, min_change: float = 0.
                             float(abs(z[i] - zc[i]) / sigma)) for i in bad]
     if p.best_z < 0.5 * tau:  # (no split of the series comes near: nothing to segment)
         return res
-    cps = segment(zc, sigma, tau, math.log1p(min_change) if p.log else min_change)
+    cps = segment(zc, sigma, tau, math.log1p(min_change) if p.log else min_change, whole=p.split)
     if penalty is not None:
         cps = prune(zc, cps, penalty)
     cps, bumps = _drop_excursions(zc, cps)

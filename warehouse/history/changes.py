@@ -29,7 +29,8 @@ import numpy as np
 from sqlalchemy import Connection, Engine
 
 from warehouse.registry.contract import SECTIONS, TRACE  # the oracle's sections, which run the same ops
-from warehouse.history.changepoints import MIN_AFTER, MIN_BEFORE, Prepared, analyse, prepare_many, split_z
+from warehouse.history.changepoints import Prepared, analyse, prepare_many, split_z
+from warehouse.history.splits import MIN_AFTER, MIN_BEFORE
 from warehouse.errors import NotFound, UsageError
 from warehouse.registry.measures import METRIC, is_metric, ordered
 from warehouse.history.fdr import combined, p_value, thresholds
@@ -209,8 +210,7 @@ def _in_range(m: RunMeta, since: str | None, until: str | None) -> bool:
     return (since is None or day >= since[:10]) and (until is None or day <= until[:10])
 
 
-# a pass's answer: the series it judged (section, grouping, key, device, metric, normalised values, noise), what moved,
-# the one-night outliers, and the false-discovery threshold in sigmas
+# a pass's answer: the series judged (section, grouping, key, device, metric, values, noise), moves, outliers, tau
 _Passed = tuple[list[tuple[str, str, str, int, str, np.ndarray, float]], list["_Detection"], list["_Detection"], float]
 # a cause before it is told: (grouping, key, kind, up, main detection, its detections)
 _Top = tuple[str, str, str, bool, "_Detection", list["_Detection"]]

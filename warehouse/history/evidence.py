@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from warehouse.history.changepoints import MIN_AFTER, MIN_BEFORE, analyse
+from warehouse.history.changepoints import analyse
+from warehouse.history.splits import MIN_AFTER, MIN_BEFORE
 from warehouse.history.judge import CORROBORATE, CORROBORATE_SHARE, FAR, Z_GATE, Judged
 from warehouse.history.series import ALL_DEVICES, Table
 from warehouse.registry.contract import EAGER, TRACE

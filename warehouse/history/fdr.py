@@ -11,7 +11,7 @@ root of their number, a section that moved the other way counting against), reac
 from __future__ import annotations
 
 import math
-from warehouse.history.changepoints import MIN_AFTER, MIN_BEFORE
+from warehouse.history.splits import MIN_AFTER, MIN_BEFORE
 
 # how far under the threshold a step may be and still be judged with the other sections' evidence (a small block's
 # +5 % on a farm of cards of four speeds, replayed 1 to 3 times a night: 5.5 sigmas in the trace, 3.5 in eager)
