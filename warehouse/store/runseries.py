@@ -132,9 +132,7 @@ def read(conn: Connection, run_ids: Iterable[int], sections: Iterable[str], grou
         return
     params = {**{f"s{i}": s for i, s in enumerate(secs)}, **{f"g{i}": g for i, g in enumerate(gs)},
               **{f"f{i}": f for i, f in enumerate(figs)}}
-    # (SQLite: the figures filtered row by row within each (run, section, grouping), a unary + keeping the index
-    # off them: a seek per figure costs 3x the read of a year's blocks; a row's blob is read only when it is kept)
-    fig_col = "+figure" if conn.dialect.name == "sqlite" else "figure"
+    fig_col = dialect.not_sought(conn, "figure")  # (filtered within each run, section and grouping)
     where = " AND ".join(f"{col} IN ({', '.join(f':{p}{i}' for i in range(len(xs)))})"
                          for col, p, xs in (("section", "s", secs), ("grouping", "g", gs), (fig_col, "f", figs)))
     scales = dict(zip(VALUES, _SCALES))
