@@ -105,6 +105,7 @@ while not stop.exists():
     if ids:
         build_report(eng, ids[0])
     eng.dispose()
+    time.sleep(0.05)  # (a reader polls: two busy loops took a core from the writers on 2 cores, 40 % of a round)
 """
 
 
