@@ -37,7 +37,9 @@ pg_start() {
   fi
   "${as[@]}" "$bin/initdb" -D "$PG_DIR/data" -A trust -U postgres -E UTF8 --locale=C.UTF-8 >/dev/null
   "${as[@]}" "$bin/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/log" -w -t 60 \
-      -o "-p $PG_PORT -k $PG_DIR -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=off" start >/dev/null
+      -o "-p $PG_PORT -k $PG_DIR -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=off \
+          -c log_min_duration_statement=15s -c session_preload_libraries=auto_explain \
+          -c auto_explain.log_min_duration=15s" start >/dev/null
   export WAREHOUSE_TEST_PG_URL="postgresql+psycopg://postgres@127.0.0.1:$PG_PORT/postgres"
   PG_STOP=("${as[@]}" "$bin/pg_ctl" -D "$PG_DIR/data" -m fast -w stop)
   echo "PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$PG_PORT ($PG_DIR)"
@@ -46,6 +48,11 @@ pg_start() {
 pg_stop() {
   if [ -n "${PG_DIR:-}" ]; then
     "${PG_STOP[@]}" >/dev/null 2>&1 || true
+    # (a statement slower than 15 s, with its plan: what a slow test spent its time on)
+    if grep -q "duration: " "$PG_DIR/log" 2>/dev/null; then
+      echo "PostgreSQL statements slower than 15 s (first 200 lines of the server's log):"
+      grep -A30 "duration: " "$PG_DIR/log" | head -200
+    fi
     rm -rf "$PG_DIR"
   fi
 }
