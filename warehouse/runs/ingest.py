@@ -70,6 +70,8 @@ _BY_SIGNPOSTS = ATTRIBUTION["signpost"]  # (the report attributed an op by its o
 _HOW_SIGNPOST = HIST_HOW[SIGNPOST]  # (history too)
 _TRACE_ID = AT.trace_id
 SIGNPOST_COLUMNS = ["run_id", "row_no", "name", "message", "host_ts", "kind"]
+# the tables that hold rows per run: the planner must know a new run's size in them (dialect.fresh_statistics)
+PER_RUN_TABLES = [tb.name for tb in t.metadata.sorted_tables if "run_id" in tb.c]
 _PLACE, _HIST_PLACE = OP_COLUMNS.index("place_id"), OP_COLUMNS.index("hist_place_id")  # (in an op row's tuple)
 _CODE, _OCCURRENCE = OP_COLUMNS.index("op_code_id"), OP_COLUMNS.index("occurrence")
 _SECTION_INDEX = {EAGER: 1, TRACE: 2}  # (an op's section name in its occurrence key; 0: none)
@@ -517,6 +519,7 @@ def _ingest_once(engine: Engine, req: _Request, source: RowSource, scan: FileSca
                      perf_arch=perf_arch(lay.header, job.arch), sha256=sha or job.sha256)
         final.update({k: v for k, v in meta.items() if k in final})
         conn.execute(update(t.run).where(t.run.c.id == run_id).values(**final))
+    dialect.fresh_statistics(engine, PER_RUN_TABLES, job.n_ops)  # (tonight's run is read at once)
     return IngestResult(shown(path), run_id, ops=job.n_ops, signposts=job.n_signposts, sections=job.n_sections,
                         seconds=seconds, warnings=[m for _, _, m in job.warnings])
 
