@@ -364,7 +364,10 @@ def ingest_file(engine: Engine, path: Path, *, label: str | None = None, tags: d
     check_names(label, tags)
     try:
         with collector.paused():
-            return _ingest_file(engine, Path(path), label, tags, freq_mhz, progress, meta, worker)
+            got = _ingest_file(engine, Path(path), label, tags, freq_mhz, progress, meta, worker)
+        if not got.existing:
+            dialect.fresh_statistics(engine, PER_RUN_TABLES, got.ops)  # (tonight's run is read at once)
+        return got
     except WarehouseError:
         raise
     except Exception as e:  # anything else is this file's failure, never the command's (its transaction rolled back)
@@ -519,7 +522,6 @@ def _ingest_once(engine: Engine, req: _Request, source: RowSource, scan: FileSca
                      perf_arch=perf_arch(lay.header, job.arch), sha256=sha or job.sha256)
         final.update({k: v for k, v in meta.items() if k in final})
         conn.execute(update(t.run).where(t.run.c.id == run_id).values(**final))
-    dialect.fresh_statistics(engine, PER_RUN_TABLES, job.n_ops)  # (tonight's run is read at once)
     return IngestResult(shown(path), run_id, ops=job.n_ops, signposts=job.n_signposts, sections=job.n_sections,
                         seconds=seconds, warnings=[m for _, _, m in job.warnings])
 
