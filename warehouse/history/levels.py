@@ -40,12 +40,9 @@ def _level(series: list[np.ndarray], n: int, medians: SeriesMedians | None = Non
     v = np.vstack(series)
     ok = np.isfinite(v) & (v > 0)
     keep = ok.sum(axis=1) >= 0.9 * n
-    if medians is not None:
-        med = medians.of([x for x, k in zip(series, keep.tolist()) if k])
-        v, ok = v[keep], ok[keep]
-    else:
-        v, ok = v[keep], ok[keep]
-        med = row_medians(np.where(ok, v, np.nan), overwrite=True)
+    v, ok = v[keep], ok[keep]
+    med = (medians.of([x for x, k in zip(series, keep.tolist()) if k]) if medians is not None
+           else row_medians(np.where(ok, v, np.nan), overwrite=True))
     good = med > 0
     if not good.any():
         return np.ones(n)
