@@ -6,11 +6,13 @@ from __future__ import annotations
 import gc
 import os
 import sys
+import threading
 import time
 
+import numpy as np
 import pytest
 
-from warehouse.workers import collector
+from warehouse.workers import collector, threads
 from warehouse.workers.fork import Aside, Child, can_fork, streamed
 from warehouse.workers.pool import worker_pool
 
@@ -79,3 +81,31 @@ def test_a_pool_left_normally_waits_for_its_work():
     with worker_pool(1) as pool:
         job = pool.submit(_sleep, 0.2)
     assert job.done() and job.result() > 0
+
+
+def test_rows_split_between_threads_give_the_answers_of_one_pass_and_leave_no_thread(monkeypatch):
+    """Row-wise work on two cores is the one-pass answer in row order, and its threads are gone when it returns
+    (the fork helper forks only a process of one thread)."""
+    from warehouse.history.changepoints import prepare, prepare_many
+    from warehouse.history.rowstats import row_medians
+
+    monkeypatch.setattr(threads, "cores", lambda: 2)
+    rng = np.random.default_rng(5)
+    m = rng.normal(size=(41, 30))
+    before = threading.active_count()
+    got = threads.by_rows(lambda a, b: (a, b, m[a:b].sum(axis=1)), len(m), least=10)
+    assert [(a, b) for a, b, _ in got] == [(0, 20), (20, 41)]
+    assert np.array_equal(np.concatenate([x for *_, x in got]), m.sum(axis=1))
+    assert threads.by_rows(lambda a, b: (a, b), 9, least=10) == [(0, 9)]
+    assert threading.active_count() == before
+    # the history's users of it: medians of a matrix, and series prepared together, split or not
+    monkeypatch.setattr(threads, "LEAST_ROWS", 10)
+    wide = rng.normal(size=(3000, 400))
+    assert np.array_equal(row_medians(wide), np.median(wide, axis=1))
+    series = [100 * np.exp(rng.normal(0, 0.01, 40)) * np.where(np.arange(40) >= 25 + i % 5, 1.05, 1.0)
+              for i in range(60)]
+    for x, p in zip(series, prepare_many(series, floor=1e-4)):
+        want = prepare(x, floor=1e-4)
+        assert np.array_equal(want.zc, p.zc) and want.bad == p.bad and want.split == p.split
+        assert (want.sigma, want.best_z) == (got_z := (p.sigma, p.best_z)), got_z
+    assert threading.active_count() == before

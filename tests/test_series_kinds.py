@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +12,6 @@ import pytest
 from conftest import BACKENDS, _new_url, make_invoke
 from corpus import cases
 
-MKSERIES = Path(__file__).parent / "mkseries.py"
 EXTRA = Path(__file__).parent / "data" / "ttperf_extra"  # real captures not in the corpus (see its README)
 DEEPSEEK, DECODE = "bh_8xp150_deepseek_v3_d_p", "bh_invalid_trace_decode_window"
 SMOKE = "ttnnvis__smoke_ops_perf_results"  # an older column era on 2 Wormhole devices
@@ -80,20 +77,19 @@ KINDS = {
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
-def series_wh(request, tmp_path_factory):
-    """One warehouse per back end holding every series, each under its own label."""
+def series_wh(request, tmp_path_factory, generated):
+    """One warehouse per back end holding every series, each under its own label (the series made once per
+    session, for both back ends)."""
     folder = tmp_path_factory.mktemp("series")
     gen = _new_url(request.param, folder)
     url = next(gen)
     wh = make_invoke(url)
     for seed, (name, (source, args, _, _)) in enumerate(KINDS.items(), 11):  # own seeds: no two files alike
         if source == "eight":
-            src = eight_devices(cases()["dlv3_same"], folder / "eight" / "src.csv")
+            src = eight_devices(cases()["dlv3_same"], tmp_path_factory.getbasetemp() / "eight" / "src.csv")
         else:
             src = EXTRA / f"{source}.csv" if (EXTRA / f"{source}.csv").exists() else cases()[source]
-        out = folder / name
-        subprocess.run([sys.executable, str(MKSERIES), str(src), str(out), "--runs", "9", "--seed", str(seed), *args],
-                       check=True, capture_output=True)
+        out = generated("mkseries", src, "--runs", "9", "--seed", str(seed), *args)
         r = wh("ingest", out, "--label", name)
         assert r.exit_code == 0, r.output
     yield wh

@@ -32,6 +32,7 @@ import numpy as np
 from warehouse.history.rowstats import row_medians
 from warehouse.history.splits import (MIN_AFTER, MIN_BEFORE, MIN_FIRST, best_split, best_splits_rows, lower_quartile,
                                       median_z, seeded_intervals)
+from warehouse.workers import threads
 
 OUTLIER_SIGMAS = 6.0
 HICCUP_SIGMAS = 2.0
@@ -351,8 +352,15 @@ def prepare_many(series: list[np.ndarray], *, floor: float = 0.0, replay_noise: 
         if not len(live):
             continue
         zl, sl = z[live], sigma[live]
-        zc, bad = clean_rows(zl, sl)
-        best = best_splits_rows(zc, sl)
+
+        def cleaned_and_split(a: int, b: int) -> tuple[np.ndarray, np.ndarray, list[Any]]:
+            zc, bad = clean_rows(zl[a:b], sl[a:b])  # noqa: B023 (run at once, within this iteration)
+            return zc, bad, best_splits_rows(zc, sl[a:b])  # noqa: B023
+        # (each row from itself alone: split between the cores, the same numbers)
+        done = threads.by_rows(cleaned_and_split, len(live))
+        zc = np.concatenate([d[0] for d in done])
+        bad = np.concatenate([d[1] for d in done])
+        best = [got for d in done for got in d[2]]
         at_row, at_night = np.nonzero(bad)
         outs = np.split(at_night, np.searchsorted(at_row, np.arange(1, len(live)))) if len(live) else []
         for j, (r, night, sg, got) in enumerate(zip(live.tolist(), outs, sl.tolist(), best)):

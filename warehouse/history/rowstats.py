@@ -5,6 +5,10 @@ from __future__ import annotations
 import bottleneck as bn
 import numpy as np
 
+from warehouse.workers import threads
+
+_LEAST = 500_000  # values of a matrix worth a thread of their own (a row's median: ~20 ns a value)
+
 
 def row_medians(m: np.ndarray, overwrite: bool = False) -> np.ndarray:
     """The median of the finite values of each row of ``m`` (NaN for a row with none): the same number as
@@ -17,8 +21,10 @@ def row_medians(m: np.ndarray, overwrite: bool = False) -> np.ndarray:
         return np.full(m.shape[0] if m.ndim == 2 else 0, np.nan)
     if not np.isinf(m).any():
         # (bottleneck's quickselect a row, in C: the same middle values, the two middle ones' mean the same
-        # double, in half the time of a partition per count; it would count an infinity as a value)
-        return bn.nanmedian(m, axis=1)
+        # double, in half the time of a partition per count; it would count an infinity as a value). Each row
+        # is its own: a big matrix's rows are split between the cores.
+        halves = threads.by_rows(lambda a, b: bn.nanmedian(m[a:b], axis=1), len(m), least=_LEAST // m.shape[1] + 1)
+        return halves[0] if len(halves) == 1 else np.concatenate(halves)
     cnt = np.isfinite(m).sum(axis=1)
     counts = np.unique(cnt)
     if len(counts) > 4:  # (holes everywhere: one sort beats a partition per count)

@@ -468,8 +468,12 @@ def fetch_history(conn: Connection, runs: list[int], computed: tuple[str, ...] =
 
         def joined(of: Callable[[runseries.Part], np.ndarray]) -> np.ndarray:
             return np.concatenate([of(p) for p in rows])
-        night = joined(lambda p: np.full(len(p.key_ids), pos[p.run_id]))
-        sec_col = joined(lambda p: np.full(len(p.key_ids), sec_no[p.section]))
+
+        def each_row(of: Callable[[runseries.Part], int]) -> np.ndarray:  # (a part's number on each of its rows)
+            return np.repeat(np.fromiter((of(p) for p in rows), dtype=np.int64, count=len(rows)), lengths)
+        lengths = np.fromiter((len(p.key_ids) for p in rows), dtype=np.intp, count=len(rows))
+        night = each_row(lambda p: pos[p.run_id])
+        sec_col = each_row(lambda p: sec_no[p.section])
         kid, dev = joined(lambda p: p.key_ids), joined(lambda p: p.devices.astype(np.int64))
         # (one int64 a row: section, key id, device; sorted by night, then that)
         ident = _packed(kid, dev, sec_col)
@@ -486,7 +490,7 @@ def fetch_history(conn: Connection, runs: list[int], computed: tuple[str, ...] =
         for m in HISTORY_METRICS:
             for name, col in ((m, METRIC[m].column), (f"{m}_spread", METRIC[m].spread_column)):
                 mat[name][at, cols] = joined(lambda p: p.values[col])[order]  # noqa: B023 (used at once)
-        grp = joined(lambda p: np.full(len(p.key_ids), g_no[p.grouping]))[order]
+        grp = each_row(lambda p: g_no[p.grouping])[order]
         _, first = np.unique(at, return_index=True)  # (each series' first row: its grouping)
         for row_no, code in enumerate(int(c) for c in codes):
             sk = (sec_names[code >> 48], g_names[grp[first[row_no]]], names[(code >> 16) & 0xFFFFFFFF],
@@ -496,7 +500,7 @@ def fetch_history(conn: Connection, runs: list[int], computed: tuple[str, ...] =
     for sec in sorted({p.section for p in pairs}):
         mine = [p for p in pairs if p.section == sec]
         at, codes = _first_come(np.concatenate([p.key_ids for p in mine]))
-        cols = np.concatenate([np.full(len(p.key_ids), pos[p.run_id]) for p in mine])
+        cols = np.repeat([pos[p.run_id] for p in mine], [len(p.key_ids) for p in mine])
         pm = {m: np.full((len(codes), n), np.nan) for m in level_metrics}
         for m in level_metrics:
             pm[m][at, cols] = np.concatenate([p.values[METRIC[m].column] for p in mine])
