@@ -377,6 +377,23 @@ def _first_come(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rank[inverse.reshape(-1)], uniq[by_first]
 
 
+def _first_come_parts(parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_first_come` of ``parts`` concatenated, each distinct array numbered once: a model's nights mostly
+    hold the same keys in the same order (a year's pairs: 1.2 M ids a section, a few distinct arrays), and a
+    repeat of an array brings no code that its first time did not (so the numbering is the same)."""
+    number: dict[bytes, int] = {}
+    distinct: list[np.ndarray] = []
+    which = []
+    for a in parts:
+        i = number.setdefault(a.tobytes(), len(distinct))
+        if i == len(distinct):
+            distinct.append(a)
+        which.append(i)
+    at, codes = _first_come(np.concatenate(distinct) if distinct else np.array([], dtype=np.int64))
+    numbered = np.split(at, np.cumsum([len(a) for a in distinct])[:-1])
+    return (np.concatenate([numbered[i] for i in which]) if which else at), codes
+
+
 def _driver_rows(conn: Connection, sql: str, params: dict[str, Any]) -> list[Any]:
     """The driver's own rows (a year of a big model's blocks is 300,000 of them: SQLAlchemy's row objects cost
     more than the query)."""
@@ -486,10 +503,11 @@ def fetch_history(conn: Connection, runs: list[int], computed: tuple[str, ...] =
                      *(f"{m}_spread" for m in computed)):
             mat[name] = np.full(shape, np.nan)
         its = joined(lambda p: p.values["iterations"])[order]
-        mat["iterations"][at, cols] = np.where(np.isnan(its) | (its == 0), 1.0, its)
+        flat = at * n + cols  # (each row's place in a (series x night) matrix read flat: a 1-D scatter is 2x a 2-D)
+        mat["iterations"].reshape(-1)[flat] = np.where(np.isnan(its) | (its == 0), 1.0, its)
         for m in HISTORY_METRICS:
             for name, col in ((m, METRIC[m].column), (f"{m}_spread", METRIC[m].spread_column)):
-                mat[name][at, cols] = joined(lambda p: p.values[col])[order]  # noqa: B023 (used at once)
+                mat[name].reshape(-1)[flat] = joined(lambda p: p.values[col])[order]  # noqa: B023 (at once)
         grp = each_row(lambda p: g_no[p.grouping])[order]
         _, first = np.unique(at, return_index=True)  # (each series' first row: its grouping)
         for row_no, code in enumerate(int(c) for c in codes):
@@ -499,11 +517,12 @@ def fetch_history(conn: Connection, runs: list[int], computed: tuple[str, ...] =
     # the pairs as one matrix per section and metric (pair x night), numbered as they first come
     for sec in sorted({p.section for p in pairs}):
         mine = [p for p in pairs if p.section == sec]
-        at, codes = _first_come(np.concatenate([p.key_ids for p in mine]))
+        at, codes = _first_come_parts([p.key_ids for p in mine])
         cols = np.repeat([pos[p.run_id] for p in mine], [len(p.key_ids) for p in mine])
         pm = {m: np.full((len(codes), n), np.nan) for m in level_metrics}
+        flat = at * n + cols
         for m in level_metrics:
-            pm[m][at, cols] = np.concatenate([p.values[METRIC[m].column] for p in mine])
+            pm[m].reshape(-1)[flat] = np.concatenate([p.values[METRIC[m].column] for p in mine])
         for row_no, key_id in enumerate(codes):
             out[(sec, "block/op-code", names[int(key_id)], -1)] = {m: pm[m][row_no] for m in level_metrics}
     if computed:
