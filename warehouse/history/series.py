@@ -486,9 +486,10 @@ def fetch_history(conn: Connection, runs: list[int], computed: tuple[str, ...] =
         def joined(of: Callable[[runseries.Part], np.ndarray]) -> np.ndarray:
             return np.concatenate([of(p) for p in rows])
 
+        lengths = np.fromiter((len(p.key_ids) for p in rows), dtype=np.intp, count=len(rows))
+
         def each_row(of: Callable[[runseries.Part], int]) -> np.ndarray:  # (a part's number on each of its rows)
             return np.repeat(np.fromiter((of(p) for p in rows), dtype=np.int64, count=len(rows)), lengths)
-        lengths = np.fromiter((len(p.key_ids) for p in rows), dtype=np.intp, count=len(rows))
         night = each_row(lambda p: pos[p.run_id])
         sec_col = each_row(lambda p: sec_no[p.section])
         kid, dev = joined(lambda p: p.key_ids), joined(lambda p: p.devices.astype(np.int64))

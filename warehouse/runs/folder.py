@@ -33,6 +33,7 @@ from warehouse.store import dialect
 from warehouse.store import schema as t
 from warehouse.errors import WarehouseError
 from warehouse.runs.ingest import IngestResult
+from warehouse.workers import threads
 from warehouse.workers.pool import BrokenProcessPool, worker_pool
 from warehouse.store.interning import Interner
 from warehouse.runs.ingest import ingest_file
@@ -97,7 +98,7 @@ def clean_scratch(folder: str) -> list[str]:
 def auto_jobs(sizes: list[int]) -> int:
     """The default ``--jobs``: every core for a folder with several files and real work, else one."""
     if len(sizes) >= AUTO_MIN_FILES and sum(sizes) >= AUTO_MIN_BYTES:
-        return max(1, min(os.cpu_count() or 1, len(sizes)))
+        return max(1, min(threads.cores(), len(sizes)))
     return 1
 
 

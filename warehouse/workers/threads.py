@@ -1,6 +1,6 @@
 """Row-wise array work on every core, in threads of this process: numpy's and bottleneck's loops over big arrays
 let go of the GIL, so the rows of a (series x night) matrix split between two threads take about half the wall
-time (a year of change detection: its preparation 0.56 -> 0.36 s on two cores). The threads live only for the
+time (a year of change detection: its preparation 0.56 -> 0.35 s on two cores). The threads live only for the
 call (joined before it returns): nothing stays behind, and :mod:`warehouse.workers.fork` (which forks only a
 process with one thread) is unaffected.
 """
