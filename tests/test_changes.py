@@ -17,7 +17,7 @@ from csvedit import read_lists
 from conftest import BACKENDS, _new_url, make_invoke
 from score_changes import score
 from warehouse.history.changepoints import analyse, prepare, prepare_many
-from warehouse.history.levels import _level, _levels
+from warehouse.history.levels import PairTable, _level, replay_noises
 from warehouse.history.rowstats import row_lower_quartiles, row_medians
 
 HERE = Path(__file__).parent
@@ -121,11 +121,12 @@ def test_row_lower_quartiles_are_numpys_bit_for_bit():
 
 
 def test_levels_of_many_groups_are_each_groups_level():
-    """Every block's and op code's level over its pairs at once: the numbers of one group at a time, for groups
-    of every size, empty ones, holes and series left out (fewer than 90 % of the nights, not positive)."""
+    """Every block's and op code's level over its pairs at once, and the run-wide level over any of them, from one
+    table of the pairs: the numbers of one group at a time, for groups of every size, empty ones, holes and series
+    left out (fewer than 90 % of the nights, not positive)."""
     rng = np.random.default_rng(13)
     n = 40
-    groups = []
+    series, groups = [], []
     for _ in range(200):
         group = []
         for _ in range(int(rng.integers(0, 12))):
@@ -134,10 +135,34 @@ def test_levels_of_many_groups_are_each_groups_level():
                 v[rng.integers(0, n, size=int(rng.integers(1, 9)))] = np.nan
             if rng.random() < 0.05:
                 v[:] = -1.0
-            group.append(v)
-        groups.append(group)
-    for group, got in zip(groups, _levels(groups, n)):
-        assert np.array_equal(_level(group, n), got)
+            group.append(len(series))
+            series.append(v)
+        groups.append(np.array(group, dtype=np.intp))
+    table = PairTable(series, n)
+    for group, got in zip(groups, table.levels(groups)):
+        assert np.array_equal(_level([series[i] for i in group], n), got)
+    some = np.flatnonzero(rng.random(len(series)) < 0.5)
+    assert np.array_equal(table.level(some), _level([series[i] for i in some], n))
+    assert np.array_equal(table.level(np.array([], dtype=np.intp)), np.ones(n))
+
+
+def test_replay_noise_of_many_series_is_each_series_median():
+    """The noise a night's replays show, for every series at once: np.median over each series' nights with
+    replays (0 with fewer than three), bit for bit."""
+    rng = np.random.default_rng(5)
+    n, rows = 30, 300
+    v = np.exp(rng.normal(size=(rows, n)) * 0.1) * 100
+    k = rng.integers(1, 7, size=(rows, n)).astype(float)
+    s = np.abs(rng.normal(size=(rows, n))) * 3
+    s[rng.random((rows, n)) < 0.2] = np.nan
+    v[rng.random((rows, n)) < 0.05] = np.nan
+    k[:10] = 1.0  # (no replays: no noise)
+    got = replay_noises(v, s, k)
+    for r in range(rows):
+        ok = np.isfinite(s[r]) & np.isfinite(v[r]) & (v[r] > 0) & (k[r] > 1)
+        d2 = np.interp(k[r][ok], [2, 3, 4, 5, 10], [1.13, 1.69, 2.06, 2.33, 3.08])
+        want = float(np.median(s[r][ok] / d2 / np.sqrt(k[r][ok]) / v[r][ok])) if ok.sum() >= 3 else 0.0
+        assert got[r] == want, r
 
 
 @pytest.mark.parametrize("before, after", [(2, 0), (0, 2), (2, 2), (1, 1), (3, 1)])

@@ -109,3 +109,21 @@ def test_rows_split_between_threads_give_the_answers_of_one_pass_and_leave_no_th
         assert np.array_equal(want.zc, p.zc) and want.bad == p.bad and want.split == p.split
         assert (want.sigma, want.best_z) == (got_z := (p.sigma, p.best_z)), got_z
     assert threading.active_count() == before
+
+
+@pytest.mark.parametrize("cores", [1, 2])
+def test_two_calls_together_give_both_answers_and_leave_no_thread(monkeypatch, cores):
+    """Two calls at once (the history's pairs' levels beside the read of its other series): each call's answer in
+    the order given, the second in a thread of its own on two cores, a call's error raised, no thread left."""
+    monkeypatch.setattr(threads, "cores", lambda: cores)
+    before = threading.active_count()
+    seen: list[str] = []
+    main = threading.current_thread().name
+    first, second = threads.together(lambda: threading.current_thread().name,
+                                     lambda: threading.current_thread().name)
+    assert first == main and (second == main) == (cores == 1)
+    a, b = threads.together(lambda: seen.append("a") or 1, lambda: seen.append("b") or "two")
+    assert (a, b) == (1, "two") and sorted(seen) == ["a", "b"]
+    with pytest.raises(ZeroDivisionError):
+        threads.together(lambda: 1, lambda: 1 // 0)
+    assert threading.active_count() == before

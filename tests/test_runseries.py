@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import inspect, text
 
 from conftest import make_invoke
-from warehouse.history.series import fetch_history, select_runs
+from warehouse.history.series import fetch_history, fetch_pairs, select_runs
 from warehouse.store import runseries
 from warehouse.store.db import downgrade, make_engine, open_db, resolve_url, upgrade
 
@@ -79,10 +79,16 @@ def test_history_reads_the_views_figures(db_url, history):
         with eng.connect() as c:
             runs = select_runs(c, "m")
             got = fetch_history(c, runs)
+            # (the pairs read apart first, as `changes` reads them: the same series in the same order)
+            apart = fetch_history(c, runs, pairs=fetch_pairs(c, runs))
     finally:
         eng.dispose()
     want = _view_series(db_url, runs)
     assert set(got) == set(want) and len(want) > 100
+    assert list(apart) == list(got) and any(g == "block/op-code" for _, g, _, _ in got)
+    for sk, figs in got.items():
+        assert figs.keys() == apart[sk].keys() and all(
+            np.array_equal(v, apart[sk][k], equal_nan=True) for k, v in figs.items()), sk
     for sk, figs in want.items():
         for name, values in figs.items():
             assert np.array_equal(np.array(values), got[sk][name], equal_nan=True), (sk, name)

@@ -34,9 +34,10 @@ from warehouse.history.splits import MIN_AFTER, MIN_BEFORE
 from warehouse.errors import NotFound, UsageError
 from warehouse.registry.measures import METRIC, is_metric, ordered
 from warehouse.history.fdr import combined, p_value, thresholds
-from warehouse.history.levels import (SeriesMedians, _level, _moved_itself, _replay_noise, _robust_night,
-                                      _without_outliers, with_part_levels)
-from warehouse.history.series import HISTORY_METRICS, SeriesData, RunMeta, fetch_history, run_meta, select_runs
+from warehouse.history.levels import (LEVEL_METRICS, Pairs, _level, _moved_itself, _robust_night, _without_outliers,
+                                      replay_noises, robust_nights)
+from warehouse.history.series import (HISTORY_METRICS, SeriesData, RunMeta, fetch_history, fetch_pairs, run_meta,
+                                      select_runs)
 from warehouse.history.boundchange import of_cause
 from warehouse.history.causes import Cause, Group, Overlaps, cause_id, link_fixes, nest
 from warehouse.history.hiccups import without_hiccup_steps
@@ -44,7 +45,7 @@ from warehouse.history.quality import judge, other_models
 from warehouse.history.rowstats import row_medians
 from warehouse.history.select import OneRank, ordered as history_order, rank_parts
 from warehouse.history.triage import decisions, invalid_runs
-from warehouse.workers import collector
+from warehouse.workers import collector, threads
 
 METRICS = HISTORY_METRICS  # the stored ones, read by default; any of METRIC when asked
 TOP_CONTRIBUTORS = 5
@@ -155,8 +156,14 @@ def find_changes(engine: Engine, *, label: str | None = None, tags: dict[str, st
         if len(runs) < MIN_BEFORE + MIN_AFTER:
             raise NotFound(f"{len(runs)} valid run(s) in the history; changes need at least "
                            f"{MIN_BEFORE + MIN_AFTER} nights")
-        data = fetch_history(conn, runs, tuple(m for m in metrics if not METRIC[m].stored))
-        res = _detect(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_us, warnings)
+        # the (block, op code) pairs first: their levels are taken in a thread of their own (numpy lets go of the
+        # GIL) while this one reads the other series
+        pair_data = fetch_pairs(conn, runs)
+        data, pairs = threads.together(
+            lambda: fetch_history(conn, runs, tuple(m for m in metrics if not METRIC[m].stored), pair_data),
+            lambda: Pairs.ready(pair_data, len(runs), metrics, PAIRS_SEEN))
+        res = _detect(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_us, pairs)
+        res.warnings = warnings
         res.changes = without_hiccup_steps(conn, res.changes, runs)
         link_fixes(res.changes, runs)  # (over the whole history: a step in view may undo one before it)
         _within(res, runs, shown)
@@ -217,30 +224,31 @@ _Top = tuple[str, str, str, bool, "_Detection", list["_Detection"]]
 
 def _detect(data: SeriesData, runs: list[int], meta: dict[int, RunMeta],
             label: str | None, metrics: list[str], fdr: float, min_sigmas: float, min_change: float,
-            min_us: float, warnings: list[str]) -> ChangesResult:
+            min_us: float, pairs: Pairs | None = None) -> ChangesResult:
+    """The changes of ``data`` (``pairs``: its (block, op code) pairs, when the caller has them ready)."""
     n = len(runs)
     sections = sorted({s for (s, _, _, _) in data})
     if any(s for s in sections):
         sections = [s for s in sections if s]  # the whole run would count replays k times
-    parts: dict[tuple[str, str, str, str], np.ndarray] = {}  # (the second pass reads the first's part levels)
-    first = _pass(data, n, sections, metrics, fdr, min_sigmas, min_change, min_us, set(), parts)
+    pairs = Pairs(data, sections, n) if pairs is None else pairs  # (the sections judged hold every pair)
+    first = _pass(data, n, sections, metrics, fdr, min_sigmas, min_change, min_us, set(), pairs)
     moved = {(d.section, d.by, d.key) for d in first[1]}
-    return _finish(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_us, warnings, sections, moved,
-                   first, parts)
+    return _finish(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_us, sections, moved,
+                   first, pairs)
 
 
 def _finish(data: SeriesData, runs: list[int], meta: dict[int, RunMeta], label: str | None, metrics: list[str],
-            fdr: float, min_sigmas: float, min_change: float, min_us: float, warnings: list[str], sections: list[str],
+            fdr: float, min_sigmas: float, min_change: float, min_us: float, sections: list[str],
             moved: set[tuple[str, str, str]], first: _Passed,
-            parts: dict[tuple[str, str, str, str], np.ndarray] | None = None) -> ChangesResult:
+            pairs: Pairs | None = None) -> ChangesResult:
     n = len(runs)
     # nothing moved in the first pass: the level had nothing to leave out, the second pass would be the same
     todo, found, outliers, tau = (_pass(data, n, sections, metrics, fdr, min_sigmas, min_change, min_us, moved,
-                                        parts) if moved else first)
+                                        pairs) if moved else first)
     changes = _causes(found, data, runs, meta, label, tau)
     outs = _outlier_nights(outliers, runs, meta, label)
     return ChangesResult(label, [meta[r].as_dict() for r in runs], len(todo),
-                         round(tau, 2) if math.isfinite(tau) else None, fdr, changes, outs, warnings,
+                         round(tau, 2) if math.isfinite(tau) else None, fdr, changes, outs, [],
                          coverage={"series_judged": len(todo), **_coverage(data, n, sections, metrics)})
 
 
@@ -264,17 +272,12 @@ def _coverage(data: SeriesData, n: int, sections: list[str], metrics: list[str])
 
 def _pass(data: SeriesData, n: int, sections: list[str], metrics: list[str], fdr: float, min_sigmas: float,
           min_change: float, min_us: float, moved: set[tuple[str, str, str]],
-          part_levels: dict[tuple[str, str, str, str], np.ndarray] | None = None) -> _Passed:
+          pairs: Pairs | None = None) -> _Passed:
     """One detection pass. The run-wide level leaves out the (block, op code) pairs of the keys in ``moved``
     (what a first pass found changed), so that one op code that many blocks hold cannot move it.
-    ``part_levels`` keeps the levels of each block's and op code's pairs, which no pass changes."""
-    part_levels, pair_medians = {} if part_levels is None else part_levels, SeriesMedians()  # (a pair's own, once)
-    def steady(s: str, k: str) -> bool:
-        b, _, c = k.partition(" / ")
-        return (s, "block", b) not in moved and (s, "op-code", c) not in moved
-    levels = {m: _level([d[m] for (s, g, k, dev), d in data.items()
-                         if g == "block/op-code" and s in sections and steady(s, k)], n, pair_medians)
-              for m in ("kernel", "fw", "op2op")}
+    ``pairs`` keeps the levels of each block's and op code's pairs, which no pass changes."""
+    pairs = Pairs(data, sections, n) if pairs is None else pairs
+    levels = {m: pairs.run_wide(m, moved) for m in LEVEL_METRICS}
     levels["span"] = levels["kernel"]
     # the series are divided by the level without its own one-night outliers: a night when everything was slow
     # stays an outlier night in every series (and in the level), never a dip of every key
@@ -307,14 +310,7 @@ def _pass(data: SeriesData, n: int, sections: list[str], metrics: list[str], fdr
     # pairs of each against its own median. A change of the block (or op code) moves every pair; one op's hiccup
     # moves one pair and not this series, so a hiccup on the night before a step cannot pull the step a night
     # early (the raw sum, still looked at, sees a change inside one pair)
-    parts: dict[tuple[str, str, str], list[dict[str, np.ndarray]]] = defaultdict(list)
-    for (s, g, k, _dev), d in data.items():
-        if g == "block/op-code" and s in sections:
-            b, _, c = k.partition(" / ")
-            parts[(s, "block", b)].append(d)
-            parts[(s, "op-code", c)].append(d)
-
-    with_part_levels(parts, metrics, part_levels, n, PAIRS_SEEN, pair_medians)
+    pairs.with_part_levels(metrics, PAIRS_SEEN)
     # the series to look at, each divided by its level
     todo: list[tuple[str, str, str, int, str, np.ndarray, float]] = []
     looked = [(sgkd, d, m) for sgkd, d in data.items() if sgkd[0] in sections and sgkd[1] != "block/op-code"
@@ -322,18 +318,21 @@ def _pass(data: SeriesData, n: int, sections: list[str], metrics: list[str], fdr
               for m in metrics if m != "span" or sgkd[1] == "section"]
     # (a device is looked at through its level over its op codes, below); every series' median at once
     # (np.nanmedian's numbers; one call a series cost a tenth of the pass)
-    medians: Any = row_medians(np.vstack([d[m] for _, d, m in looked]), overwrite=True) if looked else []
-    for ((s, g, key, dev), d, m), median in zip(looked, medians):
-        v = d[m]
+    # (each series' nights robust to a hiccuped replay and its replays' noise, all at once too)
+    v, sp, k = (np.vstack(x) if looked else np.empty((0, n)) for x in zip(
+        *((d[m], d[f"{m}_spread"], d["iterations"]) for _, d, m in looked)))
+    got, robust, noise = np.isfinite(v).sum(axis=1), robust_nights(v, sp, k), replay_noises(v, sp, k).tolist()
+    medians = row_medians(v, overwrite=True)
+    for i, ((s, g, key, dev), _d, m) in enumerate(looked):
         off = _OFFSET.get(METRIC[m].unit, 0.0)
-        if np.isfinite(v).sum() < MIN_BEFORE + MIN_AFTER or median + off < METRIC[m].floor_of(min_us):
+        if got[i] < MIN_BEFORE + MIN_AFTER or medians[i] + off < METRIC[m].floor_of(min_us):
             continue
         lv = (dev_levels.get((s, m)) if METRIC[m].stored else None) if dev >= 0 else steady_levels[m]
         lv = np.ones(n) if lv is None else lv
-        todo.append((s, g, key, dev, m, (_robust_night(d, m) + off) / lv, _replay_noise(d, m)))
-        inside = parts.get((s, g, key), [])
-        if len(inside) >= PAIRS_SEEN and m in inside[0]:
-            todo.append((s, g, key, dev, m, median * part_levels[(s, g, key, m)] / lv, _replay_noise(d, m)))
+        todo.append((s, g, key, dev, m, (robust[i] + off) / lv, noise[i]))
+        part = pairs.part.get((s, g, key, m))
+        if part is not None:
+            todo.append((s, g, key, dev, m, medians[i] * part / lv, noise[i]))
     for m in metrics:
         if m != "span" and METRIC[m].stored:
             todo.append(("", "run", "all", -1, m, levels[m], 0.0))

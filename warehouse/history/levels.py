@@ -10,29 +10,10 @@ import numpy as np
 from warehouse.history.changepoints import clean, robust_sigma
 from warehouse.history.rowstats import row_medians
 
-
-class SeriesMedians:
-    """Each series' median over its nights' positive figures, taken once however many levels read the series: the
-    run-wide level and every block's and op code's level read the same (block, op code) pairs (a year of a big
-    model: 6,570 pairs a metric, each read three times). Series are known by identity; the memo holds them, so an
-    id is never reused while it is a key."""
-
-    def __init__(self) -> None:
-        self._at: dict[int, float] = {}
-        self._held: list[np.ndarray] = []
-
-    def of(self, series: list[np.ndarray]) -> np.ndarray:
-        """The median of each series' finite positive values (NaN when none), in the order given."""
-        new = {id(x): x for x in series if id(x) not in self._at}
-        if new:
-            v = np.vstack(list(new.values()))
-            med = row_medians(np.where(np.isfinite(v) & (v > 0), v, np.nan), overwrite=True)
-            self._at.update(zip(new, med.tolist()))
-            self._held += new.values()
-        return np.fromiter((self._at[id(x)] for x in series), dtype=float, count=len(series))
+LEVEL_METRICS = ("kernel", "fw", "op2op")  # the figures a run-wide level is taken of (span reads kernel's)
 
 
-def _level(series: list[np.ndarray], n: int, medians: SeriesMedians | None = None) -> np.ndarray:
+def _level(series: list[np.ndarray], n: int) -> np.ndarray:
     """Each night's level: the median over series of the value against the series' own median (1 when no
     series has the night). Series with fewer than 90 % of the nights are left out."""
     if not series:
@@ -41,8 +22,7 @@ def _level(series: list[np.ndarray], n: int, medians: SeriesMedians | None = Non
     ok = np.isfinite(v) & (v > 0)
     keep = ok.sum(axis=1) >= 0.9 * n
     v, ok = v[keep], ok[keep]
-    med = (medians.of([x for x, k in zip(series, keep.tolist()) if k]) if medians is not None
-           else row_medians(np.where(ok, v, np.nan), overwrite=True))
+    med = row_medians(np.where(ok, v, np.nan), overwrite=True)
     good = med > 0
     if not good.any():
         return np.ones(n)
@@ -51,53 +31,110 @@ def _level(series: list[np.ndarray], n: int, medians: SeriesMedians | None = Non
     return np.where(np.isfinite(lv) & (lv > 0), lv, 1.0)
 
 
-def _levels(groups: list[list[np.ndarray]], n: int, medians: SeriesMedians | None = None) -> list[np.ndarray]:
-    """:func:`_level` of each group of series, the same numbers, in a few array operations: a history asks for the
-    level of every block's and op code's (block, op code) pairs, thousands of small groups (each pair in two of
-    them: its block's and its op code's, so each distinct series is stacked once). Groups of one size have their
-    nights' medians taken together."""
-    out: list[np.ndarray] = [np.ones(n) for _ in groups]
-    live = [i for i, g in enumerate(groups) if g]
-    if not live:
-        return out
-    flat = [s for i in live for s in groups[i]]
-    number: dict[int, int] = {}
-    uniq: list[np.ndarray] = []
-    for x in flat:
-        if number.setdefault(id(x), len(uniq)) == len(uniq):
-            uniq.append(x)
-    which = np.fromiter((number[id(x)] for x in flat), dtype=np.intp, count=len(flat))
-    u = np.vstack(uniq)
-    u_ok = np.isfinite(u) & (u > 0)
-    u_med = medians.of(uniq) if medians is not None else row_medians(np.where(u_ok, u, np.nan), overwrite=True)
-    owner = np.concatenate([np.full(len(groups[i]), i) for i in live])
-    good = np.nonzero((u_ok.sum(axis=1) >= 0.9 * n)[which] & (u_med[which] > 0))[0]
-    if not len(good):
-        return out
-    # the rows kept, each group's together in its own order: indices only (the matrix is read once per width)
-    good = good[np.argsort(owner[good], kind="stable")]
-    ids, starts, counts = np.unique(owner[good], return_index=True, return_counts=True)
-    for width in np.unique(counts):  # (groups of one size together: a block's pairs are often as many as another's)
-        mine = np.nonzero(counts == width)[0]
-        rows = which[good[(starts[mine][:, None] + np.arange(width)[None, :]).reshape(-1)]]
+class PairTable:
+    """A history's (block, op code) pairs for one metric as one matrix (pair x night), with what every level
+    over them divides by taken once: each pair's median over its positive nights, whether the pair counts (90 % of
+    the nights positive, a positive median), and each night's value against the pair's median. The run-wide level
+    and every block's and op code's level read these rows (a year of a big model: 6,570 pairs, each in the
+    run-wide level and in two part levels), so nothing is stacked or divided twice. The numbers are
+    :func:`_level`'s for the same series."""
+
+    def __init__(self, series: list[np.ndarray], n: int) -> None:
+        self.n = n
+        v = np.vstack(series) if series else np.empty((0, n))
+        ok = np.isfinite(v) & (v > 0)
+        med = row_medians(np.where(ok, v, np.nan), overwrite=True) if len(v) else np.empty(0)
+        self.usable = (ok.sum(axis=1) >= 0.9 * n) & (med > 0)
         with np.errstate(all="ignore"):
-            ratio = np.where(u_ok[rows], u[rows] / u_med[rows, None], np.nan)
-        stack = ratio.reshape(len(mine), int(width), n).transpose(0, 2, 1).reshape(len(mine) * n, int(width))
-        lv = row_medians(stack, overwrite=True).reshape(len(mine), n)
-        lv = np.where(np.isfinite(lv) & (lv > 0), lv, 1.0)
-        for j, g in enumerate(mine):
-            out[int(ids[g])] = lv[j]
-    return out
+            self.ratio = np.where(ok, v / med[:, None], np.nan)
+
+    def level(self, rows: np.ndarray) -> np.ndarray:
+        """Each night's level over the pairs ``rows`` (indices): :func:`_level` of their series."""
+        rows = rows[self.usable[rows]]
+        if not len(rows):
+            return np.ones(self.n)
+        lv = row_medians(self.ratio[rows].T, overwrite=True)  # (each night over the pairs)
+        return np.where(np.isfinite(lv) & (lv > 0), lv, 1.0)
+
+    def levels(self, groups: list[np.ndarray]) -> list[np.ndarray]:
+        """:meth:`level` of each group of pairs (indices), in a few array operations: a history asks for the level
+        of every block's and op code's pairs, thousands of small groups. Groups of one size have their nights'
+        medians taken together."""
+        n = self.n
+        out: list[np.ndarray] = [np.ones(n) for _ in groups]
+        live = [i for i, g in enumerate(groups) if len(g)]
+        if not live:
+            return out
+        which = np.concatenate([groups[i] for i in live]).astype(np.intp)
+        owner = np.repeat(np.array(live), [len(groups[i]) for i in live])
+        good = np.nonzero(self.usable[which])[0]
+        if not len(good):
+            return out
+        # the rows kept, each group's together in its own order: indices only (the matrix is read once per width)
+        good = good[np.argsort(owner[good], kind="stable")]
+        ids, starts, counts = np.unique(owner[good], return_index=True, return_counts=True)
+        for width in np.unique(counts):  # (groups of one size together: a block's pairs are often as many as another's)
+            mine = np.nonzero(counts == width)[0]
+            rows = which[good[(starts[mine][:, None] + np.arange(width)[None, :]).reshape(-1)]]
+            stack = self.ratio[rows].reshape(len(mine), int(width), n).transpose(0, 2, 1).reshape(
+                len(mine) * n, int(width))
+            lv = row_medians(stack, overwrite=True).reshape(len(mine), n)
+            lv = np.where(np.isfinite(lv) & (lv > 0), lv, 1.0)
+            for j, g in enumerate(mine):
+                out[int(ids[g])] = lv[j]
+        return out
 
 
-def with_part_levels(parts: dict[tuple[str, str, str], list[dict[str, np.ndarray]]], metrics: list[str],
-                     have: dict[tuple[str, str, str, str], np.ndarray], n: int, least: int,
-                     medians: SeriesMedians | None = None) -> None:
-    """Each block's and op code's level over its (block, op code) pairs (``parts``: its pairs' figures, when it has
-    at least ``least``), all at once (:func:`_levels`), into ``have`` (those it has already are kept)."""
-    wanted = [(*sgk, m) for sgk, inside in parts.items() if len(inside) >= least for m in metrics
-              if m in inside[0] and (*sgk, m) not in have]
-    have.update(zip(wanted, _levels([[p[w[3]] for p in parts[w[:3]]] for w in wanted], n, medians)))
+class Pairs:
+    """A history's (block, op code) pairs in the sections judged: a :class:`PairTable` a metric, the pairs each
+    block and op code holds, and each one's level over its pairs (taken once: no pass changes them)."""
+
+    def __init__(self, data: dict[tuple[str, str, str, int], dict[str, np.ndarray]], sections: list[str] | None,
+                 n: int) -> None:
+        held = [(s, k, d) for (s, g, k, _dev), d in data.items()
+                if g == "block/op-code" and (sections is None or s in sections)]
+        self.keys = [(s, k) for s, k, _ in held]
+        self.tables = {m: PairTable([d[m] for *_, d in held], n) for m in LEVEL_METRICS}
+        groups: dict[tuple[str, str, str], list[int]] = {}
+        for i, (s, k) in enumerate(self.keys):
+            b, _, c = k.partition(" / ")
+            groups.setdefault((s, "block", b), []).append(i)
+            groups.setdefault((s, "op-code", c), []).append(i)
+        self.groups = {sgk: np.array(ix, dtype=np.intp) for sgk, ix in groups.items()}
+        self.part: dict[tuple[str, str, str, str], np.ndarray] = {}
+        self._wide: dict[tuple[str, frozenset[tuple[str, str, str]]], np.ndarray] = {}
+
+    @classmethod
+    def ready(cls, pairs: dict[tuple[str, str, str, int], dict[str, np.ndarray]], n: int, metrics: list[str],
+              least: int) -> Pairs:
+        """The pairs of every section of ``pairs`` (:func:`warehouse.history.series.fetch_pairs`' answer) with what
+        a first pass reads of them taken already: the run-wide levels over them all, the part levels of the blocks
+        and op codes with ``least`` pairs. (A caller takes these while it reads the other series.)"""
+        out = cls(pairs, None, n)
+        for m in LEVEL_METRICS:
+            out.run_wide(m, set())
+        out.with_part_levels(metrics, least)
+        return out
+
+    def run_wide(self, metric: str, moved: set[tuple[str, str, str]]) -> np.ndarray:
+        """Each night's level of ``metric`` over every pair but those of the blocks and op codes in ``moved``."""
+        known = self._wide.get((metric, frozenset(moved)))
+        if known is not None:
+            return known
+        keep = [i for i, (s, k) in enumerate(self.keys)
+                if (s, "block", k.partition(" / ")[0]) not in moved and (s, "op-code", k.partition(" / ")[2])
+                not in moved] if moved else range(len(self.keys))
+        got = self._wide[(metric, frozenset(moved))] = self.tables[metric].level(np.fromiter(keep, dtype=np.intp))
+        return got
+
+    def with_part_levels(self, metrics: list[str], least: int) -> None:
+        """The level over its pairs of each block and op code with at least ``least`` of them, for each of
+        ``metrics`` the pairs have, all at once (:meth:`PairTable.levels`); those taken already are kept."""
+        for m in metrics:
+            if m in self.tables:
+                wanted = [sgk for sgk, ix in self.groups.items() if len(ix) >= least and (*sgk, m) not in self.part]
+                got = self.tables[m].levels([self.groups[sgk] for sgk in wanted])
+                self.part.update(((*sgk, m), lv) for sgk, lv in zip(wanted, got))
 
 
 def _without_outliers(level: np.ndarray) -> np.ndarray:
@@ -109,25 +146,28 @@ def _without_outliers(level: np.ndarray) -> np.ndarray:
 
 
 def _robust_night(d: dict[str, np.ndarray], metric: str) -> np.ndarray:
-    """Each night's figure, robust to one hiccuped replay: the mean over the k replays less the spread / k. A
-    hiccup (one replay slowed, which tt-metal's noise does a few times a night) raises the mean by its excess / k
-    and the spread by its excess, so this takes it out exactly; a real change moves every replay and stays; a
-    night of one replay is its value."""
-    v, s, k = d[metric], d[f"{metric}_spread"], d["iterations"]
+    """Each night's figure, robust to one hiccuped replay (:func:`robust_nights` of one series)."""
+    return robust_nights(d[metric], d[f"{metric}_spread"], d["iterations"])
+
+
+def robust_nights(v: np.ndarray, s: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Each night's figure (``v``, a series or a matrix of them), robust to one hiccuped replay: the mean over the
+    k replays less the spread / k. A hiccup (one replay slowed, which tt-metal's noise does a few times a night)
+    raises the mean by its excess / k and the spread (``s``) by its excess, so this takes it out exactly; a real
+    change moves every replay and stays; a night of one replay is its value."""
     adj = np.where((k > 1) & np.isfinite(s), s / np.maximum(k, 1), 0.0)
     return v - adj
 
 
-def _replay_noise(d: dict[str, np.ndarray], metric: str) -> float:
-    """Relative noise of a night's mean that its replays show: spread (max - min) of k replays is about
-    d2(k) sigma (d2: 1.13, 1.69, 2.06, 2.33 for 2..5; ~3 beyond), and the mean of k has sigma / sqrt(k)."""
-    k = d["iterations"]
-    v, s = d[metric], d[f"{metric}_spread"]
+def replay_noises(v: np.ndarray, s: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Each row's relative noise of a night's mean that its replays show (0 for a row with fewer than three nights
+    of replays): spread (max - min) of k replays is about d2(k) sigma (d2: 1.13, 1.69, 2.06, 2.33 for 2..5; ~3
+    beyond), and the mean of k has sigma / sqrt(k); the median over the row's nights."""
     ok = np.isfinite(s) & np.isfinite(v) & (v > 0) & (k > 1)
-    if ok.sum() < 3:
-        return 0.0
-    d2 = np.interp(k[ok], [2, 3, 4, 5, 10], [1.13, 1.69, 2.06, 2.33, 3.08])
-    return float(np.median(s[ok] / d2 / np.sqrt(k[ok]) / v[ok]))
+    d2 = np.interp(np.where(ok, k, 2.0), [2, 3, 4, 5, 10], [1.13, 1.69, 2.06, 2.33, 3.08])
+    with np.errstate(all="ignore"):
+        each = np.where(ok, s / d2 / np.sqrt(np.where(ok, k, 1.0)) / v, np.nan)
+    return np.where(ok.sum(axis=1) >= 3, row_medians(each, overwrite=True), 0.0)
 
 
 def _moved_itself(data: dict[tuple[str, str, str, int], dict[str, np.ndarray]], sgkd: tuple[str, str, str, int],

@@ -440,19 +440,18 @@ HISTORY_METRICS = ("kernel", "fw", "op2op", "span")
 SeriesData = dict[tuple[str, str, str, int], dict[str, np.ndarray]]
 
 
-def fetch_history(conn: Connection, runs: list[int], computed: tuple[str, ...] = ()) -> SeriesData:
+def fetch_history(conn: Connection, runs: list[int], computed: tuple[str, ...] = (),
+                  pairs: SeriesData | None = None) -> SeriesData:
     """Every needed rollup row of ``runs`` as arrays over the nights: (section, grouping, key, device) ->
     metric -> values (and ``<metric>_spread``, ``iterations``). Only the sections the detector reads (the named
     ones; the whole run for captures without sections), so the reads follow the primary key. The (block, op
-    code) pairs, the most rows by far, serve the run-wide level only: their values, not their spreads, one text
-    row per run and section (a year is 150,000 pairs: building a tuple for each cost more than the rest).
+    code) pairs come from :func:`fetch_pairs` (``pairs``: its answer, when the caller has it already).
     ``computed``: metrics that are not stored, computed from each run's ops for the section totals, blocks and
     op codes (:func:`warehouse.analysis.rollups.run_rows`)."""
 
     pos = {r: i for i, r in enumerate(runs)}
     n = len(runs)
     out: dict[tuple[str, str, str, int], dict[str, np.ndarray]] = {}
-    level_metrics = ("kernel", "fw", "op2op")
 
     def arrays(sk: tuple[str, str, str, int]) -> dict[str, np.ndarray]:
         d = out.get(sk)
@@ -464,15 +463,11 @@ def fetch_history(conn: Connection, runs: list[int], computed: tuple[str, ...] =
 
     present = section_names(conn, runs)
     secs = [s for s in present if s] or [""]
-    # the series' rows (section totals, blocks, op codes: per device too for totals and op codes), and the
-    # (block, op code) pairs apart, with only the figures each needs
+    # the series' rows (section totals, blocks, op codes: per device too for totals and op codes), with only the
+    # figures each needs
     rows = [p.only(p.devices == ALL_DEVICES) if p.grouping == "block" else p for p in runseries.read(
         conn, runs, secs, ("section", "block", "op-code"),
         ["iterations", *(c for m in HISTORY_METRICS for c in (METRIC[m].column, METRIC[m].spread_column))])]
-    pairs = [p.only(p.devices == ALL_DEVICES) for p in runseries.read(
-        conn, runs, secs, ("block/op-code",), [METRIC[m].column for m in level_metrics])]
-    ids = [p.key_ids for p in (*rows, *pairs)]
-    names = _key_texts(conn, np.unique(np.concatenate(ids)) if ids else np.array([], dtype=np.int64))
     # the series as one matrix per figure (series x night); a series is (section, key id, device): a key id is
     # one grouping's. Series are numbered in the order they first come (night, section, key id, device: the
     # order of a read of the rollups by primary key), and filled all at once (a year of a big model is 300,000
@@ -497,6 +492,7 @@ def fetch_history(conn: Connection, runs: list[int], computed: tuple[str, ...] =
         ident = _packed(kid, dev, sec_col)
         order = np.lexsort((ident, night))
         at, codes = _first_come(ident[order])
+        names = _key_texts(conn, np.unique((codes >> 16) & 0xFFFFFFFF))  # (the distinct series' keys only)
         cols = night[order]
         shape = (len(codes), n)
         mat = {"iterations": np.ones(shape)}
@@ -515,17 +511,7 @@ def fetch_history(conn: Connection, runs: list[int], computed: tuple[str, ...] =
             sk = (sec_names[code >> 48], g_names[grp[first[row_no]]], names[(code >> 16) & 0xFFFFFFFF],
                   (code & 0xFFFF) - 1)
             out[sk] = {name: mm[row_no] for name, mm in mat.items()}
-    # the pairs as one matrix per section and metric (pair x night), numbered as they first come
-    for sec in sorted({p.section for p in pairs}):
-        mine = [p for p in pairs if p.section == sec]
-        at, codes = _first_come_parts([p.key_ids for p in mine])
-        cols = np.repeat([pos[p.run_id] for p in mine], [len(p.key_ids) for p in mine])
-        pm = {m: np.full((len(codes), n), np.nan) for m in level_metrics}
-        flat = at * n + cols
-        for m in level_metrics:
-            pm[m].reshape(-1)[flat] = np.concatenate([p.values[METRIC[m].column] for p in mine])
-        for row_no, key_id in enumerate(codes):
-            out[(sec, "block/op-code", names[int(key_id)], -1)] = {m: pm[m][row_no] for m in level_metrics}
+    out.update(fetch_pairs(conn, runs) if pairs is None else pairs)  # (after the rows: the order of old)
     if computed:
 
         ms = [METRIC[m] for m in computed]
@@ -541,4 +527,34 @@ def fetch_history(conn: Connection, runs: list[int], computed: tuple[str, ...] =
                         d[m][pos[rid]] = figs[2 * j]
                     if figs[2 * j + 1] is not None:
                         d[f"{m}_spread"][pos[rid]] = figs[2 * j + 1]
+    return out
+
+
+def fetch_pairs(conn: Connection, runs: list[int]) -> SeriesData:
+    """The (block, op code) pairs of ``runs`` as :func:`fetch_history` gives them: the most rows by far, which
+    serve the run-wide level only, so their values and not their spreads, one matrix per section and metric (pair
+    x night), numbered as they first come (a year is 150,000 pairs: building a tuple for each cost more than the
+    rest)."""
+    pos = {r: i for i, r in enumerate(runs)}
+    n = len(runs)
+    level_metrics = ("kernel", "fw", "op2op")
+    secs = [s for s in section_names(conn, runs) if s] or [""]
+    pairs = [p.only(p.devices == ALL_DEVICES) for p in runseries.read(
+        conn, runs, secs, ("block/op-code",), [METRIC[m].column for m in level_metrics])]
+    out: SeriesData = {}
+    numbered: dict[str, tuple[list[runseries.Part], np.ndarray, np.ndarray]] = {}
+    for sec in sorted({p.section for p in pairs}):
+        mine = [p for p in pairs if p.section == sec]
+        numbered[sec] = mine, *_first_come_parts([p.key_ids for p in mine])
+    # (the key texts of the distinct ids only: a year's pairs are 2.4 M ids, a few thousand distinct)
+    names = _key_texts(conn, np.unique(np.concatenate([codes for *_, codes in numbered.values()])) if numbered
+                       else np.array([], dtype=np.int64))
+    for sec, (mine, at, codes) in numbered.items():
+        cols = np.repeat([pos[p.run_id] for p in mine], [len(p.key_ids) for p in mine])
+        pm = {m: np.full((len(codes), n), np.nan) for m in level_metrics}
+        flat = at * n + cols
+        for m in level_metrics:
+            pm[m].reshape(-1)[flat] = np.concatenate([p.values[METRIC[m].column] for p in mine])
+        for row_no, key_id in enumerate(codes):
+            out[(sec, "block/op-code", names[int(key_id)], -1)] = {m: pm[m][row_no] for m in level_metrics}
     return out

@@ -49,7 +49,9 @@ class Part:
     values: dict[str, np.ndarray]
 
     def only(self, keep: np.ndarray) -> Part:
-        """The rows where ``keep`` (a boolean mask) holds."""
+        """The rows where ``keep`` (a boolean mask) holds (this part itself when that is every row)."""
+        if keep.all():
+            return self
         return Part(self.run_id, self.section, self.grouping, self.key_ids[keep], self.devices[keep],
                     {f: v[keep] for f, v in self.values.items()})
 
@@ -109,10 +111,18 @@ def encode(stored: np.ndarray, scale: float) -> bytes:
     return shown.astype("<f8").tobytes()
 
 
-def decode(blob: bytes, rows: int, scale: float) -> np.ndarray:
-    """The values of :func:`encode`'s ``blob`` for ``rows`` rows, in the view's units."""
+def decode(blob: bytes, rows: int, scale: float, blank: dict[int, np.ndarray] | None = None) -> np.ndarray:
+    """The values of :func:`encode`'s ``blob`` for ``rows`` rows, in the view's units. ``blank``: read-only
+    all-NaN arrays by length, shared by the empty blobs of one read (a year holds thousands: a figure a
+    grouping or section never has)."""
     if not blob:
-        return np.full(rows, np.nan)
+        if blank is None:
+            return np.full(rows, np.nan)
+        got = blank.get(rows)
+        if got is None:
+            got = blank[rows] = np.full(rows, np.nan)
+            got.flags.writeable = False
+        return got
     if len(blob) == 8 and rows != 2:  # (two int32s are 8 bytes too)
         return np.full(rows, np.frombuffer(blob, dtype="<f8")[0])
     if len(blob) == 4 * rows:
@@ -136,6 +146,7 @@ def read(conn: Connection, run_ids: Iterable[int], sections: Iterable[str], grou
     where = " AND ".join(f"{col} IN ({', '.join(f':{p}{i}' for i in range(len(xs)))})"
                          for col, p, xs in (("section", "s", secs), ("grouping", "g", gs), (fig_col, "f", figs)))
     scales = dict(zip(VALUES, _SCALES))
+    blank: dict[int, np.ndarray] = {}
     for k in range(0, len(ids), 500):
         chunk = ", ".join(map(str, ids[k:k + 500]))
         # (a seek a run: a scan of the runs' rows would read their blobs' pages)
@@ -157,14 +168,15 @@ def read(conn: Connection, run_ids: Iterable[int], sections: Iterable[str], grou
         for rid, sec, g, fig, rows, blob in got_rows:
             if at is None or (rid, sec, g) != at[:3]:
                 if at is not None:
-                    yield _part(at, got, figs, scales)
+                    yield _part(at, got, figs, scales, blank)
                 at, got = (rid, sec, g, rows), {}
             got[fig] = blob
         if at is not None:
-            yield _part(at, got, figs, scales)
+            yield _part(at, got, figs, scales, blank)
 
 
-def _part(at: tuple[int, str, str, int], got: dict[str, bytes], figs: list[str], scales: dict[str, float]) -> Part:
+def _part(at: tuple[int, str, str, int], got: dict[str, bytes], figs: list[str], scales: dict[str, float],
+          blank: dict[int, np.ndarray]) -> Part:
     missing = [f for f in figs if f not in got]
     if missing:
         raise WarehouseError(f"run {at[0]}: its history series lack {', '.join(missing)} (stored by another "
@@ -173,7 +185,7 @@ def _part(at: tuple[int, str, str, int], got: dict[str, bytes], figs: list[str],
     ids = got[KEY_IDS]
     key_ids = np.frombuffer(ids, dtype="<i4" if len(ids) == 4 * n else "<i8").astype(np.int64)
     devices = np.frombuffer(got[DEVICES], dtype="<i4") if got[DEVICES] else np.full(n, -1, dtype=np.int32)
-    return Part(at[0], at[1], at[2], key_ids, devices, {f: decode(got[f], n, scales[f]) for f in figs[2:]})
+    return Part(at[0], at[1], at[2], key_ids, devices, {f: decode(got[f], n, scales[f], blank) for f in figs[2:]})
 
 
 def check(conn: Connection) -> list[str]:

@@ -12,6 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 T = TypeVar("T")
+A = TypeVar("A")
+B = TypeVar("B")
 
 LEAST_ROWS = 2_000  # rows a thread is worth starting for (fewer: a thread's start costs what it would save)
 
@@ -36,3 +38,14 @@ def by_rows(work: Callable[[int, int], T], rows: int, least: int | None = None) 
     with ThreadPoolExecutor(max_workers=parts, thread_name_prefix="warehouse-rows") as pool:
         futures = [pool.submit(work, a, b) for a, b in zip(edges, edges[1:])]
         return [f.result() for f in futures]
+
+
+def together(first: Callable[[], A], second: Callable[[], B]) -> tuple[A, B]:
+    """Both calls' results: ``first`` in this thread while ``second`` runs in a thread of its own (when this
+    process has more than one core; one after the other when it has one). Neither may write what the other
+    reads; the thread is joined before this returns, even when a call raises."""
+    if cores() < 2:
+        return first(), second()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="warehouse-calls") as pool:
+        other = pool.submit(second)
+        return first(), other.result()
