@@ -138,7 +138,7 @@ def test_levels_of_many_groups_are_each_groups_level():
             group.append(len(series))
             series.append(v)
         groups.append(np.array(group, dtype=np.intp))
-    table = PairTable(series, n)
+    table = PairTable(np.vstack(series), n)
     for group, got in zip(groups, table.levels(groups)):
         assert np.array_equal(_level([series[i] for i in group], n), got)
     some = np.flatnonzero(rng.random(len(series)) < 0.5)

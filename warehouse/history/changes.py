@@ -230,7 +230,7 @@ def _detect(data: SeriesData, runs: list[int], meta: dict[int, RunMeta],
     sections = sorted({s for (s, _, _, _) in data})
     if any(s for s in sections):
         sections = [s for s in sections if s]  # the whole run would count replays k times
-    pairs = Pairs(data, sections, n) if pairs is None else pairs  # (the sections judged hold every pair)
+    pairs = Pairs.of(data, sections, n) if pairs is None else pairs  # (the sections judged hold every pair)
     first = _pass(data, n, sections, metrics, fdr, min_sigmas, min_change, min_us, set(), pairs)
     moved = {(d.section, d.by, d.key) for d in first[1]}
     return _finish(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_us, sections, moved,
@@ -276,7 +276,7 @@ def _pass(data: SeriesData, n: int, sections: list[str], metrics: list[str], fdr
     """One detection pass. The run-wide level leaves out the (block, op code) pairs of the keys in ``moved``
     (what a first pass found changed), so that one op code that many blocks hold cannot move it.
     ``pairs`` keeps the levels of each block's and op code's pairs, which no pass changes."""
-    pairs = Pairs(data, sections, n) if pairs is None else pairs
+    pairs = Pairs.of(data, sections, n) if pairs is None else pairs
     levels = {m: pairs.run_wide(m, moved) for m in LEVEL_METRICS}
     levels["span"] = levels["kernel"]
     # the series are divided by the level without its own one-night outliers: a night when everything was slow

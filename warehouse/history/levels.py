@@ -9,6 +9,7 @@ import numpy as np
 
 from warehouse.history.changepoints import clean, robust_sigma
 from warehouse.history.rowstats import row_medians
+from warehouse.history.series import PairSeries
 
 LEVEL_METRICS = ("kernel", "fw", "op2op")  # the figures a run-wide level is taken of (span reads kernel's)
 
@@ -39,9 +40,9 @@ class PairTable:
     run-wide level and in two part levels), so nothing is stacked or divided twice. The numbers are
     :func:`_level`'s for the same series."""
 
-    def __init__(self, series: list[np.ndarray], n: int) -> None:
+    def __init__(self, v: np.ndarray, n: int) -> None:
+        """``v``: the pairs' figures (pair x night), only read."""
         self.n = n
-        v = np.vstack(series) if series else np.empty((0, n))
         ok = np.isfinite(v) & (v > 0)
         med = row_medians(np.where(ok, v, np.nan), overwrite=True) if len(v) else np.empty(0)
         self.usable = (ok.sum(axis=1) >= 0.9 * n) & (med > 0)
@@ -89,12 +90,8 @@ class Pairs:
     """A history's (block, op code) pairs in the sections judged: a :class:`PairTable` a metric, the pairs each
     block and op code holds, and each one's level over its pairs (taken once: no pass changes them)."""
 
-    def __init__(self, data: dict[tuple[str, str, str, int], dict[str, np.ndarray]], sections: list[str] | None,
-                 n: int) -> None:
-        held = [(s, k, d) for (s, g, k, _dev), d in data.items()
-                if g == "block/op-code" and (sections is None or s in sections)]
-        self.keys = [(s, k) for s, k, _ in held]
-        self.tables = {m: PairTable([d[m] for *_, d in held], n) for m in LEVEL_METRICS}
+    def __init__(self, keys: list[tuple[str, str]], tables: dict[str, PairTable]) -> None:
+        self.keys, self.tables = keys, tables
         groups: dict[tuple[str, str, str], list[int]] = {}
         for i, (s, k) in enumerate(self.keys):
             b, _, c = k.partition(" / ")
@@ -105,12 +102,19 @@ class Pairs:
         self._wide: dict[tuple[str, frozenset[tuple[str, str, str]]], np.ndarray] = {}
 
     @classmethod
-    def ready(cls, pairs: dict[tuple[str, str, str, int], dict[str, np.ndarray]], n: int, metrics: list[str],
-              least: int) -> Pairs:
-        """The pairs of every section of ``pairs`` (:func:`warehouse.history.series.fetch_pairs`' answer) with what
-        a first pass reads of them taken already: the run-wide levels over them all, the part levels of the blocks
-        and op codes with ``least`` pairs. (A caller takes these while it reads the other series.)"""
-        out = cls(pairs, None, n)
+    def of(cls, data: dict[tuple[str, str, str, int], dict[str, np.ndarray]], sections: list[str], n: int) -> Pairs:
+        """The pairs of ``data`` in ``sections``."""
+        held = [(s, k, d) for (s, g, k, _dev), d in data.items() if g == "block/op-code" and s in sections]
+        return cls([(s, k) for s, k, _ in held],
+                   {m: PairTable(np.vstack([d[m] for *_, d in held]) if held else np.empty((0, n)), n)
+                    for m in LEVEL_METRICS})
+
+    @classmethod
+    def ready(cls, pairs: PairSeries, n: int, metrics: list[str], least: int) -> Pairs:
+        """The pairs :func:`warehouse.history.series.fetch_pairs` read (every section), with what a first pass
+        reads of them taken already: the run-wide levels over them all, the part levels of the blocks and op codes
+        with ``least`` pairs. (A caller takes these while it reads the other series.)"""
+        out = cls(pairs.keys, {m: PairTable(pairs.matrices[m], n) for m in LEVEL_METRICS})
         for m in LEVEL_METRICS:
             out.run_wide(m, set())
         out.with_part_levels(metrics, least)

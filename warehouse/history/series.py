@@ -441,7 +441,7 @@ SeriesData = dict[tuple[str, str, str, int], dict[str, np.ndarray]]
 
 
 def fetch_history(conn: Connection, runs: list[int], computed: tuple[str, ...] = (),
-                  pairs: SeriesData | None = None) -> SeriesData:
+                  pairs: PairSeries | None = None) -> SeriesData:
     """Every needed rollup row of ``runs`` as arrays over the nights: (section, grouping, key, device) ->
     metric -> values (and ``<metric>_spread``, ``iterations``). Only the sections the detector reads (the named
     ones; the whole run for captures without sections), so the reads follow the primary key. The (block, op
@@ -511,7 +511,7 @@ def fetch_history(conn: Connection, runs: list[int], computed: tuple[str, ...] =
             sk = (sec_names[code >> 48], g_names[grp[first[row_no]]], names[(code >> 16) & 0xFFFFFFFF],
                   (code & 0xFFFF) - 1)
             out[sk] = {name: mm[row_no] for name, mm in mat.items()}
-    out.update(fetch_pairs(conn, runs) if pairs is None else pairs)  # (after the rows: the order of old)
+    out.update((fetch_pairs(conn, runs) if pairs is None else pairs).data)  # (after the rows: the order of old)
     if computed:
 
         ms = [METRIC[m] for m in computed]
@@ -530,18 +530,28 @@ def fetch_history(conn: Connection, runs: list[int], computed: tuple[str, ...] =
     return out
 
 
-def fetch_pairs(conn: Connection, runs: list[int]) -> SeriesData:
+@dataclass
+class PairSeries:
+    """A history's (block, op code) pairs (:func:`fetch_pairs`): ``keys`` (section, "block / op code") in order,
+    one matrix a metric (pair x night, a row a key), and the same rows as :data:`SeriesData` entries (views of the
+    matrices: nothing copied)."""
+
+    keys: list[tuple[str, str]]
+    matrices: dict[str, np.ndarray]
+    data: SeriesData
+
+
+def fetch_pairs(conn: Connection, runs: list[int]) -> PairSeries:
     """The (block, op code) pairs of ``runs`` as :func:`fetch_history` gives them: the most rows by far, which
-    serve the run-wide level only, so their values and not their spreads, one matrix per section and metric (pair
-    x night), numbered as they first come (a year is 150,000 pairs: building a tuple for each cost more than the
-    rest)."""
+    serve the run-wide level only, so their values and not their spreads, numbered as they first come (a year is
+    150,000 pairs: building a tuple for each cost more than the rest), section by section, into one matrix a metric
+    (the levels read them whole)."""
     pos = {r: i for i, r in enumerate(runs)}
     n = len(runs)
     level_metrics = ("kernel", "fw", "op2op")
     secs = [s for s in section_names(conn, runs) if s] or [""]
     pairs = [p.only(p.devices == ALL_DEVICES) for p in runseries.read(
         conn, runs, secs, ("block/op-code",), [METRIC[m].column for m in level_metrics])]
-    out: SeriesData = {}
     numbered: dict[str, tuple[list[runseries.Part], np.ndarray, np.ndarray]] = {}
     for sec in sorted({p.section for p in pairs}):
         mine = [p for p in pairs if p.section == sec]
@@ -549,12 +559,15 @@ def fetch_pairs(conn: Connection, runs: list[int]) -> SeriesData:
     # (the key texts of the distinct ids only: a year's pairs are 2.4 M ids, a few thousand distinct)
     names = _key_texts(conn, np.unique(np.concatenate([codes for *_, codes in numbered.values()])) if numbered
                        else np.array([], dtype=np.int64))
+    total = sum(len(codes) for *_, codes in numbered.values())
+    matrices = {m: np.full((total, n), np.nan) for m in level_metrics}
+    keys: list[tuple[str, str]] = []
     for sec, (mine, at, codes) in numbered.items():
         cols = np.repeat([pos[p.run_id] for p in mine], [len(p.key_ids) for p in mine])
-        pm = {m: np.full((len(codes), n), np.nan) for m in level_metrics}
-        flat = at * n + cols
+        flat = (at + len(keys)) * n + cols  # (this section's rows follow the sections before it)
         for m in level_metrics:
-            pm[m].reshape(-1)[flat] = np.concatenate([p.values[METRIC[m].column] for p in mine])
-        for row_no, key_id in enumerate(codes):
-            out[(sec, "block/op-code", names[int(key_id)], -1)] = {m: pm[m][row_no] for m in level_metrics}
-    return out
+            matrices[m].reshape(-1)[flat] = np.concatenate([p.values[METRIC[m].column] for p in mine])
+        keys += [(sec, names[int(key_id)]) for key_id in codes]
+    data: SeriesData = {(sec, "block/op-code", key, -1): {m: matrices[m][i] for m in level_metrics}
+                        for i, (sec, key) in enumerate(keys)}
+    return PairSeries(keys, matrices, data)
