@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from sqlalchemy import text
 from conftest import make_invoke
 from corpus import DATA, GOLDEN
 from csvedit import read_dicts, read_lists, write_lists
+import ttperf_live
 from ttperf_cases import BUILDERS, LIVE_ONLY
 
 ROOT = Path(__file__).parent.parent
@@ -64,7 +64,7 @@ def test_perf_csv_equals_tt_perf_report(wh, name, tmp_path):
                 assert float(v) == pytest.approx(float(w), rel=1e-12), (i, col, w, v)
 
 
-TTPERF = os.environ.get("WAREHOUSE_TTPERF")  # tt-perf-report 1.4.1's executable (.ci/run installs it)
+TTPERF = ttperf_live.TTPERF  # tt-perf-report 1.4.1's executable (.ci/run installs it)
 
 
 @pytest.mark.parametrize("name", list(LIVE_ONLY) + ["oft2025_8dev", "ttperfreport__bh20_oft"])
@@ -74,8 +74,7 @@ def test_perf_equals_tt_perf_report_run_here(wh, name, tmp_path):
         pytest.skip("needs WAREHOUSE_TTPERF, tt-perf-report 1.4.1 in a venv of its own (.ci/run installs it)")
     src = LIVE_ONLY[name](tmp_path / name) if name in LIVE_ONLY else _source(name, tmp_path)
     ref = tmp_path / "ref.csv"
-    subprocess.run([TTPERF, str(src), "--ignore-signposts", "--no-summary", "--raw-op-codes", "--csv", str(ref)],
-                   check=True, capture_output=True)
+    ttperf_live.run(src, "--ignore-signposts", "--no-summary", "--raw-op-codes", "--csv", ref)
     assert wh("ingest", src).exit_code == 0
     out = tmp_path / "ours.csv"
     assert wh("perf", "latest", "--csv", out).exit_code == 0
@@ -90,8 +89,7 @@ def test_unmerged_devices_equal_tt_perf_report_run_here(wh, tmp_path, name, rows
         pytest.skip("needs WAREHOUSE_TTPERF, tt-perf-report 1.4.1 in a venv of its own (.ci/run installs it)")
     src = DATA / "ttperf_extra" / f"{name}.csv"
     ref = tmp_path / "ref.csv"
-    subprocess.run([TTPERF, str(src), "--ignore-signposts", "--no-summary", "--raw-op-codes", "--no-merge-devices",
-                    "--csv", str(ref)], check=True, capture_output=True)
+    ttperf_live.run(src, "--ignore-signposts", "--no-summary", "--raw-op-codes", "--no-merge-devices", "--csv", ref)
     assert wh("ingest", src).exit_code == 0
     out = tmp_path / "ours.csv"
     assert wh("perf", "latest", "--no-merge-devices", "--csv", out).exit_code == 0
@@ -359,8 +357,7 @@ def test_id_range_equals_tt_perf_report_run_here(wh, tmp_path, name, ids):
         pytest.skip("needs WAREHOUSE_TTPERF, tt-perf-report 1.4.1 in a venv of its own (.ci/run installs it)")
     src = _source(name, tmp_path)
     ref = tmp_path / "ref.csv"
-    subprocess.run([TTPERF, str(src), "--ignore-signposts", "--no-summary", "--raw-op-codes", "--id-range", ids,
-                    "--csv", str(ref)], check=True, capture_output=True)
+    ttperf_live.run(src, "--ignore-signposts", "--no-summary", "--raw-op-codes", "--id-range", ids, "--csv", ref)
     assert wh("ingest", src).exit_code == 0
     out = tmp_path / "ours.csv"
     assert wh("perf", "latest", "--id-range", ids, "--csv", out).exit_code == 0
@@ -437,8 +434,7 @@ def test_summary_equals_tt_perf_reports_run_here(wh, tmp_path, name):
         key = (name, by, *extra)
         if key not in _STACKED:  # (tt-perf-report's answer depends on the file only: once for both back ends)
             ref = tmp_path / f"ref_{by}.csv"
-            subprocess.run([TTPERF, str(src), "--ignore-signposts", "--raw-op-codes", "--group-by", by, *extra,
-                            "--csv", str(ref)], check=True, capture_output=True)
+            ttperf_live.run(src, "--ignore-signposts", "--raw-op-codes", "--group-by", by, *extra, "--csv", ref)
             _STACKED[key] = (tmp_path / f"ref_{by}_stacked.csv").read_text()
         ours = tmp_path / f"ours_{by}.csv"
         r = wh("perf", "latest", "--group-by", by, *extra, "--summary-csv", ours)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from corpus import GOLDEN
+import ttperf_live
 from test_perf import EQUAL, TTPERF, _compare
 from conftest import BACKENDS, _new_url, make_invoke
 from ttperf_cases import RANKED, multi_host_nights
@@ -55,8 +56,7 @@ def test_ranks_equal_tt_perf_report_run_here(wh, tmp_path, merge):
     files = RANKED["deepseek_2ranks"](tmp_path / "ranks")
     flags = [] if merge else ["--no-merge-devices"]
     ref = tmp_path / "ref.csv"
-    subprocess.run([TTPERF, *map(str, files), "--ignore-signposts", "--no-summary", "--raw-op-codes", *flags,
-                    "--csv", str(ref)], check=True, capture_output=True)
+    ttperf_live.run(*files, "--ignore-signposts", "--no-summary", "--raw-op-codes", *flags, "--csv", ref)
     ids = _ingest_ranks(wh, files)
     out = tmp_path / "ours.csv"
     assert wh("perf", *ids, *flags, "--csv", out).exit_code == 0
