@@ -34,10 +34,10 @@ from warehouse.history.splits import MIN_AFTER, MIN_BEFORE
 from warehouse.errors import NotFound, UsageError
 from warehouse.registry.measures import METRIC, is_metric, ordered
 from warehouse.history.fdr import combined, p_value, thresholds
-from warehouse.history.levels import (LEVEL_METRICS, Pairs, _level, _moved_itself, _robust_night, _without_outliers,
-                                      replay_noises, robust_nights)
-from warehouse.history.series import (HISTORY_METRICS, SeriesData, RunMeta, fetch_history, fetch_pairs, run_meta,
-                                      select_runs)
+from warehouse.history.levels import (Pairs, _level, _moved_itself, _robust_night, _without_outliers, replay_noises,
+                                      robust_nights)
+from warehouse.history.series import (HISTORY_METRICS, LEVEL_METRICS, SeriesData, RunMeta, fetch_history, fetch_pairs,
+                                      run_meta, select_runs)
 from warehouse.history.boundchange import of_cause
 from warehouse.history.causes import Cause, Group, Overlaps, cause_id, link_fixes, nest
 from warehouse.history.hiccups import without_hiccup_steps

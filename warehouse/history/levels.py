@@ -9,9 +9,7 @@ import numpy as np
 
 from warehouse.history.changepoints import clean, robust_sigma
 from warehouse.history.rowstats import row_medians
-from warehouse.history.series import PairSeries
-
-LEVEL_METRICS = ("kernel", "fw", "op2op")  # the figures a run-wide level is taken of (span reads kernel's)
+from warehouse.history.series import LEVEL_METRICS, PairSeries
 
 
 def _level(series: list[np.ndarray], n: int) -> np.ndarray:
@@ -125,10 +123,12 @@ class Pairs:
         known = self._wide.get((metric, frozenset(moved)))
         if known is not None:
             return known
-        keep = [i for i, (s, k) in enumerate(self.keys)
-                if (s, "block", k.partition(" / ")[0]) not in moved and (s, "op-code", k.partition(" / ")[2])
-                not in moved] if moved else range(len(self.keys))
-        got = self._wide[(metric, frozenset(moved))] = self.tables[metric].level(np.fromiter(keep, dtype=np.intp))
+        # (a moved block's or op code's pairs are its group's)
+        left_out = [self.groups[sgk] for sgk in moved if sgk in self.groups]
+        keep = np.arange(len(self.keys), dtype=np.intp)
+        if left_out:
+            keep = np.setdiff1d(keep, np.concatenate(left_out))
+        got = self._wide[(metric, frozenset(moved))] = self.tables[metric].level(keep)
         return got
 
     def with_part_levels(self, metrics: list[str], least: int) -> None:

@@ -434,6 +434,7 @@ def attribution_gaps(conn: Connection, run_id: int, section: str) -> float:
 
 # The stored metrics the whole history's change detection reads (warehouse.history.changes)
 HISTORY_METRICS = ("kernel", "fw", "op2op", "span")
+LEVEL_METRICS = ("kernel", "fw", "op2op")  # the figures a run-wide level is taken of (span reads kernel's)
 
 
 # (section, grouping, key, device) -> metric (and "<metric>_spread", "iterations") -> one value per night
@@ -511,7 +512,7 @@ def fetch_history(conn: Connection, runs: list[int], computed: tuple[str, ...] =
             sk = (sec_names[code >> 48], g_names[grp[first[row_no]]], names[(code >> 16) & 0xFFFFFFFF],
                   (code & 0xFFFF) - 1)
             out[sk] = {name: mm[row_no] for name, mm in mat.items()}
-    out.update((fetch_pairs(conn, runs) if pairs is None else pairs).data)  # (after the rows: the order of old)
+    out.update((fetch_pairs(conn, runs) if pairs is None else pairs).data)  # (after the rows, always)
     if computed:
 
         ms = [METRIC[m] for m in computed]
@@ -548,10 +549,9 @@ def fetch_pairs(conn: Connection, runs: list[int]) -> PairSeries:
     (the levels read them whole)."""
     pos = {r: i for i, r in enumerate(runs)}
     n = len(runs)
-    level_metrics = ("kernel", "fw", "op2op")
     secs = [s for s in section_names(conn, runs) if s] or [""]
     pairs = [p.only(p.devices == ALL_DEVICES) for p in runseries.read(
-        conn, runs, secs, ("block/op-code",), [METRIC[m].column for m in level_metrics])]
+        conn, runs, secs, ("block/op-code",), [METRIC[m].column for m in LEVEL_METRICS])]
     numbered: dict[str, tuple[list[runseries.Part], np.ndarray, np.ndarray]] = {}
     for sec in sorted({p.section for p in pairs}):
         mine = [p for p in pairs if p.section == sec]
@@ -560,14 +560,14 @@ def fetch_pairs(conn: Connection, runs: list[int]) -> PairSeries:
     names = _key_texts(conn, np.unique(np.concatenate([codes for *_, codes in numbered.values()])) if numbered
                        else np.array([], dtype=np.int64))
     total = sum(len(codes) for *_, codes in numbered.values())
-    matrices = {m: np.full((total, n), np.nan) for m in level_metrics}
+    matrices = {m: np.full((total, n), np.nan) for m in LEVEL_METRICS}
     keys: list[tuple[str, str]] = []
     for sec, (mine, at, codes) in numbered.items():
         cols = np.repeat([pos[p.run_id] for p in mine], [len(p.key_ids) for p in mine])
         flat = (at + len(keys)) * n + cols  # (this section's rows follow the sections before it)
-        for m in level_metrics:
+        for m in LEVEL_METRICS:
             matrices[m].reshape(-1)[flat] = np.concatenate([p.values[METRIC[m].column] for p in mine])
         keys += [(sec, names[int(key_id)]) for key_id in codes]
-    data: SeriesData = {(sec, "block/op-code", key, -1): {m: matrices[m][i] for m in level_metrics}
+    data: SeriesData = {(sec, "block/op-code", key, -1): {m: matrices[m][i] for m in LEVEL_METRICS}
                         for i, (sec, key) in enumerate(keys)}
     return PairSeries(keys, matrices, data)
