@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 import sys
 from pathlib import Path
 
@@ -10,7 +13,8 @@ import pytest
 from alembic import command
 from alembic.script import ScriptDirectory
 from click.testing import CliRunner
-from sqlalchemy import inspect, text
+from sqlalchemy import create_engine, inspect, text
+from sqlalchemy.engine import make_url
 
 from conftest import make_invoke
 from corpus import cases
@@ -271,35 +275,62 @@ def test_report_parts_stored_rebuilt_by_upgrade_and_guarded_by_check(wh, db_url,
     assert r.exit_code == 1 and "run 2: the stored report disagrees with its ops (first: trace)" in r.output, r.output
 
 
+@contextmanager
+def _copy_of(db_url: str, tmp_path: Path, name: str) -> Iterator[str]:
+    """A copy of the warehouse ``db_url`` as it is now (no connection may be open on it), dropped after."""
+    if not db_url.startswith("postgresql"):
+        dst = tmp_path / f"{name}.db"
+        with closing(sqlite3.connect(db_url)) as src, closing(sqlite3.connect(dst)) as out:
+            src.backup(out)  # (the WAL's pages too)
+        yield str(dst)
+        return
+    url = make_url(db_url)
+    admin = create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    copy = f"{url.database}_{name}"
+    with admin.connect() as c:
+        c.execute(text(f'CREATE DATABASE "{copy}" TEMPLATE "{url.database}"'))
+    try:
+        yield url.set(database=copy).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as c:
+            c.execute(text(f'DROP DATABASE IF EXISTS "{copy}" WITH (FORCE)'))
+        admin.dispose()
+
+
 def test_every_earlier_revision_upgrades_with_data(db_url, tmp_path):
     """For each earlier revision: runs stored, the database taken down to it, then up to head: every run's
-    report and export are unchanged."""
+    report and export are unchanged. The database goes down one revision at a time, and a copy of it at each
+    revision goes up to head (each downgrade runs once, each upgrade path from every revision once)."""
     script = ScriptDirectory.from_config(alembic_config("sqlite://"))
     revs = [r.revision for r in reversed(list(script.walk_revisions()))]
 
-    def inv(*a):
-        return CliRunner().invoke(cli, ["--db", db_url, *map(str, a)], catch_exceptions=False)  # (bytes out: export)
+    def inv(url, *a):
+        return CliRunner().invoke(cli, ["--db", url, *map(str, a)], catch_exceptions=False)  # (bytes out: export)
     names = ["dlv3_same", "clip_replays3", "ttperfreport__ops_perf_results_2025_09_18_11_39_20"]
     for n in names:
-        assert inv("ingest", cases()[n], "--tag", f"case={n}").exit_code == 0
+        assert inv(db_url, "ingest", cases()[n], "--tag", f"case={n}").exit_code == 0
     before = {}
     for rid in range(1, len(names) + 1):
-        inv("report", rid, "--json", tmp_path / f"r{rid}.json", "-q")
-        before[rid] = (json.loads((tmp_path / f"r{rid}.json").read_text()), inv("export", rid).stdout_bytes)
-    engine = make_engine(resolve_url(db_url))
-    for rev in revs[:-1]:
+        inv(db_url, "report", rid, "--json", tmp_path / f"r{rid}.json", "-q")
+        before[rid] = (json.loads((tmp_path / f"r{rid}.json").read_text()), inv(db_url, "export", rid).stdout_bytes)
+    for rev in reversed(revs[:-1]):
+        engine = make_engine(resolve_url(db_url))
         downgrade(engine, rev)
-        upgrade(engine, "head")
-        for rid, (rep, csv_bytes) in before.items():
-            inv("report", rid, "--json", tmp_path / "now.json", "-q")
-            now = json.loads((tmp_path / "now.json").read_text())
-            if db_url.startswith("postgresql"):
-                from parity import diff
-                problems: list[str] = []
-                diff(rep, now, "", problems)
-                assert not problems, (rev, rid, problems)
-            else:
-                assert now == rep, (rev, rid)
-            assert inv("export", rid).stdout_bytes == csv_bytes, (rev, rid)
-    engine.dispose()
-    assert inv("check").exit_code == 0
+        engine.dispose()
+        with _copy_of(db_url, tmp_path, f"at_{rev}") as url:
+            engine = make_engine(resolve_url(url))
+            upgrade(engine, "head")
+            engine.dispose()
+            for rid, (rep, csv_bytes) in before.items():
+                inv(url, "report", rid, "--json", tmp_path / "now.json", "-q")
+                now = json.loads((tmp_path / "now.json").read_text())
+                if url.startswith("postgresql"):
+                    from parity import diff
+                    problems: list[str] = []
+                    diff(rep, now, "", problems)
+                    assert not problems, (rev, rid, problems)
+                else:
+                    assert now == rep, (rev, rid)
+                assert inv(url, "export", rid).stdout_bytes == csv_bytes, (rev, rid)
+            if rev == revs[0]:  # (up from the first revision: the whole way)
+                assert inv(url, "check").exit_code == 0

@@ -258,21 +258,21 @@ def interns_apart(conn: Connection) -> bool:
     return name(conn) == "postgresql"
 
 
-def fresh_statistics(engine: Engine, tables: list[str], rows: int) -> None:
-    """After an ingest of ``rows`` ops: on PostgreSQL, ANALYZE the per-run ``tables`` when the run is a tenth of
-    the op table or more (autovacuum's own threshold; never analyzed counts too). A young warehouse's statistics
-    name every run it had (their most common values cover the table), so a run ingested since is estimated at
-    one row, and the lossless views join its ops in nested loops, quadratic: in CI a 2,640-op capture's cells
-    read in 39 s, its family views in 71-103 s, instead of 1-3. Autovacuum analyzes such a table within a
-    minute, but a CI job reads the run it ingested at once. Past a tenth, estimates come from the number of
-    distinct runs, which is right. SQLite: nothing to do (its planner goes by the indexes)."""
+def fresh_statistics(engine: Engine, tables: dict[str, list[str]], rows: int) -> None:
+    """After an ingest of ``rows`` ops: on PostgreSQL, ANALYZE the per-run ``tables`` (each on its given columns)
+    when the run is a tenth of the op table or more (autovacuum's own threshold; never analyzed counts too). A
+    young warehouse's statistics name every run it had (their most common values cover the table), so a run
+    ingested since is estimated at one row, and the lossless views join its ops in nested loops, quadratic: in CI
+    a 2,640-op capture's cells read in 39 s, its family views in 71-103 s, instead of 1-3. Autovacuum analyzes
+    such a table within a minute, but a CI job reads the run it ingested at once. Past a tenth, estimates come
+    from the number of distinct runs, which is right. SQLite: nothing to do (its planner goes by the indexes)."""
     if not is_postgres(engine) or not tables:
         return
     with engine.connect() as conn:
         known = conn.execute(text("SELECT reltuples FROM pg_class WHERE oid = 'op'::regclass")).scalar()
         if known is not None and known > 0 and rows * 10 < known:
             return
-        conn.execute(text("ANALYZE " + ", ".join(tables)))
+        conn.execute(text("ANALYZE " + ", ".join(f"{tb} ({', '.join(cols)})" for tb, cols in tables.items())))
         conn.commit()
 
 
