@@ -129,8 +129,9 @@ def mixed(tmp_path_factory) -> list[Path]:
     return out
 
 
-# The rounds repeat what was flaky: PostgreSQL's deadlocks on interning. SQLite serialises its writers (one
-# write transaction at a time, the others wait on its lock), so its rounds are fewer.
+# The rounds repeat what was flaky: PostgreSQL's deadlocks on interning (their mechanism has a deterministic test,
+# tests/test_interning.py; the rounds look for any other race). SQLite serialises its writers (one write
+# transaction at a time, the others wait on its lock), so its rounds are fewer.
 SQLITE_ROUNDS = min(ROUNDS, 3)
 
 
