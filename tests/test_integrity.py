@@ -15,6 +15,7 @@ from sqlalchemy.engine import make_url
 from conftest import make_invoke
 from csvedit import read_lists
 from corpus import cases
+from warehouse.store import dialect
 from warehouse.store.db import open_db
 from warehouse.errors import UsageError
 from warehouse.store.query import stream_sql
@@ -244,6 +245,24 @@ def test_export_of_a_damaged_run_is_an_error_and_check_names_it(db_url, tmp_path
     r = wh("check")
     assert r.exit_code == 1 and "export: run 1" in r.output, r.output
 
+
+
+@pytest.mark.parametrize("column, parent", [("op_code_id", "op_code"), ("place_id", "place"),
+                                            ("perf_shape_id", "perf_shape")])
+def test_check_names_an_op_whose_interned_reference_points_nowhere(db_url, column, parent):
+    """References to interned tables are constraints on SQLite only (schema.interned_ref): `check` finds one that
+    points nowhere on both back ends, and names the table, column and parent."""
+    wh = make_invoke(db_url)
+    assert wh("ingest", cases()[SMALL]).exit_code == 0
+    assert wh("check").exit_code == 0
+    eng = open_db(db_url, create=False)
+    with eng.connect() as c, dialect.foreign_keys_off(c), c.begin():  # (SQLite: as its ingest writes)
+        c.execute(text(f"UPDATE op SET {column} = 987654 WHERE id = (SELECT MIN(id) FROM op)"))
+    eng.dispose()
+    r = wh("check")
+    assert r.exit_code == 1 and "foreign key" in r.output and parent in r.output, r.output
+    if db_url.startswith("postgresql"):
+        assert f"1 op row(s) whose {column} is in no {parent} row (first: 987654)" in r.output, r.output
 
 # ================================================================================ 3. capture-quality gate
 def _broken_variants(good: Path, out: Path) -> dict[str, Path]:

@@ -96,12 +96,27 @@ def test_token_table_restarts(tmp_path, monkeypatch):
     assert stored[0] == stored[1]
 
 
+_EARLIER: set[int] = set()  # children this process had before the test (another module's), by pid
+
+
+@pytest.fixture(autouse=True)
+def _earlier_children():
+    """What the test finds must be its own: a child left by an earlier test of this process (a pool's resource
+    tracker that has ended and is not waited for yet is a zombie with no command line) is not this test's."""
+    import psutil
+    _EARLIER.clear()
+    _EARLIER.update(p.pid for p in psutil.Process().children(recursive=True))
+    yield
+
+
 def _children() -> list:
-    """The children this process forked (the reader's worker; one left over, even a zombie, is a leak): not
-    multiprocessing's resource tracker, which another test's process pool may have started."""
+    """The children this process forked during the test (the reader's worker; one left over, even a zombie, is a
+    leak): not multiprocessing's resource tracker, which another test's process pool may have started."""
     import psutil
     out = []
     for p in psutil.Process().children(recursive=True):
+        if p.pid in _EARLIER:
+            continue
         try:
             if "resource_tracker" in " ".join(p.cmdline()):
                 continue

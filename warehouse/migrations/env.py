@@ -10,6 +10,7 @@ from alembic import context
 from sqlalchemy import create_engine, pool
 
 from warehouse.store.schema import metadata
+from warehouse.store.dialect import declared_for
 from warehouse.store.views import create_views, drop_views, not_a_view
 
 config = context.config
@@ -19,7 +20,8 @@ def _run(connection) -> None:
     # transactional_ddl: SQLite can roll DDL back too; one transaction for the whole upgrade means that a
     # concurrent process sees the database before or after it, never half-way (Alembic assumes otherwise).
     context.configure(connection=connection, target_metadata=metadata, render_as_batch=True,
-                      compare_type=True, include_name=not_a_view, transactional_ddl=True)
+                      compare_type=True, include_name=not_a_view, include_object=declared_for(connection.dialect.name),
+                      transactional_ddl=True)
     with context.begin_transaction():
         drop_views(connection)
         context.run_migrations()

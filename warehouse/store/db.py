@@ -337,6 +337,7 @@ def check_schema(engine: Engine) -> list[str]:
 
 
     with engine.connect() as conn:
-        mc = MigrationContext.configure(conn, opts={"compare_type": True, "include_name": not_a_view})
+        mc = MigrationContext.configure(conn, opts={"compare_type": True, "include_name": not_a_view,
+                                                    "include_object": dialect.declared_for(conn.dialect.name)})
         diffs = compare_metadata(mc, metadata)
     return [str(d) for d in diffs]

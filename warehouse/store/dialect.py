@@ -12,7 +12,7 @@ holds the SQL guard's two halves (SQLite's authorizer and limits, PostgreSQL's s
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -20,6 +20,7 @@ from sqlalchemy import Connection, Engine, Table, text
 from sqlalchemy.exc import DBAPIError
 
 from warehouse.errors import UsageError
+from warehouse.store import schema
 
 SUPPORTED = ("sqlite", "postgresql")
 
@@ -330,6 +331,36 @@ def foreign_keys_off(conn: Connection) -> Iterator[None]:
             raw.execute("PRAGMA foreign_keys = ON")
 
 
+def declared_for(backend: str) -> Callable[..., bool]:
+    """Alembic's ``include_object`` hook for a database of ``backend``: a constraint declared for other back ends
+    only (``ddl_if``: the references to interned tables, constraints on SQLite alone) is not compared there."""
+    def include(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
+        cond = getattr(obj, "_ddl_if", None)
+        if reflected or cond is None or cond.dialect is None:
+            return True
+        return backend in ([cond.dialect] if isinstance(cond.dialect, str) else list(cond.dialect))
+    return include
+
+
+def unconstrained_references(conn: Connection) -> list[str]:
+    """Each reference declared for other back ends only (a constraint on SQLite, none here) whose rows point
+    nowhere: how many, and the first value."""
+    out = []
+    for table in schema.metadata.sorted_tables:
+        for fk in table.foreign_key_constraints:
+            cond = fk._ddl_if
+            if cond is None or cond.dialect in (None, name(conn)):
+                continue
+            (column,), parent = [c.name for c in fk.columns], fk.referred_table.name
+            bad, first = conn.execute(text(
+                f"SELECT COUNT(*), MIN(x.{column}) FROM {table.name} x WHERE x.{column} IS NOT NULL AND NOT EXISTS "
+                f"(SELECT 1 FROM {parent} p WHERE p.id = x.{column})")).one()
+            if bad:
+                out.append(f"foreign key: {bad} {table.name} row(s) whose {column} is in no {parent} row (first: "
+                           f"{first})")
+    return out
+
+
 def broken_foreign_keys(conn: Connection) -> list[tuple]:
     """Rows whose foreign key points nowhere: SQLite checks them when asked (after a rebuild with them off);
     PostgreSQL never lets one in."""
@@ -339,10 +370,11 @@ def broken_foreign_keys(conn: Connection) -> list[tuple]:
 
 
 def storage_problems(conn: Connection) -> list[str]:
-    """The back end's own storage check: SQLite's integrity and foreign-key checks (PostgreSQL keeps both
-    itself: nothing to add)."""
+    """The back end's own storage check: SQLite's integrity and foreign-key checks; on PostgreSQL, which keeps
+    its integrity and its constraints itself, the references to interned tables that are no constraint there
+    (:func:`warehouse.store.schema.interned_ref`)."""
     if is_postgres(conn):
-        return []
+        return unconstrained_references(conn)
     res = [r[0] for r in conn.execute(text("PRAGMA integrity_check"))]
     out = [f"integrity: {r}" for r in res] if res != ["ok"] else []
     return out + [f"foreign key: {r[0]} row {r[1]} -> {r[2]}" for r in broken_foreign_keys(conn)]

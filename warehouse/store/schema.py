@@ -9,8 +9,8 @@ kernel sources, shapes, memory configs: the same for every call of a program) ar
 """
 from __future__ import annotations
 
-from sqlalchemy import (BigInteger, Boolean, Column, DateTime, Double, ForeignKey, Index, Integer, LargeBinary,
-                        MetaData, SmallInteger, String, Table, Text, UniqueConstraint, false)
+from sqlalchemy import (BigInteger, Boolean, Column, DateTime, Double, ForeignKey, ForeignKeyConstraint, Index,
+                        Integer, LargeBinary, MetaData, SmallInteger, String, Table, Text, UniqueConstraint, false)
 
 from warehouse.registry.codes import ATTRIBUTION, HIST_HOW, comment
 from warehouse.registry.measures import METRICS
@@ -26,6 +26,16 @@ metadata = MetaData(naming_convention={
 
 # 64-bit ids on PostgreSQL; SQLite only auto-increments a column declared exactly INTEGER PRIMARY KEY.
 Id = BigInteger().with_variant(Integer(), "sqlite")
+
+
+def interned_ref(column: str, parent: str) -> ForeignKeyConstraint:
+    """A reference from a run's rows to an interned table (op codes, places, shapes, rollup keys: content-addressed,
+    committed before use, never deleted). A constraint on SQLite, whose ingest skips it and whose ``check`` reads
+    it (PRAGMA foreign_key_check). Not one on PostgreSQL: there every row inserted or moved fired one lookup per
+    reference, over a third of the server's time of an ingest (the bench's 100,000-op captures: 5.3-5.6 -> 3.3-3.6
+    s of the server's CPU, revision 0020), for rows that ingest writes only with ids it found or made; ``check``
+    verifies them there with a query (:func:`warehouse.store.dialect.storage_problems`)."""
+    return ForeignKeyConstraint([column], [f"{parent}.id"]).ddl_if(dialect="sqlite")
 
 
 def _run_fk() -> Column:
@@ -228,14 +238,14 @@ op = Table(
     Column("section_id", Id, ForeignKey("section.id", ondelete="CASCADE"), nullable=True,
            comment="the eager / trace section (the oracle's); custom sections: view op_custom_section"),
     Column("pos", Integer, nullable=True, comment="index among the run's ops of the same section name"),
-    Column("place_id", Id, ForeignKey("place.id"), nullable=True,
+    Column("place_id", Id, nullable=True,
            comment="the report's block and layer (NULL: neither); the views give them as text"),
     Column("attribution", SmallInteger, nullable=True,
            comment=f"the report's: {comment(ATTRIBUTION)} (warehouse.registry.codes; op_detail gives the text)"),
     Column("occurrence", Integer, nullable=True,
            comment="index among the run's ops of the same section, block, layer, op code"),
     Column("marker_row", Integer, nullable=True, comment="row_no of the last marker signpost before"),
-    Column("op_code_id", Id, ForeignKey("op_code.id"), nullable=False),
+    Column("op_code_id", Id, nullable=False),
     Column("device_id", Integer, nullable=True),
     Column("global_call_count", BigInteger, nullable=True),
     Column("kernel_ns", Double, nullable=True),
@@ -248,14 +258,16 @@ op = Table(
     Column("cores", Integer, nullable=True),
     Column("trace_id", Text, nullable=True, comment="METAL TRACE ID, stripped"),
     Column("replay_session", Text, nullable=True, comment="METAL TRACE REPLAY SESSION ID, stripped"),
-    Column("hist_place_id", Id, ForeignKey("place.id"), nullable=True,
+    Column("hist_place_id", Id, nullable=True,
            comment="history attribution: the block and layer (see hist_how; NULL: neither)"),
     Column("hist_how", SmallInteger, nullable=True,
            comment=f"how history attributed it: {comment(HIST_HOW)} (NULL: no signpost; op_history gives the text)"),
     Column("iteration", Integer, nullable=True, comment="trace: the replay (0, 1, ...) the op belongs to"),
     Column("iter_pos", Integer, nullable=True, comment="trace: the op's position within its replay"),
-    Column("perf_shape_id", Id, ForeignKey("perf_shape.id"), nullable=True,
+    Column("perf_shape_id", Id, nullable=True,
            comment="the op's static facts for the per-op analysis (view op_perf)"),
+    interned_ref("place_id", "place"), interned_ref("op_code_id", "op_code"),
+    interned_ref("hist_place_id", "place"), interned_ref("perf_shape_id", "perf_shape"),
 )
 Index("ix_op_run_row", op.c.run_id, op.c.row_no, unique=True)
 
@@ -306,11 +318,12 @@ rollup_row = Table(
     "rollup_row", metadata,
     Column("run_id", Id, ForeignKey("run.id", ondelete="CASCADE"), primary_key=True),
     Column("section", Text, primary_key=True, comment="eager, trace, a custom section's name, '' the whole run"),
-    Column("key_id", Id, ForeignKey("rollup_key.id"), primary_key=True),
+    Column("key_id", Id, primary_key=True),
     Column("device", Integer, primary_key=True, comment="-1: all devices together"),
     Column("iterations", Integer, nullable=False, comment="replays the figures are averaged over"),
     Column("ops", Double, nullable=False, comment="ops per iteration"),
     *_rollup_metric_columns(),
+    interned_ref("key_id", "rollup_key"),
     sqlite_with_rowid=False,
 )
 
