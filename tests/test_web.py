@@ -89,6 +89,13 @@ def page(browser):
     pg.close()
 
 
+def _submit(page, button: str) -> None:
+    """Click a form's button and wait for the page it loads (a click waits only for the navigation to start:
+    reading the old or a half-parsed page then found no rows, once in a full local run)."""
+    with page.expect_navigation():
+        page.click(button)
+
+
 def test_runs_and_a_run_report(site, page, tmp_path):
     base, wh, url, shots = site
     page.goto(base + "/")
@@ -97,7 +104,7 @@ def test_runs_and_a_run_report(site, page, tmp_path):
     assert any("clip" in t and "branch=main" in t for t in rows.all_inner_texts())
     page.screenshot(path=str(shots / "runs.png"))
     page.select_option("select[name=label]", "clip")
-    page.click("form.filters button")
+    _submit(page, "form.filters button")
     assert page.locator("#runs tbody tr").count() == 9
     newest = page.locator("#runs tbody tr a").first
     run_id = newest.inner_text()
@@ -180,7 +187,7 @@ def test_changes_page_draws_each_cause_with_its_step(site, page):
     base, wh, url, shots = site
     page.goto(base + "/changes")
     page.select_option("select[name=label]", "hist")
-    page.click("form.filters button")
+    _submit(page, "form.filters button")
     causes = page.locator("#changes tr.cause")
     assert causes.count() == 1, page.locator("#changes").inner_text()
     row = causes.first.inner_text()
@@ -222,13 +229,13 @@ def test_sql_reads_and_refuses_writes(site, page):
     base, wh, url, shots = site
     page.goto(base + "/sql")
     page.fill("textarea[name=q]", "SELECT label, COUNT(*) AS runs FROM run GROUP BY label ORDER BY label")
-    page.click("form.sql button")
+    _submit(page, "form.sql button")
     assert [t.split() for t in page.locator("#result tbody tr").all_inner_texts()] == [["clip", "9"], ["hist", "12"]]
     page.screenshot(path=str(shots / "sql.png"))
     for stmt in ("DELETE FROM op", "UPDATE run SET label = 'x'", "DROP TABLE op"):
         page.goto(base + "/sql")
         page.fill("textarea[name=q]", stmt)
-        page.click("form.sql button")
+        _submit(page, "form.sql button")
         assert page.locator("#error").count() == 1, stmt
     r = wh("sql", "SELECT COUNT(*) AS n, MIN(label) AS l FROM run", "--format", "csv")
     assert r.stdout.splitlines()[1] == "21,clip"
