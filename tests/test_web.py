@@ -90,8 +90,8 @@ def page(browser):
 
 
 def _submit(page, button: str) -> None:
-    """Click a form's button and wait for the page it loads (a click waits only for the navigation to start:
-    reading the old or a half-parsed page then found no rows, once in a full local run)."""
+    """Click a form's button and wait for the page it loads (a click waits only for the navigation to start: the
+    old or a half-parsed page may still be the one read)."""
     with page.expect_navigation():
         page.click(button)
 

@@ -19,8 +19,8 @@ config = context.config
 def _run(connection) -> None:
     # transactional_ddl: SQLite can roll DDL back too; one transaction for the whole upgrade means that a
     # concurrent process sees the database before or after it, never half-way (Alembic assumes otherwise).
-    context.configure(connection=connection, target_metadata=metadata, render_as_batch=True,
-                      compare_type=True, include_name=not_a_view, include_object=declared_for(connection.dialect.name),
+    context.configure(connection=connection, target_metadata=metadata, render_as_batch=True, compare_type=True,
+                      include_name=not_a_view, include_object=declared_for(connection.dialect.name),
                       transactional_ddl=True)
     with context.begin_transaction():
         drop_views(connection)

@@ -331,14 +331,20 @@ def foreign_keys_off(conn: Connection) -> Iterator[None]:
             raw.execute("PRAGMA foreign_keys = ON")
 
 
+def declared_on(constraint: Any, backend: str) -> bool:
+    """Whether ``constraint`` exists on a database of ``backend``: every one does, except those declared for other
+    back ends only (``ddl_if``: the references to interned tables, constraints on SQLite alone)."""
+    cond = getattr(constraint, "_ddl_if", None)
+    if cond is None or cond.dialect is None:
+        return True
+    return True
+
+
 def declared_for(backend: str) -> Callable[..., bool]:
-    """Alembic's ``include_object`` hook for a database of ``backend``: a constraint declared for other back ends
-    only (``ddl_if``: the references to interned tables, constraints on SQLite alone) is not compared there."""
+    """Alembic's ``include_object`` hook for a database of ``backend``: a constraint not declared on it
+    (:func:`declared_on`) is not compared there."""
     def include(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
-        cond = getattr(obj, "_ddl_if", None)
-        if reflected or cond is None or cond.dialect is None:
-            return True
-        return backend in ([cond.dialect] if isinstance(cond.dialect, str) else list(cond.dialect))
+        return reflected or declared_on(obj, backend)
     return include
 
 
@@ -348,8 +354,7 @@ def unconstrained_references(conn: Connection) -> list[str]:
     out = []
     for table in schema.metadata.sorted_tables:
         for fk in table.foreign_key_constraints:
-            cond = fk._ddl_if
-            if cond is None or cond.dialect in (None, name(conn)):
+            if declared_on(fk, name(conn)):
                 continue
             (column,), parent = [c.name for c in fk.columns], fk.referred_table.name
             bad, first = conn.execute(text(
