@@ -337,7 +337,7 @@ def declared_on(constraint: Any, backend: str) -> bool:
     cond = getattr(constraint, "_ddl_if", None)
     if cond is None or cond.dialect is None:
         return True
-    return True
+    return backend in ([cond.dialect] if isinstance(cond.dialect, str) else list(cond.dialect))
 
 
 def declared_for(backend: str) -> Callable[..., bool]:
