@@ -629,13 +629,14 @@ def test_coverage_counts_short_new_and_gone_keys():
 def test_series_numbered_once_per_distinct_night_are_numbered_as_all_nights_together():
     """A year's pairs are numbered by their first night: nights that repeat another's keys are numbered once, and
     the numbers are those of every night's keys taken together in order."""
-    from warehouse.history.series import _first_come, _first_come_parts
+    from warehouse.history.nightseries import first_come_parts
+    from warehouse.history.series import first_come
 
     rng = np.random.default_rng(11)
     base = rng.permutation(50).astype(np.int64)
     other = np.concatenate([base[:30], rng.permutation(np.arange(50, 70))]).astype(np.int64)
     nights = [base, base, other, base, other[::-1].copy(), base[:10].copy(), np.array([], dtype=np.int64), other]
-    want = _first_come(np.concatenate(nights))
-    got = _first_come_parts(nights)
+    want = first_come(np.concatenate(nights))
+    got = first_come_parts(nights)
     assert np.array_equal(want[0], got[0]) and np.array_equal(want[1], got[1])
-    assert [len(x) for x in _first_come_parts([])] == [0, 0]
+    assert [len(x) for x in first_come_parts([])] == [0, 0]

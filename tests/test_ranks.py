@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from corpus import GOLDEN
@@ -172,44 +173,137 @@ def rank_history(request, tmp_path_factory):
         pass
 
 
-def test_changes_judge_each_rank_and_name_it(rank_history):
+def test_changes_judge_each_rank_and_the_whole_capture(rank_history):
     from warehouse.api import Warehouse
 
     wh, url = rank_history
     r = wh("changes", "--label", "mh", "--format", "json")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
-    steps = [c for c in doc["changes"] if c["kind"] == "step"]
-    assert steps and all(c["tags"]["rank"] == "1" for c in steps), steps
+    steps = {c["tags"]["rank"]: c for c in doc["changes"] if c["kind"] == "step"}
+    # rank 1's step in its own history, and the capture's as a whole; rank 0 did not move
+    assert sorted(steps) == ["1", "all"] and len(doc["changes"]) == 2, doc["changes"]
     runs = {x.id: x for x in Warehouse(url).runs(label="mh")}
-    assert {runs[c["run_id"]].captured_at[:10] for c in steps} == {"2026-10-21"}  # night 20, its first
-    whole = [c for c in steps if c["by"] == "section" and c["key"] == "all"]
-    assert whole and 3.0 < whole[0]["change_pct"] < 5.0, whole
+    assert {runs[c["run_id"]].captured_at[:10] for c in steps.values()} == {"2026-10-21"}  # night 20, its first
+    mine, whole = steps["1"], steps["all"]
+    assert (mine["by"], mine["key"], whole["by"], whole["key"]) == ("section", "all") * 2
+    assert 3.0 < mine["change_pct"] < 5.0, mine
+    # the capture: rank 1's 4 % of its share (46.3 of 79.3 ms) is 2.3 % of the whole
+    assert 1.5 < whole["change_pct"] < 2.6, whole
+    assert runs[whole["run_id"]].tags["rank"] == "0" and whole["tags"]["host"] == str(whole["run_id"])
+    assert whole["id"] != mine["id"] and len(doc["runs"]) == 60  # (each run once)
     text_ = wh("changes", "--label", "mh").output
-    assert "rank 1 whole run" in text_ and "rank 0" not in text_, text_
+    assert "rank 1 whole run" in text_ and "all ranks whole run: +" in text_ and "rank 0" not in text_, text_
     # one rank asked for: its history alone
     r = wh("changes", "--label", "mh", "--tag", "rank=0", "--format", "json")
     assert r.exit_code == 0 and not [c for c in json.loads(r.stdout)["changes"] if c["kind"] == "step"]
 
 
-def test_the_gate_judges_each_rank_against_its_own_nights(rank_history):
+def test_a_whole_capture_night_is_its_ranks_merged(rank_history):
+    """A whole capture's series are its ranks' rows merged: times summed, the span the longest rank's, to the bit,
+    on every night and key, read as changes (matrices) and as the gate (points) reads them."""
+    from warehouse.history.nightseries import fetch_history
+    from warehouse.history.series import fetch, select_runs
+    from warehouse.history.wholecapture import Captures, captures
+    from warehouse.store.db import make_engine, resolve_url
+
+    _, url = rank_history
+    engine = make_engine(resolve_url(url))
+    try:
+        with engine.connect() as conn:
+            runs = select_runs(conn, "mh")
+            members = captures(conn, runs)
+            assert len(members) == 30 and all(len(m) == 2 and m[0] == h for h, m in members.items())
+            heads = list(members)
+            whole = fetch_history(conn, Captures(heads, members))
+            ranks = fetch_history(conn, runs)
+            points = fetch(conn, Captures(heads[:3], members), "", "op-code")
+    finally:
+        engine.dispose()
+    col = {r: i for i, r in enumerate(runs)}
+    checked = 0
+    for (sec, g, key, dev), d in whole.items():
+        if g == "block/op-code":
+            continue
+        assert dev == -1, (g, key, dev)  # (devices are judged in the ranks' own histories)
+        mine = ranks[(sec, g, key, dev)]
+        for j, h in enumerate(heads):
+            r0, r1 = (col[r] for r in members[h])
+            assert d["kernel"][j] == mine["kernel"][r0] + mine["kernel"][r1], (key, h)
+            # (no replays in these captures: no spread on either rank, none merged)
+            assert np.isnan([d["fw_spread"][j], mine["fw_spread"][r0], mine["fw_spread"][r1]]).all()
+            if g == "section":
+                assert d["span"][j] == max(mine["span"][r0], mine["span"][r1]), (key, h)
+            checked += 1
+    assert checked >= 30 * 10
+    assert points and all(p.values["kernel"] == whole[("", "op-code", key, dev)]["kernel"][heads.index(h)]
+                          for (h, key, dev), p in points.items())
+
+
+def test_merged_parts_sum_times_and_spreads_and_take_the_longest_span():
+    """How a key's rows of the ranks join (all devices; a device of a rank is no key of the whole)."""
+    from warehouse.history.wholecapture import merge
+    from warehouse.store.runseries import Part
+
+    nan = float("nan")
+
+    def part(run: int, keys: list[int], devs: list[int], *figs: list[float]) -> Part:
+        names = ("kernel_us", "kernel_spread_us", "span_us", "iterations", "ops", "fpu_util_pct")
+        return Part(run, "trace", "op-code", np.array(keys, dtype=np.int64), np.array(devs, dtype=np.int32),
+                    {n: np.array(v, dtype=float) for n, v in zip(names, figs)})
+    a = part(10, [3, 3, 5], [-1, 0, -1], [1.5, 1.5, 2.0], [0.1, 0.1, nan], [9.0, 9.0, nan], [5, 5, 5], [2, 2, 1],
+             [50.0, 50.0, 40.0])
+    b = part(11, [3, 7], [-1, -1], [0.25, 4.0], [0.2, nan], [7.0, 1.0], [5, 6], [3, 1], [60.0, 10.0])
+    other = part(12, [3], [-1], [100.0], [1.0], [1.0], [1], [1], [1.0])  # (a run of no capture asked for)
+    (p,) = merge([b, other, a], {10: [10, 11]})
+    assert (p.run_id, p.section, p.grouping) == (10, "trace", "op-code")
+    assert p.key_ids.tolist() == [3, 5, 7] and p.devices.tolist() == [-1, -1, -1]
+    assert p.values["kernel_us"].tolist() == [1.75, 2.0, 4.0]
+    assert p.values["ops"].tolist() == [5.0, 1.0, 1.0]
+    assert np.array_equal(p.values["kernel_spread_us"], [0.1 + 0.2, nan, nan], equal_nan=True)
+    assert np.array_equal(p.values["span_us"], [9.0, nan, 1.0], equal_nan=True)
+    assert p.values["iterations"].tolist() == [5.0, 5.0, 6.0]
+    assert np.isnan(p.values["fpu_util_pct"]).all()  # (a ratio of the whole needs its parts: not merged)
+    (alone,) = merge([other], {12: [12]})  # a run of one host: its own rows
+    assert alone.values["kernel_us"].tolist() == [100.0]
+
+
+def test_the_gate_judges_each_rank_against_its_own_nights_and_each_capture_whole(rank_history, tmp_path):
     from warehouse.api import Warehouse
 
     wh, url = rank_history
     rank = {x.id: x.tags.get("rank") for x in Warehouse(url).runs(label="mh")}
     r = wh("regressions", "--label", "mh", "--last", "11", "--format", "json")
     doc = json.loads(r.stdout)
-    found = doc["regressions"]
+    found = [c for c in doc["findings"] if c["kind"] == "regression"]
     assert r.exit_code == 3 and found, r.output
-    assert {rank[c["run_id"]] for c in found} == {"1"}, found
-    assert all({rank[w] for w in c["window"]} == {rank[c["run_id"]]} for c in doc["checked"])  # its own nights
-    assert "rank 1 whole run: +4" in wh("regressions", "--label", "mh", "--last", "11").stdout
-    # the newest night alone: both ranks judged, rank 0 quiet
+    # rank 1 on its own nights; the whole capture (named by its first rank's run) by about half of that
+    assert {c["tags"]["rank"] for c in found} == {"1", "all"}, found
+    assert all(rank[c["run_id"]] == "0" and 1.0 < c["change_pct"] < 2.6 for c in found if c["tags"]["rank"] == "all")
+    assert all(rank[c["run_id"]] == "1" and 3.0 < c["change_pct"] < 5.0 for c in found if c["tags"]["rank"] == "1")
+    for c in doc["checked"]:  # each night against its own history's nights: its rank's, or the captures'
+        assert {rank[w] for w in c["window"]} == {"0" if c["tags"]["rank"] == "all" else rank[c["run_id"]]}
+    text_ = wh("regressions", "--label", "mh", "--last", "11").stdout
+    assert "rank 1 whole run: +4" in text_ and "all ranks whole run: +" in text_ and "rank 0 whole" not in text_
+    # the newest night alone: both ranks and the capture judged, all quiet
     r = wh("regressions", "--label", "mh", "--format", "json")
     checked = json.loads(r.stdout)["checked"]
-    assert len(checked) == 2, r.output
-    assert sorted(c["why"] for c in checked) == [f"the newest rank {k} run of label 'mh' by capture time"
-                                                 for k in (0, 1)]
+    assert r.exit_code == 0 and len(checked) == 3, r.output
+    assert sorted(c["why"] for c in checked) == [
+        "the newest capture (all ranks) of label 'mh' by capture time",
+        *(f"the newest rank {k} run of label 'mh' by capture time" for k in (0, 1))]
+    # JUnit: a capture's suite holds the capture's findings, never its first rank's (the same run id)
+    import xml.etree.ElementTree as ET
+
+    out = tmp_path / "junit.xml"
+    assert wh("regressions", "--label", "mh", "--last", "11", "--junit", out).exit_code == 3
+    xml = ET.parse(out).getroot()
+    named = {s.get("name"): [c.get("name") for c in s.iter("testcase") if c.get("classname") != "coverage"]
+             for s in xml.iter("testsuite")}
+    wholes = [n for s, cases in named.items() if "rank=all" in s for n in cases]
+    assert len(wholes) == len([c for c in doc["findings"] if c["tags"]["rank"] == "all"]) > 0, named
+    assert all(n.startswith("all ranks ") for n in wholes)
+    assert not [n for s, cases in named.items() if "rank=all" not in s for n in cases if "all ranks" in n]
 
 
 def test_the_timeline_of_a_capture_has_a_process_per_rank_and_device(wh, tmp_path):

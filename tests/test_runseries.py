@@ -10,7 +10,8 @@ import pytest
 from sqlalchemy import inspect, text
 
 from conftest import make_invoke
-from warehouse.history.series import fetch_history, fetch_pairs, select_runs
+from warehouse.history.nightseries import fetch_history, fetch_pairs
+from warehouse.history.series import select_runs
 from warehouse.store import runseries
 from warehouse.store.db import downgrade, make_engine, open_db, resolve_url, upgrade
 

@@ -71,6 +71,16 @@ def of_cause(conn: Connection, run_id: int, window: list[int], sections: list[st
                                                  m.removeprefix(PREFIX).upper())][:LIMIT]
 
 
+def of_causes(conn: Connection, causes: list[Any], runs: list[int], back: int) -> None:
+    """Each cause of a history ``runs`` on a Bound count (``bound_dram`` ...) names the op identities whose Bound
+    changed on its night against the ``back`` nights before it (:func:`bound_changes`)."""
+    for c in causes:
+        if c.run_id in runs:
+            i = runs.index(c.run_id)
+            c.bound_changes = of_cause(conn, c.run_id, runs[max(0, i - back):i], c.sections, c.by, c.key,
+                                       c.metrics)
+
+
 def with_bound_changes(conn: Connection, causes: list[dict[str, Any]], windows: dict[int, list[int]]) -> None:
     """Each cause (and contributor) on a Bound count gets ``bound_changes``, the identities that moved in or out
     of its class (:func:`bound_changes`); ``windows``: each checked run's window."""

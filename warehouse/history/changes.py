@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Engine
 
 from warehouse.registry.contract import SECTIONS, TRACE  # the oracle's sections, which run the same ops
 from warehouse.history.changepoints import Prepared, analyse, prepare_many, split_z
@@ -36,14 +36,16 @@ from warehouse.registry.measures import METRIC, is_metric, ordered
 from warehouse.history.fdr import combined, p_value, thresholds
 from warehouse.history.levels import (Pairs, _level, _moved_itself, _robust_night, _without_outliers, replay_noises,
                                       robust_nights)
-from warehouse.history.series import (HISTORY_METRICS, LEVEL_METRICS, SeriesData, RunMeta, fetch_history, fetch_pairs,
-                                      run_meta, select_runs)
-from warehouse.history.boundchange import of_cause
+from warehouse.history.nightseries import HISTORY_METRICS, LEVEL_METRICS, SeriesData, fetch_history, fetch_pairs
+from warehouse.history.series import RunMeta, run_meta, select_runs
+from warehouse.history.boundchange import of_causes
 from warehouse.history.causes import Cause, Group, Overlaps, cause_id, link_fixes, nest
 from warehouse.history.hiccups import without_hiccup_steps
 from warehouse.history.quality import judge, other_models
 from warehouse.history.rowstats import row_medians
-from warehouse.history.select import OneRank, ordered as history_order, rank_parts
+from warehouse.history.select import OneRank, in_range, ordered as history_order, rank_parts
+from warehouse.history.wholecapture import (WholeCapture, judged_metrics, named, of_part, own_ids,
+                                             whole_quality)
 from warehouse.history.triage import decisions, invalid_runs
 from warehouse.workers import collector, threads
 
@@ -115,8 +117,9 @@ def find_changes(engine: Engine, *, label: str | None = None, tags: dict[str, st
     """The change points of the history of ``label`` (and ``tags``), between ``since`` and ``until`` (ISO dates,
     inclusive), one :class:`Change` per cause. ``min_change`` is the smallest relative change and ``min_us`` the
     smallest change in us per iteration reported; ``excluded`` run ids are left out of every series (invalid
-    captures, nights triaged as invalid)."""
-    parts = rank_parts(engine, label, tags, excluded)  # (a multi-host label: one history per rank, found apart)
+    captures, nights triaged as invalid; a :class:`WholeCapture`: the history of multi-host captures as wholes)."""
+    # (a multi-host label: one history per rank, found apart, and one of the captures as wholes)
+    parts = rank_parts(engine, label, tags, excluded)
     if parts:
         return _joined(engine, parts, dict(label=label, tags=tags, since=since, until=until, fdr=fdr,
                                            min_sigmas=min_sigmas, min_change=min_change, min_us=min_us,
@@ -125,19 +128,21 @@ def find_changes(engine: Engine, *, label: str | None = None, tags: dict[str, st
     for m in metrics:
         if not is_metric(m):
             raise UsageError(f"metric {m!r}: expected one of {', '.join(METRIC)}, or col:<CSV column name>")
-    warnings: list[str] = []
+    metrics, warnings = judged_metrics(excluded, metrics)
     # (the collector off: a history's arrays, by the ten thousand, hold no cycle; its passes cost a tenth)
     with engine.connect() as conn, collector.paused():
         runs = select_runs(conn, label, tags)
         if not runs:
             raise NotFound("no runs in the warehouse; ingest a CSV first")
         # (the gate's order: a capture time in the future orders its run by its ingest time, with a warning)
-        runs, warnings = history_order(conn, runs)
+        runs, said = history_order(conn, runs)
+        warnings += said
         meta = run_meta(conn, runs)
+        named(excluded, meta)
         # the detector reads the history before ``since`` too: a step a few nights into the view is then named on
         # its own night, with the id it has without ``since`` (never a night late, for want of its old level)
-        shown = {r for r in runs if _in_range(meta[r], since, until)}
-        runs = [r for r in runs if _in_range(meta[r], None, until)]
+        shown = {r for r in runs if in_range(meta[r], since, until)}
+        runs = [r for r in runs if in_range(meta[r], None, until)]
         if not shown:
             raise NotFound(f"no run of the history is between {since or 'its start'} and {until or 'its end'}; "
                            f"changes need at least {MIN_BEFORE + MIN_AFTER} nights")
@@ -146,13 +151,14 @@ def find_changes(engine: Engine, *, label: str | None = None, tags: dict[str, st
         triaged = {d.id: d.status for d in decisions(conn, runs)}
         for r, why in invalid_runs(conn, runs).items():
             quality[r] = [why]
+        quality = whole_quality(quality, excluded)  # (a whole capture: invalid when any of its ranks is)
         warnings += [f"{meta[r].short()} {strangers[r]}: left out" for r in sorted(set(strangers) & shown)]
         bad = {r for r, p in quality.items() if p} | set(excluded or ()) | set(strangers)
         warnings += [f"{meta[r].short()} is an invalid capture ({'; '.join(quality[r])}): left out"
                      for r in sorted(bad & shown) if quality.get(r)]
         invalid = [{**meta[r].as_dict(), "problems": quality[r]} for r in runs if quality.get(r) and r in shown]
         newest_invalid = bool(runs) and bool(quality.get(runs[-1]))
-        runs = [r for r in runs if r not in bad]
+        runs = of_part(excluded, [r for r in runs if r not in bad])
         if len(runs) < MIN_BEFORE + MIN_AFTER:
             raise NotFound(f"{len(runs)} valid run(s) in the history; changes need at least "
                            f"{MIN_BEFORE + MIN_AFTER} nights")
@@ -164,26 +170,30 @@ def find_changes(engine: Engine, *, label: str | None = None, tags: dict[str, st
             lambda: Pairs.ready(pair_data, len(runs), metrics, PAIRS_SEEN))
         res = _detect(data, runs, meta, label, metrics, fdr, min_sigmas, min_change, min_us, pairs)
         res.warnings = warnings
+        own_ids(excluded, res.changes + res.outliers)
         res.changes = without_hiccup_steps(conn, res.changes, runs)
         link_fixes(res.changes, runs)  # (over the whole history: a step in view may undo one before it)
         _within(res, runs, shown)
-        _with_bound_changes(conn, res.changes, runs)
+        of_causes(conn, res.changes, runs, NEST_NIGHTS + 4)
     res.invalid, res.newest_invalid = invalid, newest_invalid
     for c in res.changes:
         c.triage = triaged.get(c.id)
     return res
 
 
-def _joined(engine: Engine, parts: list[OneRank], options: dict[str, Any]) -> ChangesResult:
-    """Each rank's changes as one answer, rank by rank (every cause names its rank): warnings and invalid
-    captures once, coverage summed, the strictest threshold."""
+def _joined(engine: Engine, parts: list[OneRank | WholeCapture], options: dict[str, Any]) -> ChangesResult:
+    """Each rank's changes, then the whole captures', as one answer (every cause names its rank, or ``all``):
+    runs, warnings and invalid captures once (a rank's own), coverage summed, the strictest threshold."""
     ps = [find_changes(engine, excluded=p, **options) for p in parts]
     sigmas = [p.threshold_sigmas for p in ps if p.threshold_sigmas is not None]
-    out = ChangesResult(ps[0].label, [r for p in ps for r in p.runs], sum(p.series for p in ps),
+
+    def once(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:  # (each run's first: its rank's own)
+        first: dict[int, dict[str, Any]] = {}
+        return [first.setdefault(d["run_id"], d) for d in docs if d["run_id"] not in first]
+    out = ChangesResult(ps[0].label, once([r for p in ps for r in p.runs]), sum(p.series for p in ps),
                         max(sigmas) if sigmas else None, ps[0].fdr, [c for p in ps for c in p.changes],
                         [c for p in ps for c in p.outliers], list(dict.fromkeys(w for p in ps for w in p.warnings)),
-                        list({r["run_id"]: r for p in ps for r in p.invalid}.values()),
-                        any(p.newest_invalid for p in ps))
+                        once([r for p in ps for r in p.invalid]), any(p.newest_invalid for p in ps))
     for k in {k for p in ps for k in p.coverage}:
         out.coverage[k] = sum(p.coverage.get(k, 0) for p in ps)
     return out
@@ -199,22 +209,6 @@ def _within(res: ChangesResult, runs: list[int], shown: set[int]) -> None:
     for c in res.changes:
         if c.series is not None and len(c.series) == len(runs):
             c.series = [c.series[i] for i in keep]
-
-
-def _with_bound_changes(conn: Connection, changes: list[Change], runs: list[int]) -> None:
-    """A change of a Bound count (``bound_dram`` ...) names the op identities whose Bound changed on its night
-    against the nights before it (:func:`warehouse.history.boundchange.bound_changes`)."""
-
-    for c in changes:
-        if c.run_id in runs:
-            i = runs.index(c.run_id)
-            c.bound_changes = of_cause(conn, c.run_id, runs[max(0, i - NEST_NIGHTS - 4):i], c.sections, c.by,
-                                       c.key, c.metrics)
-
-
-def _in_range(m: RunMeta, since: str | None, until: str | None) -> bool:
-    day = (m.time or "")[:10]
-    return (since is None or day >= since[:10]) and (until is None or day <= until[:10])
 
 
 # a pass's answer: the series judged (section, grouping, key, device, metric, values, noise), moves, outliers, tau

@@ -41,6 +41,8 @@ class Night:
     noise: list[int]  # the longer stretch whose moves give each series' noise
     breaks: list[tuple[str, str, int]]  # (by, key, first night) of the steps acknowledged before it
     prev: int | None = None  # the night just before it in its own history (a PR's run has none)
+    # a whole multi-host capture's night (warehouse.history.wholecapture): each night's runs, its ranks'
+    members: dict[int, list[int]] | None = None
 
 
 @dataclass

@@ -23,7 +23,6 @@ A night that is an invalid capture is reported as such (the CLI exits 4), never 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -37,12 +36,15 @@ from warehouse.history.evidence import PER_DEVICE, Night, Series, established, e
 from warehouse.history.finding import Finding
 from warehouse.history.hiccups import reread_from_ops
 from warehouse.history.judge import Z_GATE, judge, night_levels
-from warehouse.history.quality import judge as judge_quality
+from warehouse.history.quality import judge as judge_quality, other_model
 from warehouse.history.select import History, load
-from warehouse.history.series import (ALL_DEVICES, RunMeta, Table, attribution_gaps, by_run, fetch, fetch_table,
-                                      resolve_sections, run_meta, section_label, sections_of, select_runs)
+from warehouse.history.series import (ALL_DEVICES, RunMeta, Table, all_sections, attribution_gaps, by_run,
+                                      check_keys, fetch, fetch_table, resolve_sections, run_meta, section_label,
+                                      select_runs)
 from warehouse.store.rollupsql import rollup_of
 from warehouse.history.triage import decisions
+from warehouse.history.wholecapture import as_nights, whole_id
+from warehouse.history.wholenights import WholeNights, is_multi_host, whole_nights
 from warehouse.registry.contract import EAGER, TRACE
 from warehouse.registry.measures import DRILL_DOWN, METRIC, METRICS, ordered
 from warehouse.store.listing import resolve_run
@@ -134,7 +136,32 @@ def find_regressions(engine: Engine, *, label: str | None = None, tags: dict[str
         _judge_nights(conn, gate, nights, h.meta, section, keys)
         for c in gate.checked:
             c["why"] = _judging(h, c["run_id"], label)
+        if is_multi_host(h):  # (and each capture as a whole, against the captures before it)
+            _join(gate, _wholes(conn, gate, whole_nights(conn, h, last, window, NOISE_NIGHTS, label), section, keys))
     return gate
+
+
+def _wholes(conn: Connection, settings: Gate, w: WholeNights, section: str | None, keys: list[str] | None) -> Gate:
+    """The gate of whole multi-host captures' nights, with the settings of ``settings`` (the stored metrics only:
+    nothing is computed from a whole capture's ops)."""
+    gate = Gate([], [], w.invalid, settings.threshold, settings.min_us, settings.window,
+                [m for m in settings.metrics if METRIC[m].stored], settings.by, [],
+                {r: m.as_dict() for r, m in w.meta.items()})
+    _judge_nights(conn, gate, w.nights, w.meta, section, keys)
+    for c in gate.checked:
+        c["why"] = w.why[c["run_id"]]
+    return gate
+
+
+def _join(gate: Gate, whole: Gate) -> None:
+    """``whole``'s nights and findings added to ``gate``'s (a run's metadata and warnings: its rank's own)."""
+    gate.checked += whole.checked
+    gate.findings += whole.findings
+    gate.invalid += whole.invalid
+    gate.regressions += whole.regressions
+    gate.improvements += whole.improvements
+    gate.suspicious += whole.suspicious
+    gate.warnings += [x for x in whole.warnings if x not in gate.warnings]
 
 
 def _judging(h: History, cand: int, label: str | None) -> str:
@@ -173,7 +200,7 @@ def _against_baseline(conn: Connection, run: str | int | None, label: str | None
     if problems:
         gate.invalid.append({**meta[cand].as_dict(), "problems": problems})
         return gate
-    other = _other_model(conn, cand, pool[-window:])
+    other = other_model(conn, cand, pool[-window:])
     if other:
         gate.warnings.append(f"{meta[cand].short()} {other}")
         gate.baseline["other_model"] = other  # type: ignore[index]
@@ -184,36 +211,17 @@ def _against_baseline(conn: Connection, run: str | int | None, label: str | None
     return gate
 
 
-def _other_model(conn: Connection, cand: int, base: list[int]) -> str | None:
-    """Why ``cand`` looks like another model than its baseline (it shares less than half of their op codes)."""
-    codes: dict[int, set[str]] = defaultdict(set)
-    ids = ", ".join(str(int(r)) for r in [cand, *base])
-    for rid, key in conn.execute(text(
-            f"SELECT run_id, key FROM {rollup_of(['op-code'])} WHERE grouping = 'op-code' AND device = -1 "
-            f"AND section = '' AND run_id IN ({ids})")):
-        codes[rid].add(key)
-    usual = {c for r in base for c in codes[r] if sum(c in codes[b] for b in base) * 2 >= len(base)}
-    mine = codes[cand]
-    if not mine or not usual:
-        return None
-    share = len(mine & usual) / len(mine | usual)
-    if share >= 0.5:
-        return None
-    return (f"shares {len(mine & usual)} of {len(mine | usual)} op codes with its baseline: another model? (its "
-            "findings compare different programs)")
-
-
 # ------------------------------------------------------------------------------------------------ judging
 def _judge_nights(conn: Connection, gate: Gate, nights: list[Night], meta: dict[int, RunMeta],
                   section: str | None, keys: list[str] | None) -> None:
     findings: list[Finding] = []
     computed: dict[tuple, Any] = {}  # metrics computed from the ops: each run's read once for every night
     for n in nights:
-        runs = sorted({n.cand, *n.base, *n.noise})
+        runs = as_nights(sorted({n.cand, *n.base, *n.noise}), n.members)
         shown = resolve_sections(conn, section, [*n.base[-1:], n.cand])
-        read = sorted({*shown, *_all_sections(conn, [*n.base[-1:], n.cand])}) if section is not None else shown
+        read = sorted({*shown, *all_sections(conn, [*n.base[-1:], n.cand])}) if section is not None else shown
         if keys is not None:
-            _check_keys(conn, [*n.base, n.cand], shown, gate.by, keys)
+            check_keys(conn, [*n.base, n.cand], shown, gate.by, keys)
         if section is not None and set(read) - set(shown):
             gate.warnings.append(f"--section {section}: findings of {section_label(shown[0])} only; "
                                  f"{', '.join(section_label(s) for s in sorted(set(read) - set(shown)))} is still read "
@@ -235,6 +243,8 @@ def _judge_nights(conn: Connection, gate: Gate, nights: list[Night], meta: dict[
                              "sections": [section_label(s) for s in shown], **coverage})
     findings.sort(key=lambda f: (f.kind != "regression", -abs(f.delta_pct or 0), -abs(f.delta_us)))
     gate.findings = _causes(conn, findings, meta) if findings else []
+    for c in gate.findings if any(n.members for n in nights) else []:
+        c.id = whole_id(c.id)  # (a whole capture's cause is not its first rank's)
     status = {d.id: d.status for d in decisions(conn, sorted({c.run_id for c in gate.findings}))}
     for c in gate.findings:
         c.triage = status.get(c.id)
@@ -245,14 +255,6 @@ def _judge_nights(conn: Connection, gate: Gate, nights: list[Night], meta: dict[
     gate.regressions = [asdict(f) for f in findings if f.kind == "regression"]
     gate.improvements = [asdict(f) for f in findings if f.kind == "improvement"]
     gate.suspicious = [asdict(f) for f in findings if f.kind == "suspicious"]
-
-
-def _all_sections(conn: Connection, runs: list[int]) -> list[str]:
-    names: list[str] = []
-    for secs in sections_of(conn, runs).values():
-        names += [s for s in secs if s not in names]
-    real = [s for s in names if s]
-    return real or [""]
 
 
 class _Tables:
@@ -375,7 +377,7 @@ def _night(conn: Connection, gate: Gate, n: Night, runs: list[int], read: list[s
     for f in out:
         if f.kind != "improvement" and f.by in DRILL_DOWN:
             sec = "" if f.section == "(whole run)" else f.section
-            f.contributors = _contributors(conn, f, n.cand, n.base, sec, cache, layers, gate.metrics)
+            f.contributors = _contributors(conn, f, n, sec, cache, layers, gate.metrics)
     _same_ops(conn, out, n, cache, layers, gate.metrics)
     reread_from_ops(conn, out, origin, n, gate.threshold, computed)
     return out, coverage
@@ -401,9 +403,9 @@ def _same_ops(conn: Connection, found: list[Finding], n: Night, cache: dict[tupl
         other = {EAGER: TRACE, TRACE: EAGER}.get(f.section)
         if other is None:
             continue
-        mine = f.contributors or _contributors(conn, f, n.cand, n.base, f.section, cache, layers, metrics)
+        mine = f.contributors or _contributors(conn, f, n, f.section, cache, layers, metrics)
         twin = Finding(f.kind, f.run_id, f.time, other, f.by, f.key, f.device, f.metric, 0, 0, 0, None, 0, 0)
-        theirs = _contributors(conn, twin, n.cand, n.base, other, cache, layers, metrics)
+        theirs = _contributors(conn, twin, n, other, cache, layers, metrics)
         if not mine or not theirs:
             continue
         a, b = mine[0], theirs[0]
@@ -497,12 +499,14 @@ def _whole_run(conn: Connection, gate: Gate, n: Night, runs: list[int], sections
     return out
 
 
-def _contributors(conn: Connection, f: Finding, cand: int, hist: list[int], section: str,
+def _contributors(conn: Connection, f: Finding, n: Night, section: str,
                   cache: dict[tuple, Any] | None = None, layers: set[str] | None = None,
                   metrics: list[str] | None = None) -> list[dict[str, Any]]:
-    """The op codes inside a moved block or layer that moved most, on the same metric and device (the drill-down
-    rows are read once per section and grouping, whatever the number of findings; ``layers``: every layer of the
-    section that will be asked about, when the drill-down is computed from the ops)."""
+    """The op codes inside a moved block or layer that moved most on night ``n`` against its window, on the same
+    metric and device (the drill-down rows are read once per section and grouping, whatever the number of
+    findings; ``layers``: every layer of the section that will be asked about, when the drill-down is computed from
+    the ops)."""
+    cand, hist = n.cand, n.base
     sub = DRILL_DOWN.get(f.by)
     if sub is None:
         return []
@@ -512,7 +516,7 @@ def _contributors(conn: Connection, f: Finding, cand: int, hist: list[int], sect
     if cache is not None and ck in cache:
         points = cache[ck]
     else:
-        points = by_run(fetch(conn, [cand, *hist], section, sub, devices=dev != ALL_DEVICES,
+        points = by_run(fetch(conn, as_nights([cand, *hist], n.members), section, sub, devices=dev != ALL_DEVICES,
                               layers=(layers or {f.key}) if f.by == "layer" else None, metrics=metrics or []))
         if cache is not None:
             cache[ck] = points
@@ -582,16 +586,3 @@ def _cause(top: Group, kids: list[Group], meta: dict[int, RunMeta]) -> Cause:
               top_op_codes=main.contributors, worse=(main.delta_us > 0) == (METRIC[main.metric].worse > 0))
     c.contributors = sorted((_cause(k, [], meta).to_json() for k in kids), key=lambda d: -abs(d["delta_us"]))
     return c
-
-
-def _check_keys(conn: Connection, runs: list[int], sections: list[str], by: list[str], keys: list[str]) -> None:
-    """An unknown ``--key`` is an error, not an empty answer."""
-    have: set[str] = set()
-    for sec in sections:
-        for dim in by:
-            have |= {k for (_, k, _) in fetch(conn, runs[-1:], sec, dim, keys=keys)}
-    missing = [k for k in keys if k not in have]
-    if missing:
-        # in the API's terms (the grouping and the key), which the CLI's --key, --block and --layer all are
-        raise NotFound(f"no {' or '.join(by)} {missing[0]!r} in section {', '.join(section_label(s) for s in sections)}"
-                       f" of run {runs[-1]}; `warehouse trend --by {by[0]} --top 50` lists the largest")

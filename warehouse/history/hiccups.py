@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,7 @@ from sqlalchemy import Connection, text
 
 from warehouse.history.evidence import HICCUP_LEAST, Night, Series, persists
 from warehouse.history.finding import Finding
+from warehouse.history.wholecapture import members_of
 from warehouse.registry.contract import EAGER, TRACE
 from warehouse.registry.measures import GROUPINGS, KEY_TEXTS
 
@@ -48,20 +50,48 @@ def _source(dim: str, metric: str) -> tuple[str, str] | None:
     return (g.expr, col) if col is not None and g is not None and g.expr in KEY_TEXTS else None
 
 
-def _held(conn: Connection, cache: dict[tuple, Any], run: int, before: list[int], section: str, src: tuple[str, str],
-          key: tuple[str, int]) -> tuple[np.ndarray, np.ndarray] | None:
+@dataclass
+class OpReads:
+    """Where the nights' ops are read from: ``cache`` keeps each run's for one command; ``members``: the nights are
+    whole multi-host captures, each made of its ranks' runs (:mod:`warehouse.history.wholecapture`)."""
+
+    conn: Connection
+    cache: dict[tuple, Any]
+    members: dict[int, list[int]] | None = None
+
+    def night(self, night: int, section: str, src: tuple[str, str]) -> Ops:
+        """A night's executions (:func:`_ops`); of a whole capture, every rank's executions of a key over all
+        devices, rank after rank, iteration by iteration."""
+        ranks = (self.members or {}).get(night, [night])
+        if len(ranks) == 1:
+            return _ops(self.conn, self.cache, ranks[0], section, *src)
+        out: Ops = {}
+        for r in ranks:
+            alldev = {k: its for (k, dev), its in _ops(self.conn, self.cache, r, section, *src).items() if dev == -1}
+            for k, its in alldev.items():
+                mine = out.setdefault((k, -1), [])
+                for i, execs in enumerate(its):
+                    if i < len(mine):
+                        mine[i].extend(execs)  # (a copy of rank 0's: the cache keeps each rank's own)
+                    else:
+                        mine.append(list(execs))
+        return out
+
+
+def _held(reads: OpReads, run: int, before: list[int], section: str, src: tuple[str, str], key: tuple[str, int]
+          ) -> tuple[np.ndarray, np.ndarray] | None:
     """A key's executions on ``run`` (iteration x position) and, position by position, the executions of the nights
     ``before`` sorted (execution x position); None when either has none, or the key's ops differ between
     iterations or nights (a change of the model, not of speed: the ops cannot say)."""
-    now = _ops(conn, cache, run, section, *src).get(key)
-    past = [it for r in before for it in _ops(conn, cache, r, section, *src).get(key) or []]
+    now = reads.night(run, section, src).get(key)
+    past = [it for r in before for it in reads.night(r, section, src).get(key) or []]
     if not now or not past or any(len(it) != len(now[0]) for it in (*now, *past)):
         return None
     return np.array(now, dtype=float), np.sort(np.array(past, dtype=float), axis=0)
 
 
-def verdict(conn: Connection, cache: dict[tuple, Any], cand: int, base: list[int], sections: list[str], dim: str,
-            key: str, device: int | None, metric: str) -> str | None:
+def verdict(reads: OpReads, cand: int, base: list[int], sections: list[str], dim: str, key: str, device: int | None,
+            metric: str) -> str | None:
     """What the ops of ``key`` in ``sections`` say of its move on run ``cand`` against the nights ``base`` (the
     newest :data:`BASE_NIGHTS` of them): ``"hiccups"`` (hiccup-shaped at different ops: no change),
     ``"same ops"`` (hiccup-sized at the same ops in every measurement: it must hold a second night), or None (the
@@ -71,7 +101,7 @@ def verdict(conn: Connection, cache: dict[tuple, Any], cand: int, base: list[int
         return None
     shapes = []
     for sec in sections:
-        held = _held(conn, cache, cand, base[-BASE_NIGHTS:], sec, src, (key, -1 if device is None else device))
+        held = _held(reads, cand, base[-BASE_NIGHTS:], sec, src, (key, -1 if device is None else device))
         shape = None if held is None else _shape(held[0], np.median(held[1], axis=0))
         if shape is None:
             return None  # (a change's shape in one section, or no ops to read: the sections' evidence stands)
@@ -130,7 +160,7 @@ def reread_from_ops(conn: Connection, found: list[Finding], origin: dict[int, tu
             continue
         s, r = origin[i]
         sections = [EAGER, TRACE] if "eager and trace" in f.evidence else [s.section]
-        shape = verdict(conn, cache, n.cand, n.base, sections, s.dim, f.key,
+        shape = verdict(OpReads(conn, cache, n.members), n.cand, n.base, sections, s.dim, f.key,
                         None if f.device == "all" else int(f.device), f.metric)
         if shape == "hiccups" or (shape == "same ops" and not persists(s, r, n, threshold)):
             f.kind, f.evidence = "suspicious", []
@@ -140,8 +170,8 @@ STEP_NIGHTS = 5  # nights on each side of a step its ops are read on
 STEP_SHARE = 0.5  # a step's ops must move by at least this share of it, hiccups aside, on the nights after
 
 
-def step_of_hiccups(conn: Connection, cache: dict[tuple, Any], before: list[int], after: list[int],
-                    sections: list[str], dim: str, key: str, metric: str, rel: float) -> bool:
+def step_of_hiccups(reads: OpReads, before: list[int], after: list[int], sections: list[str], dim: str, key: str,
+                    metric: str, rel: float) -> bool:
     """Whether a step of ``key`` (``rel``: its relative size) found over a whole history is hiccups, read from its
     ops: on the nights ``after`` it, held position by position against the nights ``before`` it, the key's ops
     moved (hiccup-sized jumps aside) by less than half the step, and no op jumped on most of those nights (a change
@@ -155,7 +185,7 @@ def step_of_hiccups(conn: Connection, cache: dict[tuple, Any], before: list[int]
     for run in after[:STEP_NIGHTS]:
         night_move = night_base = 0.0
         for sec in sections:
-            held = _held(conn, cache, run, before[-STEP_NIGHTS:], sec, src, (key, -1))
+            held = _held(reads, run, before[-STEP_NIGHTS:], sec, src, (key, -1))
             if held is None:
                 return False
             cur, stack = held
@@ -181,15 +211,16 @@ def step_of_hiccups(conn: Connection, cache: dict[tuple, Any], before: list[int]
 def without_hiccup_steps(conn: Connection, changes: list[Any], runs: list[int]) -> list[Any]:
     """Steps of a block or an op code whose ops say they are hiccups (:func:`warehouse.history.hiccups.
     step_of_hiccups`: nights that each hiccup at a different op, which a key of many ops on a farm with many
-    hiccups strings together now and then) are no change: ``changes`` (causes) without them."""
-    cache: dict[tuple, Any] = {}
+    hiccups strings together now and then) are no change: ``changes`` (causes) without them. ``runs`` may be
+    whole multi-host captures (:class:`warehouse.history.wholecapture.Captures`)."""
+    reads = OpReads(conn, {}, members_of(runs))
     keep = []
     for c in changes:
         if c.kind == "step" and c.by in ("block", "op-code") and c.change_pct:
             i = runs.index(c.run_id)
             secs = [x for x in c.sections if x != "(whole run)"]
             metric = "kernel" if "kernel" in c.metrics else c.metrics[0]
-            if secs and step_of_hiccups(conn, cache, runs[max(0, i - STEP_NIGHTS):i], runs[i:i + STEP_NIGHTS],
+            if secs and step_of_hiccups(reads, runs[max(0, i - STEP_NIGHTS):i], runs[i:i + STEP_NIGHTS],
                                         secs, c.by, c.key, metric, c.change_pct / 100):
                 continue
         keep.append(c)

@@ -9,7 +9,7 @@ import numpy as np
 
 from warehouse.history.changepoints import clean, robust_sigma
 from warehouse.history.rowstats import row_medians
-from warehouse.history.series import LEVEL_METRICS, PairSeries
+from warehouse.history.nightseries import LEVEL_METRICS, PairSeries
 
 
 def _level(series: list[np.ndarray], n: int) -> np.ndarray:

@@ -12,6 +12,7 @@ a problem: history compares per-iteration figures.
 from __future__ import annotations
 
 import statistics
+from collections import defaultdict
 from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, text
@@ -131,3 +132,22 @@ def other_models(conn: Connection, runs: list[int]) -> dict[int, str]:
             out[rid] = (f"shares {len(cs & usual)} of {len(cs | usual)} op codes with the rest of its history: "
                         "another model?")
     return out
+
+
+def other_model(conn: Connection, cand: int, base: list[int]) -> str | None:
+    """Why ``cand`` looks like another model than its baseline (it shares less than half of their op codes)."""
+    codes: dict[int, set[str]] = defaultdict(set)
+    ids = ", ".join(str(int(r)) for r in [cand, *base])
+    for rid, key in conn.execute(text(
+            f"SELECT run_id, key FROM {rollup_of(['op-code'])} WHERE grouping = 'op-code' AND device = -1 "
+            f"AND section = '' AND run_id IN ({ids})")):
+        codes[rid].add(key)
+    usual = {c for r in base for c in codes[r] if sum(c in codes[b] for b in base) * 2 >= len(base)}
+    mine = codes[cand]
+    if not mine or not usual:
+        return None
+    share = len(mine & usual) / len(mine | usual)
+    if share >= 0.5:
+        return None
+    return (f"shares {len(mine & usual)} of {len(mine | usual)} op codes with its baseline: another model? (its "
+            "findings compare different programs)")

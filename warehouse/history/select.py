@@ -14,6 +14,7 @@ from warehouse.errors import NotFound
 from warehouse.history.quality import judge, other_models
 from warehouse.history.series import RunMeta, run_meta, select_runs
 from warehouse.history.triage import Decision, decisions, invalid_runs
+from warehouse.history.wholecapture import WholeCapture, whole_part
 from warehouse.runs.ranks import run_ranks
 from warehouse.store import schema as t
 
@@ -119,7 +120,7 @@ def load(conn: Connection, *, label: str | None = None, tags: dict[str, str] | N
     runs, warnings = ordered(conn, runs)
     meta = run_meta(conn, runs)
     if since or until:
-        runs = [r for r in runs if _in_range(meta[r], since, until)]
+        runs = [r for r in runs if in_range(meta[r], since, until)]
     rank = run_ranks(conn, runs)
     if last is not None:  # (the newest ``last`` of each rank)
         keep = {r for mine in _by_rank(runs, rank).values() for r in mine[-last:]}
@@ -137,7 +138,8 @@ def load(conn: Connection, *, label: str | None = None, tags: dict[str, str] | N
     return h
 
 
-def _in_range(m: RunMeta, since: str | None, until: str | None) -> bool:
+def in_range(m: RunMeta, since: str | None, until: str | None) -> bool:
+    """Whether the run's day is between ``since`` and ``until`` (ISO dates, inclusive; None: open)."""
     day = (m.time or "")[:10]
     return (since is None or day >= since[:10]) and (until is None or day <= until[:10])
 
@@ -148,15 +150,17 @@ class OneRank(set[int]):
 
 
 def rank_parts(engine: Engine, label: str | None, tags: dict[str, str] | None, excluded: set[int] | None
-                ) -> list[OneRank]:
+                ) -> list[OneRank | WholeCapture]:
     """On a label holding the ranks of multi-host captures, what each rank's history leaves out (one entry per
-    rank, in rank order); none when the history is one host's, or when ``excluded`` is one rank's already."""
-    if isinstance(excluded, OneRank):
+    rank, in rank order), then the history of the captures as wholes (:mod:`warehouse.history.wholecapture`);
+    none when the history is one host's, or when ``excluded`` is one part's already."""
+    if isinstance(excluded, (OneRank, WholeCapture)):
         return []
     with engine.connect() as conn:
         runs = select_runs(conn, label, tags)
         by_rank = _by_rank(runs, run_ranks(conn, runs))
-    if len(by_rank) < 2:
-        return []
+        if len(by_rank) < 2:
+            return []
+        whole = whole_part(conn, runs, excluded)
     order = sorted(by_rank, key=lambda k: (k is not None, int(k) if k and k.isdigit() else -1, str(k)))
-    return [OneRank(set(excluded or ()) | (set(runs) - set(by_rank[k]))) for k in order]
+    return [*(OneRank(set(excluded or ()) | (set(runs) - set(by_rank[k]))) for k in order), whole]

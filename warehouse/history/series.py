@@ -6,7 +6,7 @@ import bisect
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 import numpy as np
 from sqlalchemy import Connection, select, text
@@ -14,6 +14,7 @@ from sqlalchemy import Connection, select, text
 from warehouse.store import runseries
 from warehouse.store import schema as t
 from warehouse.analysis.rollups import computed_rows, run_rows
+from warehouse.history import wholecapture
 
 from warehouse.errors import NotFound, UsageError, WarehouseError
 from warehouse.registry.measures import COLUMN_METRIC, GROUPINGS, METRIC, METRICS, Metric, grouping_keys
@@ -137,8 +138,18 @@ def fetch(conn: Connection, run_ids: list[int], section: str, grouping: str, *, 
           keys: Iterable[str] | None = None, layers: set[str] | None = None,
           metrics: Iterable[str] = (), cache: dict[tuple, list[tuple[Any, ...]]] | None = None
           ) -> dict[tuple[int, str, int], Point]:
-    """``{(run, key, device): Point}`` from the rollups (the arguments: :func:`_rows`)."""
+    """``{(run, key, device): Point}`` from the rollups (the arguments: :func:`_rows`; ``run_ids`` may be whole
+    multi-host captures, see :func:`fetch_table`)."""
     out: dict[tuple[int, str, int], Point] = {}
+    if wholecapture.members_of(run_ids) is not None:
+        tab = fetch_table(conn, run_ids, section, grouping, devices=devices, keys=keys)
+        for i, j in zip(*np.nonzero(tab.row >= 0)):
+            assert tab.ops is not None and tab.iterations is not None
+            out[(tab.runs[j], *tab.keys[i])] = Point(
+                float(tab.ops[i, j]), int(tab.iterations[i, j]),
+                *({k: None if np.isnan(v[i, j]) else float(v[i, j]) for k, v in vs.items()}
+                  for vs in (tab.values, tab.spreads)))
+        return out
     names, rows, extra_names, extra_rows = _rows(conn, _Ask(run_ids, section, grouping, devices, keys), layers,
                                                  metrics, cache)
     for r in rows:
@@ -184,10 +195,14 @@ def fetch_table(conn: Connection, run_ids: list[int], section: str, grouping: st
                 keys: Iterable[str] | None = None, metrics: Iterable[str] = (),
                 cache: dict[tuple, list[tuple[Any, ...]]] | None = None) -> Table:
     """:func:`fetch` as a :class:`Table` (no object a row: a year of a big model's layers is 100,000s of rows). A
-    stored grouping is read from the history series (:mod:`warehouse.store.runseries`), the rest computed."""
+    stored grouping is read from the history series (:mod:`warehouse.store.runseries`), the rest computed.
+    ``run_ids`` may be whole multi-host captures (:class:`warehouse.history.wholecapture.Captures`): then stored
+    groupings of all devices only, nothing computed from the ops (an empty table)."""
     g = next((x for x in GROUPINGS if x.key == grouping), None)
     stored = g is not None and g.stored and (section != "" or not _has_sections(conn, run_ids))
     ask = _Ask(run_ids, section, grouping, devices, keys)
+    if wholecapture.members_of(run_ids) is not None:
+        return _stored_table(conn, ask if stored else _Ask([], section, grouping, devices, keys), [], [])
     names, rows, extra_names, extra_rows = _rows(conn, ask, None, metrics, cache, read_stored=not stored)
     if stored:
         return _stored_table(conn, ask, extra_names, extra_rows)
@@ -235,7 +250,7 @@ def _stored_parts(conn: Connection, ask: _Ask) -> list[runseries.Part]:
             {"g": ask.grouping, **{f"k{i}": k for i, k in enumerate(texts)}}).scalars().all()
         wanted = np.array(sorted(found), dtype=np.int64)
     parts = []
-    for p in runseries.read(conn, ask.run_ids, [ask.section], [ask.grouping]):
+    for p in read_parts(conn, ask.run_ids, [ask.section], [ask.grouping], runseries.VALUES):
         keep = np.ones(len(p.key_ids), dtype=bool) if ask.devices else p.devices == ALL_DEVICES
         if wanted is not None:
             keep &= np.isin(p.key_ids, wanted)
@@ -255,8 +270,8 @@ def _stored_table(conn: Connection, ask: _Ask, extra_names: list[str], extra_row
         kid = np.concatenate([p.key_ids for p in parts])
         dev = np.concatenate([p.devices for p in parts]).astype(np.int64)
         rj = np.concatenate([np.full(len(p.key_ids), j) for j, p in enumerate(parts)])
-        ki, uniq = _first_come(_packed(kid, dev))
-        names = _key_texts(conn, np.unique(kid))
+        ki, uniq = first_come(packed(kid, dev))
+        names = key_texts(conn, np.unique(kid))
         key_list = [(names[int(code) >> 16], (int(code) & 0xFFFF) - 1) for code in uniq]
     else:
         rj = ki = np.array([], dtype=np.intp)
@@ -359,7 +374,7 @@ def _rows(conn: Connection, ask: _Ask, layers: set[str] | None, metrics: Iterabl
     return [m.key for m in first], rows, [m.key for m in extra] if extra_rows else [], extra_rows
 
 
-def _packed(key_ids: np.ndarray, devices: np.ndarray, sections: np.ndarray | None = None) -> np.ndarray:
+def packed(key_ids: np.ndarray, devices: np.ndarray, sections: np.ndarray | None = None) -> np.ndarray:
     """One int64 per row naming its series: (section number << 48) | (key id << 16) | (device + 1)."""
     if key_ids.max(initial=0) >= 2**32 or devices.max(initial=0) >= 2**15 or (
             sections is not None and sections.max(initial=0) >= 2**15):
@@ -368,30 +383,13 @@ def _packed(key_ids: np.ndarray, devices: np.ndarray, sections: np.ndarray | Non
     return code if sections is None else code | (sections.astype(np.int64) << 48)
 
 
-def _first_come(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def first_come(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each row's series number, the series numbered in the order they first come, and each series' code."""
     uniq, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
     by_first = np.argsort(first, kind="stable")
     rank = np.empty(len(uniq), dtype=np.intp)
     rank[by_first] = np.arange(len(uniq))
     return rank[inverse.reshape(-1)], uniq[by_first]
-
-
-def _first_come_parts(parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_first_come` of ``parts`` concatenated, each distinct array numbered once: a model's nights mostly
-    hold the same keys in the same order (a year's pairs: 1.2 M ids a section, a few distinct arrays), and a
-    repeat of an array brings no code that its first time did not (so the numbering is the same)."""
-    number: dict[bytes, int] = {}
-    distinct: list[np.ndarray] = []
-    which = []
-    for a in parts:
-        i = number.setdefault(a.tobytes(), len(distinct))
-        if i == len(distinct):
-            distinct.append(a)
-        which.append(i)
-    at, codes = _first_come(np.concatenate(distinct) if distinct else np.array([], dtype=np.int64))
-    numbered = np.split(at, np.cumsum([len(a) for a in distinct])[:-1])
-    return (np.concatenate([numbered[i] for i in which]) if which else at), codes
 
 
 def _driver_rows(conn: Connection, sql: str, params: dict[str, Any]) -> list[Any]:
@@ -404,7 +402,7 @@ def _driver_rows(conn: Connection, sql: str, params: dict[str, Any]) -> list[Any
         res.close()
 
 
-def _key_texts(conn: Connection, ids: np.ndarray) -> dict[int, str]:
+def key_texts(conn: Connection, ids: np.ndarray) -> dict[int, str]:
     """The key text of each ``rollup_key`` id of ``ids``."""
     out: dict[int, str] = {}
     wanted = [int(k) for k in ids]
@@ -432,142 +430,35 @@ def attribution_gaps(conn: Connection, run_id: int, section: str) -> float:
     return rows.get("?", 0.0) / total if total else 0.0
 
 
-# The stored metrics the whole history's change detection reads (warehouse.history.changes)
-HISTORY_METRICS = ("kernel", "fw", "op2op", "span")
-LEVEL_METRICS = ("kernel", "fw", "op2op")  # the figures a run-wide level is taken of (span reads kernel's)
+def read_parts(conn: Connection, runs: list[int], sections: list[str], groupings: Iterable[str],
+               figures: Iterable[str]) -> list[runseries.Part]:
+    """The history series' parts of ``runs`` (:func:`warehouse.store.runseries.read`); of whole multi-host
+    captures (:class:`warehouse.history.wholecapture.Captures`), each night's ranks' parts merged
+    (:func:`warehouse.history.wholecapture.merge`)."""
+    members = wholecapture.members_of(runs)
+    if members is None:
+        return list(runseries.read(conn, runs, sections, groupings, figures))
+    ranks = [r for night in runs for r in members[night]]
+    return wholecapture.merge(list(runseries.read(conn, ranks, sections, groupings, figures)), members)
 
 
-# (section, grouping, key, device) -> metric (and "<metric>_spread", "iterations") -> one value per night
-SeriesData = dict[tuple[str, str, str, int], dict[str, np.ndarray]]
+def all_sections(conn: Connection, runs: list[int]) -> list[str]:
+    """The sections of any of ``runs``, in their order (the whole run when none has one)."""
+    names: list[str] = []
+    for secs in sections_of(conn, runs).values():
+        names += [s for s in secs if s not in names]
+    real = [s for s in names if s]
+    return real or [""]
 
 
-def fetch_history(conn: Connection, runs: list[int], computed: tuple[str, ...] = (),
-                  pairs: PairSeries | None = None) -> SeriesData:
-    """Every needed rollup row of ``runs`` as arrays over the nights: (section, grouping, key, device) ->
-    metric -> values (and ``<metric>_spread``, ``iterations``). Only the sections the detector reads (the named
-    ones; the whole run for captures without sections), so the reads follow the primary key. The (block, op
-    code) pairs come from :func:`fetch_pairs` (``pairs``: its answer, when the caller has it already).
-    ``computed``: metrics that are not stored, computed from each run's ops for the section totals, blocks and
-    op codes (:func:`warehouse.analysis.rollups.run_rows`)."""
-
-    pos = {r: i for i, r in enumerate(runs)}
-    n = len(runs)
-    out: dict[tuple[str, str, str, int], dict[str, np.ndarray]] = {}
-
-    def arrays(sk: tuple[str, str, str, int]) -> dict[str, np.ndarray]:
-        d = out.get(sk)
-        if d is None:
-            d = out[sk] = {m: np.full(n, np.nan) for m in (*HISTORY_METRICS, *computed)}
-            d.update({f"{m}_spread": np.full(n, np.nan) for m in (*HISTORY_METRICS, *computed)})
-            d["iterations"] = np.ones(n)
-        return d
-
-    present = section_names(conn, runs)
-    secs = [s for s in present if s] or [""]
-    # the series' rows (section totals, blocks, op codes: per device too for totals and op codes), with only the
-    # figures each needs
-    rows = [p.only(p.devices == ALL_DEVICES) if p.grouping == "block" else p for p in runseries.read(
-        conn, runs, secs, ("section", "block", "op-code"),
-        ["iterations", *(c for m in HISTORY_METRICS for c in (METRIC[m].column, METRIC[m].spread_column))])]
-    # the series as one matrix per figure (series x night); a series is (section, key id, device): a key id is
-    # one grouping's. Series are numbered in the order they first come (night, section, key id, device: the
-    # order of a read of the rollups by primary key), and filled all at once (a year of a big model is 300,000
-    # rows: one Python step a row cost more than the read)
-    if rows:
-        sec_names = sorted({p.section for p in rows})
-        sec_no = {sec: i for i, sec in enumerate(sec_names)}
-        g_names = sorted({p.grouping for p in rows})
-        g_no = {g: i for i, g in enumerate(g_names)}
-
-        def joined(of: Callable[[runseries.Part], np.ndarray]) -> np.ndarray:
-            return np.concatenate([of(p) for p in rows])
-
-        lengths = np.fromiter((len(p.key_ids) for p in rows), dtype=np.intp, count=len(rows))
-
-        def each_row(of: Callable[[runseries.Part], int]) -> np.ndarray:  # (a part's number on each of its rows)
-            return np.repeat(np.fromiter((of(p) for p in rows), dtype=np.int64, count=len(rows)), lengths)
-        night = each_row(lambda p: pos[p.run_id])
-        sec_col = each_row(lambda p: sec_no[p.section])
-        kid, dev = joined(lambda p: p.key_ids), joined(lambda p: p.devices.astype(np.int64))
-        # (one int64 a row: section, key id, device; sorted by night, then that)
-        ident = _packed(kid, dev, sec_col)
-        order = np.lexsort((ident, night))
-        at, codes = _first_come(ident[order])
-        names = _key_texts(conn, np.unique((codes >> 16) & 0xFFFFFFFF))  # (the distinct series' keys only)
-        cols = night[order]
-        shape = (len(codes), n)
-        mat = {"iterations": np.ones(shape)}
-        for name in (*HISTORY_METRICS, *(f"{m}_spread" for m in HISTORY_METRICS), *computed,
-                     *(f"{m}_spread" for m in computed)):
-            mat[name] = np.full(shape, np.nan)
-        its = joined(lambda p: p.values["iterations"])[order]
-        flat = at * n + cols  # (each row's place in a (series x night) matrix read flat: a 1-D scatter is 2x a 2-D)
-        mat["iterations"].reshape(-1)[flat] = np.where(np.isnan(its) | (its == 0), 1.0, its)
-        for m in HISTORY_METRICS:
-            for name, col in ((m, METRIC[m].column), (f"{m}_spread", METRIC[m].spread_column)):
-                mat[name].reshape(-1)[flat] = joined(lambda p: p.values[col])[order]  # noqa: B023 (at once)
-        grp = each_row(lambda p: g_no[p.grouping])[order]
-        _, first = np.unique(at, return_index=True)  # (each series' first row: its grouping)
-        for row_no, code in enumerate(int(c) for c in codes):
-            sk = (sec_names[code >> 48], g_names[grp[first[row_no]]], names[(code >> 16) & 0xFFFFFFFF],
-                  (code & 0xFFFF) - 1)
-            out[sk] = {name: mm[row_no] for name, mm in mat.items()}
-    out.update((fetch_pairs(conn, runs) if pairs is None else pairs).data)  # (after the rows, always)
-    if computed:
-
-        ms = [METRIC[m] for m in computed]
-        wanted = set(present) if any(present) else {""}
-        gs = [g for g in GROUPINGS if g.key in ("section", "block", "op-code")]
-        for rid in runs:
-            for sec, grouping, key, dev, _its, _ops, *figs in run_rows(conn, rid, gs, ms):
-                if sec not in wanted or (dev != -1 and grouping == "block"):
-                    continue
-                d = arrays((sec, grouping, key, int(dev)))
-                for j, m in enumerate(computed):
-                    if figs[2 * j] is not None:
-                        d[m][pos[rid]] = figs[2 * j]
-                    if figs[2 * j + 1] is not None:
-                        d[f"{m}_spread"][pos[rid]] = figs[2 * j + 1]
-    return out
-
-
-@dataclass
-class PairSeries:
-    """A history's (block, op code) pairs (:func:`fetch_pairs`): ``keys`` (section, "block / op code") in order,
-    one matrix a metric (pair x night, a row a key), and the same rows as :data:`SeriesData` entries (views of the
-    matrices: nothing copied)."""
-
-    keys: list[tuple[str, str]]
-    matrices: dict[str, np.ndarray]
-    data: SeriesData
-
-
-def fetch_pairs(conn: Connection, runs: list[int]) -> PairSeries:
-    """The (block, op code) pairs of ``runs`` as :func:`fetch_history` gives them: the most rows by far, which
-    serve the run-wide level only, so their values and not their spreads, numbered as they first come (a year is
-    150,000 pairs: building a tuple for each cost more than the rest), section by section, into one matrix a metric
-    (the levels read them whole)."""
-    pos = {r: i for i, r in enumerate(runs)}
-    n = len(runs)
-    secs = [s for s in section_names(conn, runs) if s] or [""]
-    pairs = [p.only(p.devices == ALL_DEVICES) for p in runseries.read(
-        conn, runs, secs, ("block/op-code",), [METRIC[m].column for m in LEVEL_METRICS])]
-    numbered: dict[str, tuple[list[runseries.Part], np.ndarray, np.ndarray]] = {}
-    for sec in sorted({p.section for p in pairs}):
-        mine = [p for p in pairs if p.section == sec]
-        numbered[sec] = mine, *_first_come_parts([p.key_ids for p in mine])
-    # (the key texts of the distinct ids only: a year's pairs are 2.4 M ids, a few thousand distinct)
-    names = _key_texts(conn, np.unique(np.concatenate([codes for *_, codes in numbered.values()])) if numbered
-                       else np.array([], dtype=np.int64))
-    total = sum(len(codes) for *_, codes in numbered.values())
-    matrices = {m: np.full((total, n), np.nan) for m in LEVEL_METRICS}
-    keys: list[tuple[str, str]] = []
-    for sec, (mine, at, codes) in numbered.items():
-        cols = np.repeat([pos[p.run_id] for p in mine], [len(p.key_ids) for p in mine])
-        flat = (at + len(keys)) * n + cols  # (this section's rows follow the sections before it)
-        for m in LEVEL_METRICS:
-            matrices[m].reshape(-1)[flat] = np.concatenate([p.values[METRIC[m].column] for p in mine])
-        keys += [(sec, names[int(key_id)]) for key_id in codes]
-    data: SeriesData = {(sec, "block/op-code", key, -1): {m: matrices[m][i] for m in LEVEL_METRICS}
-                        for i, (sec, key) in enumerate(keys)}
-    return PairSeries(keys, matrices, data)
+def check_keys(conn: Connection, runs: list[int], sections: list[str], by: list[str], keys: list[str]) -> None:
+    """An unknown ``--key`` is an error, not an empty answer."""
+    have: set[str] = set()
+    for sec in sections:
+        for dim in by:
+            have |= {k for (_, k, _) in fetch(conn, runs[-1:], sec, dim, keys=keys)}
+    missing = [k for k in keys if k not in have]
+    if missing:
+        # in the API's terms (the grouping and the key), which the CLI's --key, --block and --layer all are
+        raise NotFound(f"no {' or '.join(by)} {missing[0]!r} in section {', '.join(section_label(s) for s in sections)}"
+                       f" of run {runs[-1]}; `warehouse trend --by {by[0]} --top 50` lists the largest")

@@ -7,6 +7,7 @@ from typing import Any
 from warehouse.capture.ranklayout import HOST_TAG, RANK_TAG
 from warehouse.history.boundchange import describe
 from warehouse.history.causes import Cause
+from warehouse.history.wholecapture import WHOLE
 from warehouse.registry.measures import METRIC
 from warehouse.render import rows as rowfmt
 
@@ -16,11 +17,19 @@ MARK = {"regression": "🔺", "improvement": "🟢", "suspicious": "❔", "step"
 
 def name(c: Cause | dict[str, Any]) -> str:
     """How a cause is named: ``whole run``, ``device 3``, ``block stage2.block0``...; on a rank of a multi-host
-    capture, ``rank 1 whole run``, ``rank 1 device 3``..."""
+    capture, ``rank 1 whole run``, ``rank 1 device 3``...; of a multi-host capture as a whole (its ranks
+    merged), ``all ranks whole run``..."""
     by, key = (c.by, c.key) if isinstance(c, Cause) else (c["by"], c["key"])
+    return rank_of(c) + ("whole run" if key == "all" and by == "section" else f"{by} {key}")
+
+
+def rank_of(c: Cause | dict[str, Any]) -> str:
+    """``rank 1 `` for a cause of a rank of a multi-host capture, ``all ranks `` for one of a capture as a whole,
+    else nothing."""
     tags = (c.tags if isinstance(c, Cause) else c.get("tags")) or {}
-    rank = f"rank {tags[RANK_TAG]} " if RANK_TAG in tags and HOST_TAG in tags else ""
-    return rank + ("whole run" if key == "all" and by == "section" else f"{by} {key}")
+    if RANK_TAG not in tags or HOST_TAG not in tags:
+        return ""
+    return "all ranks " if tags[RANK_TAG] == WHOLE else f"rank {tags[RANK_TAG]} "
 
 
 def _pct(v: float | None) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from warehouse.render.causes import line as cause_line
+from warehouse.render.causes import line as cause_line, rank_of
 
 
 def _case(suite: ET.Element, classname: str, name: str) -> ET.Element:
@@ -46,7 +46,7 @@ def _count(root: ET.Element) -> str:
 
 
 def _name(c: Any) -> str:
-    return f"{c.by} {c.key}" if c.by != "section" else f"section {c.key}"
+    return rank_of(c) + f"{c.by} {c.key}"
 
 
 def gate(res: Any) -> str:
@@ -68,7 +68,8 @@ def gate(res: Any) -> str:
             ET.SubElement(cov, "skipped", {"message": f"insufficient data: {summary}"})
         else:
             ET.SubElement(cov, "system-out").text = summary
-        for c in (c for c in res.findings if c.run_id == run_id):
+        rank = (checked.get("tags") or {}).get("rank")  # (a capture as a whole is its first rank's run too)
+        for c in (c for c in res.findings if c.run_id == run_id and (c.tags or {}).get("rank") == rank):
             case = _case(suite, f"{c.kind}", f"{_name(c)} [{c.id}]")
             text = cause_line(c)
             if c.kind == "regression":
