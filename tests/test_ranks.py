@@ -119,6 +119,15 @@ def test_a_tt_run_folder_is_one_capture(wh, tmp_path, name):
     assert r.exit_code == 0, r.output
     got = json.loads(r.stdout)
     assert [(x["rank"], x["device"]) for x in got] == [(k, d) for k in (0, 1) for d in range(4)], got
+    # ... and as a column of the views over runs (NULL for a run of one host)
+    for view, device in (("series_device", "device"), ("perf_series", "device")):
+        r = wh("sql", f"SELECT DISTINCT s.rank, s.{device} AS device FROM {view} s JOIN run_info i ON i.run_id = "
+                      f"s.run_id WHERE i.capture_id = {int(ids[0])} ORDER BY 1, 2", "--format", "json")
+        got = json.loads(r.stdout)
+        assert [(x["rank"], x["device"]) for x in got] == [(k, d) for k in (0, 1) for d in range(4)], (view, got)
+    r = wh("sql", "SELECT run_id, capture_id, rank FROM run_info ORDER BY run_id", "--format", "json")
+    assert [(x["capture_id"], x["rank"]) for x in json.loads(r.stdout) if str(x["run_id"]) in ids] == [
+        (int(ids[0]), 0), (int(ids[0]), 1)]
 
 
 def test_a_capture_missing_a_rank_or_with_a_broken_one_stores_nothing(wh, tmp_path, db_url):
@@ -304,6 +313,25 @@ def test_the_gate_judges_each_rank_against_its_own_nights_and_each_capture_whole
     assert len(wholes) == len([c for c in doc["findings"] if c["tags"]["rank"] == "all"]) > 0, named
     assert all(n.startswith("all ranks ") for n in wholes)
     assert not [n for s, cases in named.items() if "rank=all" not in s for n in cases if "all ranks" in n]
+
+
+def test_the_lake_keeps_the_rank(wh, tmp_path):
+    """The Parquet lake's views give a multi-host capture's rank as the warehouse's do (DuckDB)."""
+    pytest.importorskip("duckdb")
+    from warehouse.runs import lake
+
+    RANKED["deepseek_2ranks"](tmp_path / "cap")
+    assert wh("ingest", tmp_path / "cap").exit_code == 0
+    single = tmp_path / "single.csv"
+    single.write_bytes(next((tmp_path / "cap").rglob("*.csv")).read_bytes() + b"\r\n")  # (another file)
+    assert wh("ingest", single).exit_code == 0
+    r = wh("export", "--format", "parquet", tmp_path / "lake")
+    assert r.exit_code == 0, r.output
+    con = lake.connect_duckdb(tmp_path / "lake")
+    assert con.execute("SELECT run_id, capture_id, rank FROM run_info ORDER BY run_id").fetchall() == [
+        (1, 1, 0), (2, 1, 1), (3, None, None)]
+    assert con.execute("SELECT DISTINCT rank FROM series_device ORDER BY 1 NULLS LAST").fetchall() == [
+        (0,), (1,), (None,)]
 
 
 def test_the_timeline_of_a_capture_has_a_process_per_rank_and_device(wh, tmp_path):

@@ -493,7 +493,7 @@ def _cols(ds: str, skip: Sequence[str] = ()) -> str:
 
 
 # The warehouse views that read only other views and tables the lake has: created over the lake from the same SQL.
-LAKE_VIEWS = ("run_info", "series", "series_section", "series_block", "series_layer", "series_op_code",
+LAKE_VIEWS = ("capture_rank", "run_info", "series", "series_section", "series_block", "series_layer", "series_op_code",
               "series_category", "series_device", "op_identity", "perf_series")
 
 

@@ -57,29 +57,29 @@ VIEW_TYPES: dict[str, dict[str, str]] = {
     "capture_rank": {"run_id": "INTEGER", "capture_id": "INTEGER", "rank": "INTEGER"},
     "run_info": {"run_id": "INTEGER", "run_time": "TIMESTAMP", "captured_at": "TIMESTAMP", "ingested_at":
         "TIMESTAMP", "label": "TEXT", "file_name": "TEXT", "op_count": "INTEGER", "freq_mhz": "REAL", "arch":
-        "TEXT", "trace_matches_eager": "BOOLEAN"},
+        "TEXT", "trace_matches_eager": "BOOLEAN", "capture_id": "INTEGER", "rank": "INTEGER"},
     "series": {"run_id": "INTEGER", "run_time": "TIMESTAMP", "label": "TEXT", "section": "TEXT", "grouping": "TEXT",
         "key": "TEXT", "device": "INTEGER", "iterations": "INTEGER", "ops": "REAL", "kernel_us": "REAL",
         "kernel_spread_us": "REAL", "op2op_us": "REAL", "op2op_spread_us": "REAL", "fw_us": "REAL", "fw_spread_us":
-        "REAL", "span_us": "REAL", "span_spread_us": "REAL"},
+        "REAL", "span_us": "REAL", "span_spread_us": "REAL", "rank": "INTEGER"},
     "series_section": {"run_id": "INTEGER", "run_time": "TIMESTAMP", "label": "TEXT", "section": "TEXT", "key":
         "TEXT", "iterations": "INTEGER", "ops": "REAL", "kernel_us": "REAL", "op2op_us": "REAL", "fw_us": "REAL",
-        "span_us": "REAL"},
+        "span_us": "REAL", "rank": "INTEGER"},
     "series_block": {"run_id": "INTEGER", "run_time": "TIMESTAMP", "label": "TEXT", "section": "TEXT", "key":
         "TEXT", "iterations": "INTEGER", "ops": "REAL", "kernel_us": "REAL", "op2op_us": "REAL", "fw_us": "REAL",
-        "span_us": "REAL"},
+        "span_us": "REAL", "rank": "INTEGER"},
     "series_layer": {"run_id": "INTEGER", "run_time": "TIMESTAMP", "label": "TEXT", "section": "TEXT", "key":
         "TEXT", "iterations": "INTEGER", "ops": "REAL", "kernel_us": "REAL", "op2op_us": "REAL", "fw_us": "REAL",
-        "span_us": "REAL"},
+        "span_us": "REAL", "rank": "INTEGER"},
     "series_op_code": {"run_id": "INTEGER", "run_time": "TIMESTAMP", "label": "TEXT", "section": "TEXT", "key":
         "TEXT", "iterations": "INTEGER", "ops": "REAL", "kernel_us": "REAL", "op2op_us": "REAL", "fw_us": "REAL",
-        "span_us": "REAL"},
+        "span_us": "REAL", "rank": "INTEGER"},
     "series_category": {"run_id": "INTEGER", "run_time": "TIMESTAMP", "label": "TEXT", "section": "TEXT", "key":
         "TEXT", "iterations": "INTEGER", "ops": "REAL", "kernel_us": "REAL", "op2op_us": "REAL", "fw_us": "REAL",
-        "span_us": "REAL"},
+        "span_us": "REAL", "rank": "INTEGER"},
     "series_device": {"run_id": "INTEGER", "run_time": "TIMESTAMP", "label": "TEXT", "section": "TEXT", "device":
         "INTEGER", "iterations": "INTEGER", "ops": "REAL", "kernel_us": "REAL", "op2op_us": "REAL", "fw_us": "REAL",
-        "span_us": "REAL"},
+        "span_us": "REAL", "rank": "INTEGER"},
     "op_history": {"op_id": "INTEGER", "run_id": "INTEGER", "row_no": "INTEGER", "section": "TEXT", "pos":
         "INTEGER", "iteration": "INTEGER", "iter_pos": "INTEGER", "block": "TEXT", "layer": "TEXT", "hist_block":
         "TEXT", "hist_layer": "TEXT", "hist_how": "TEXT", "op_code": "TEXT", "device_id": "INTEGER", "kernel_us":
@@ -93,7 +93,7 @@ VIEW_TYPES: dict[str, dict[str, str]] = {
     "perf_series": {"run_id": "INTEGER", "run_time": "TIMESTAMP", "label": "TEXT", "identity": "TEXT", "device":
         "INTEGER", "op_code": "TEXT", "category": "TEXT", "bound": "TEXT", "flops_pct": "REAL", "dram_pct": "REAL",
         "tflops": "REAL", "dram_gbs": "REAL", "device_time_us": "REAL", "op2op_us": "REAL", "cores": "REAL",
-        "math_fidelity": "TEXT"},
+        "math_fidelity": "TEXT", "rank": "INTEGER"},
     "csv_cell": {"run_id": "INTEGER", "row_no": "INTEGER", "column_name": "TEXT", "position": "INTEGER", "value":
         "TEXT", "number": "REAL"},
     "op_util": {"run_id": "INTEGER", "row_no": "INTEGER", "device": "INTEGER", "op_code": "TEXT", "fpu_util_pct":
@@ -123,5 +123,6 @@ VIEW_TYPES: dict[str, dict[str, str]] = {
         "y_pad": "INTEGER", "x_pad": "INTEGER", "layout": "TEXT", "datatype": "TEXT", "memory": "TEXT"},
     "op_identity": {"run_id": "INTEGER", "run_time": "TIMESTAMP", "label": "TEXT", "section": "TEXT", "block":
         "TEXT", "layer": "TEXT", "op_code": "TEXT", "occurrence": "INTEGER", "identity": "TEXT", "kernel_us":
-        "REAL", "fw_us": "REAL", "op2op_us": "REAL", "cores": "INTEGER", "replay_session": "TEXT"},
+        "REAL", "fw_us": "REAL", "op2op_us": "REAL", "cores": "INTEGER", "replay_session": "TEXT", "rank":
+        "INTEGER"},
 }

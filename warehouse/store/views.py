@@ -100,7 +100,8 @@ def _series_views() -> list[tuple[str, str, str]]:
     out = [("series", "per run, section, grouping, key and device (-1: all): per-iteration metrics and their "
             "spread over replays, from the rollups", f"""
 CREATE VIEW series AS
-SELECT r.run_id, i.run_time, i.label, r.section, r.grouping, r.key, r.device, r.iterations, r.ops, {metric_cols}
+SELECT r.run_id, i.run_time, i.label, r.section, r.grouping, r.key, r.device, r.iterations, r.ops, {metric_cols},
+       i.rank
 FROM rollup r JOIN run_info i ON i.run_id = r.run_id""")]
     for g in GROUPINGS:
         if not g.cli:
@@ -108,11 +109,11 @@ FROM rollup r JOIN run_info i ON i.run_id = r.run_id""")]
         name = "series_" + g.key.replace("-", "_")
         out.append((name, f"per run and section, by {g.label} (all devices): ops and {plain} per iteration", f"""
 CREATE VIEW {name} AS
-SELECT run_id, run_time, label, section, key, iterations, ops, {plain}
+SELECT run_id, run_time, label, section, key, iterations, ops, {plain}, rank
 FROM series WHERE grouping = '{g.key}' AND device = -1"""))
     out.append(("series_device", "per run, section and device: the section totals per iteration", f"""
 CREATE VIEW series_device AS
-SELECT run_id, run_time, label, section, device, iterations, ops, {plain}
+SELECT run_id, run_time, label, section, device, iterations, ops, {plain}, rank
 FROM series WHERE grouping = 'section' AND device >= 0"""))
     return out
 
@@ -214,11 +215,12 @@ CREATE VIEW capture_rank AS
 SELECT r.run_id, CAST(h.value AS INTEGER) AS capture_id, CAST(r.value AS INTEGER) AS rank
 FROM run_tag r JOIN run_tag h ON h.run_id = r.run_id AND h.key = 'host'
 WHERE r.key = 'rank' AND r.value ~ '^[0-9]{1,9}$' AND h.value ~ '^[0-9]{1,9}$'"""}),
-    ("run_info", "runs with their time (capture, else ingest), label, file, op count, frequency and arch", """
+    ("run_info", "runs with their time (capture, else ingest), label, file, op count, frequency and arch; a rank "
+                 "of a multi-host capture: its capture (rank 0's run id) and rank (else NULL)", """
 CREATE VIEW run_info AS
 SELECT r.id AS run_id, COALESCE(r.captured_at, r.ingested_at) AS run_time, r.captured_at, r.ingested_at,
-       r.label, r.file_name, r.op_count, r.freq_mhz, r.arch, r.trace_matches_eager
-FROM run r"""),
+       r.label, r.file_name, r.op_count, r.freq_mhz, r.arch, r.trace_matches_eager, c.capture_id, c.rank
+FROM run r LEFT JOIN capture_rank c ON c.run_id = r.id"""),
     *_series_views(),
     ("op_history", "every op with both attributions: the report's (block, layer) and history's (hist_block, "
                    "hist_layer, hist_how) and its replay iteration", """
@@ -237,7 +239,7 @@ FROM op o JOIN op_code c ON c.id = o.op_code_id LEFT JOIN section s ON s.id = o.
                     "device time and op-to-op us", """
 CREATE VIEW perf_series AS
 SELECT p.run_id, i.run_time, i.label, p.identity, p.device, p.op_code, p.category, p.bound, p.flops_pct,
-       p.dram_pct, p.tflops, p.dram_gbs, p.device_time_us, p.op2op_us, p.cores, p.math_fidelity
+       p.dram_pct, p.tflops, p.dram_gbs, p.device_time_us, p.op2op_us, p.cores, p.math_fidelity, i.rank
 FROM op_perf p JOIN run_info i ON i.run_id = p.run_id"""),
     ("csv_cell", "every cell of every stored row (ops and signposts) by its CSV column name: the text as in the "
                  "file and, when the whole cell is a number, the number", _CELL_SQL),
@@ -253,7 +255,7 @@ CREATE VIEW op_identity AS
 SELECT d.run_id, i.run_time, i.label, d.section, d.block, d.layer, d.op_code, d.occurrence,
        COALESCE(d.section, '') || ' / ' || d.block || ' / ' || d.layer || ' / ' || d.op_code || ' #' || d.occurrence
          AS identity,
-       d.kernel_us, d.fw_us, d.op2op_us, d.cores, d.replay_session
+       d.kernel_us, d.fw_us, d.op2op_us, d.cores, d.replay_session, i.rank
 FROM op_detail d JOIN run_info i ON i.run_id = d.run_id"""),
 ]
 
