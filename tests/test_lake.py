@@ -162,6 +162,24 @@ def test_a_second_export_touches_only_new_or_changed_runs(nights, tmp_path):
     assert sorted(e["run_id"] for e in manifest["runs"].values()) == [1, 2, 4, 5]
 
 
+def test_a_run_written_before_a_column_was_added_is_written_again(nights, tmp_path, monkeypatch):
+    """A lake's files depend on the datasets' columns: after an upgrade that adds one (perf_series' sub_device),
+    the next export writes every run again, never leaving the new column empty for the runs written before."""
+    wh, url, folder = nights
+    root = tmp_path / "lake"
+    api = Warehouse(url)
+    first = api.export_lake(root, label="eight")
+    assert first.written and api.export_lake(root, label="eight").written == []
+    monkeypatch.setattr(lake, "_COLUMNS_DIGEST", "another")  # (as a version with other columns has)
+    assert api.export_lake(root, label="eight").written == first.written
+    con = lake.connect_duckdb(root)
+    sql = ("SELECT run_id, device, sub_device, ops, worker_cores_min, worker_cores_max FROM perf_sub_device_series "
+           "WHERE label = 'eight' ORDER BY run_id, device")
+    got = [list(r) for r in con.execute(sql).fetchall()]
+    mine = [list(r.values()) for r in json.loads(wh("sql", sql, "--format", "json").stdout)]
+    assert got == mine and {r[0] for r in got} == set(first.written), (got, mine)
+
+
 def test_an_interrupted_export_leaves_whole_files_and_resumes(tmp_path, monkeypatch):
     own = make_invoke(str(tmp_path / "w.db"))
     for f in ("dlv3_same", "clip_replays3"):

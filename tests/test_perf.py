@@ -490,3 +490,40 @@ def test_a_partitioned_grid_gets_totals_per_sub_device(wh, tmp_path):
     # a capture without sub-devices has none
     assert wh("ingest", _source("ttperfreport__bh_p100_dlv3", tmp_path)).exit_code == 0
     assert json.loads(wh("perf", "latest", "--format", "json").stdout)["summary"]["sub_devices"] == []
+
+
+def test_sub_device_totals_and_budgets_over_nights_in_sql(wh, tmp_path):
+    """perf's history in SQL: perf_sub_device_series gives each night's totals per device and sub-device as perf
+    gives them (ops, device time summed, worker core budgets), perf_series each op's sub-device and budget; a night
+    on which sub-device 1's ops ran 10 % longer shows it there, sub-device 0 as it was."""
+    from csvedit import scale_times, write_rows
+
+    src = BUILDERS["dlv3_subdevices"](tmp_path / "s")
+    rows = read_dicts(src)
+    for r in rows:
+        if r["SUB DEVICE ID"] == "1":
+            scale_times(r, 1.1)
+    slow = tmp_path / "slow" / src.name
+    slow.parent.mkdir()
+    write_rows(slow, rows)
+    for f in (src, slow):
+        assert wh("ingest", f, "--label", "sd").exit_code == 0
+    got: dict[int, dict] = {}
+    for run in (1, 2):
+        subs = json.loads(wh("perf", str(run), "--format", "json").stdout)["summary"]["sub_devices"]
+        r = wh("sql", f"SELECT * FROM perf_sub_device_series WHERE run_id = {run} ORDER BY device, sub_device",
+               "--format", "json")
+        assert r.exit_code == 0, r.output
+        view = json.loads(r.stdout)
+        assert [(v["device"], v["sub_device"], v["ops"], v["worker_cores_max"], v["worker_cores_min"])
+                for v in view] == [(x["device"], x["sub_device"], x["ops"], max(x["worker_cores"]),
+                                    min(x["worker_cores"])) for x in subs]
+        # (summed in another order than perf's: equal to a millionth of a microsecond)
+        assert [round(v["device_time_us"], 6) for v in view] == [round(x["device_time_us"], 6) for x in subs]
+        got[run] = {v["sub_device"]: v["device_time_us"] for v in view}
+        assert all(v["rank"] is None and v["label"] == "sd" for v in view)
+    assert got[2]["1"] / got[1]["1"] == pytest.approx(1.1, rel=1e-3)
+    assert got[2]["0"] == got[1]["0"]
+    r = wh("sql", "SELECT sub_device, available_cores, COUNT(*) AS n FROM perf_series WHERE run_id = 1 AND "
+                  "device IS NOT NULL GROUP BY sub_device, available_cores ORDER BY sub_device", "--format", "json")
+    assert [(x["sub_device"], x["available_cores"]) for x in json.loads(r.stdout)] == [("0", 80), ("1", 30)]

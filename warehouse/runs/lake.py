@@ -103,7 +103,7 @@ _DETAIL = [n for n in VIEW_TYPES["op_detail"] if n not in ("op_id", "op_code_id"
 _HISTORY = ["iteration", "iter_pos", "hist_block", "hist_layer", "hist_how"]
 _PERF = ["identity", "is_host", "device_time_us", "invalid_duration", "dram_gbs", "dram_pct", "tflops", "flops_pct",
          "bound", "bound_analysis", "math_fidelity", "dram_bytes", "host_duration_ns", "label", "category",
-         "op2op_us", "cores"]
+         "op2op_us", "cores", "sub_device", "available_cores"]
 _PERF_RENAME = {"label": "perf_label", "category": "perf_category", "op2op_us": "perf_op2op_us",
                 "cores": "perf_cores"}
 _RAW = [("kernel_ns", "REAL"), ("fw_ns", "REAL"), ("op2op_ns", "REAL")]
@@ -189,9 +189,10 @@ def _runs(conn: Connection, label: str | None) -> list[dict[str, Any]]:
     for run_id, sha, lab, captured, ingested in conn.execute(stmt.order_by(t.run.c.id)).all():
         when = captured or ingested
         part = partition(lab, when)
-        # (what the files depend on besides the run's content, which its sha256 fixes)
-        fp = hashlib.sha256(json.dumps([LAKE_SCHEMA, run_id, lab, str(when), sorted(tags.get(run_id, []))])
-                            .encode()).hexdigest()[:16]
+        # (what the files depend on besides the run's content, which its sha256 fixes: the datasets' columns too,
+        # so that a run written before a column was added is written again, never left with the column empty)
+        fp = hashlib.sha256(json.dumps([LAKE_SCHEMA, run_id, lab, str(when), sorted(tags.get(run_id, [])),
+                                        _COLUMNS_DIGEST]).encode()).hexdigest()[:16]
         out.append({"run_id": run_id, "sha256": sha, "label": lab, "partition": part, "fingerprint": fp})
     return out
 
@@ -487,6 +488,10 @@ def _scan(name: str) -> str:
             "hive_types = {'label': VARCHAR, 'date': DATE}, union_by_name = true)")
 
 
+# (every dataset's columns: a run's files depend on them)
+_COLUMNS_DIGEST = hashlib.sha256(json.dumps([[d.name, list(d.columns)] for d in DATASETS]).encode()).hexdigest()[:16]
+
+
 def _cols(ds: str, skip: Sequence[str] = ()) -> str:
     d = next(x for x in DATASETS if x.name == ds)
     return ", ".join(n for n, _ in d.columns if n not in skip)
@@ -494,7 +499,7 @@ def _cols(ds: str, skip: Sequence[str] = ()) -> str:
 
 # The warehouse views that read only other views and tables the lake has: created over the lake from the same SQL.
 LAKE_VIEWS = ("capture_rank", "run_info", "series", "series_section", "series_block", "series_layer", "series_op_code",
-              "series_category", "series_device", "op_identity", "perf_series")
+              "series_category", "series_device", "op_identity", "perf_series", "perf_sub_device_series")
 
 
 def duckdb_sql(lake: str) -> str:

@@ -39,6 +39,7 @@ e AS (
   SELECT d.*, CASE WHEN d.invalid = 0 THEN d.kernel_ns END AS dur_ns,
          CASE WHEN d.invalid = 0 AND d.kernel_ns > 0 THEN d.kernel_ns * 1e-9 END AS dur_s,
          s.analysis, s.flop_count, s.dram_bytes, s.is_host, s.category, s.label, s.math_fidelity, s.peak_fidelity,
+         s.sub_device, s.available_cores,
          CASE WHEN s.analysis = 'full' AND s.dram_sharded THEN {by_arch(1)} ELSE s.cores END AS cores,
          {by_arch(2)} AS bandwidth, {peak} AS peak_core
   FROM d JOIN run r ON r.id = d.run_id LEFT JOIN perf_shape s ON s.id = d.perf_shape_id),
@@ -67,5 +68,5 @@ SELECT g.run_id, g.row_no, COALESCE(sec.name, '') AS section, COALESCE(g.block, 
             ELSE '' END AS bound,
        g.analysis AS bound_analysis, g.math_fidelity,
        CASE WHEN g.analysis = 'full' AND g.dur_s IS NOT NULL THEN g.dram_bytes END AS dram_bytes,
-       g.host_end_ns - g.host_start_ns AS host_duration_ns
+       g.host_end_ns - g.host_start_ns AS host_duration_ns, g.sub_device, g.available_cores
 FROM g JOIN op_code c ON c.id = g.op_code_id LEFT JOIN section sec ON sec.id = g.section_id"""

@@ -89,11 +89,14 @@ VIEW_TYPES: dict[str, dict[str, str]] = {
         "category": "TEXT", "is_host": "INTEGER", "device_time_us": "REAL", "op2op_us": "REAL", "invalid_duration":
         "INTEGER", "cores": "REAL", "dram_gbs": "REAL", "dram_pct": "REAL", "tflops": "REAL", "flops_pct": "REAL",
         "bound": "TEXT", "bound_analysis": "TEXT", "math_fidelity": "TEXT", "dram_bytes": "REAL",
-        "host_duration_ns": "INTEGER"},
+        "host_duration_ns": "INTEGER", "sub_device": "TEXT", "available_cores": "INTEGER"},
     "perf_series": {"run_id": "INTEGER", "run_time": "TIMESTAMP", "label": "TEXT", "identity": "TEXT", "device":
         "INTEGER", "op_code": "TEXT", "category": "TEXT", "bound": "TEXT", "flops_pct": "REAL", "dram_pct": "REAL",
         "tflops": "REAL", "dram_gbs": "REAL", "device_time_us": "REAL", "op2op_us": "REAL", "cores": "REAL",
-        "math_fidelity": "TEXT", "rank": "INTEGER"},
+        "math_fidelity": "TEXT", "sub_device": "TEXT", "available_cores": "INTEGER", "rank": "INTEGER"},
+    "perf_sub_device_series": {"run_id": "INTEGER", "run_time": "TIMESTAMP", "label": "TEXT", "rank": "INTEGER",
+        "device": "INTEGER", "sub_device": "TEXT", "ops": "INTEGER", "device_time_us": "REAL", "op2op_us": "REAL",
+        "worker_cores_min": "INTEGER", "worker_cores_max": "INTEGER"},
     "csv_cell": {"run_id": "INTEGER", "row_no": "INTEGER", "column_name": "TEXT", "position": "INTEGER", "value":
         "TEXT", "number": "REAL"},
     "op_util": {"run_id": "INTEGER", "row_no": "INTEGER", "device": "INTEGER", "op_code": "TEXT", "fpu_util_pct":

@@ -236,11 +236,21 @@ FROM op o JOIN op_code c ON c.id = o.op_code_id LEFT JOIN section s ON s.id = o.
                 "duration, and the op's identity across runs (section / block / layer / op code #occurrence)",
      op_perf_view_sql()),
     ("perf_series", "op_perf over runs: per run (time, label), op identity and device, Bound, FLOPs %, DRAM %, "
-                    "device time and op-to-op us", """
+                    "device time and op-to-op us, sub-device and worker core budget", """
 CREATE VIEW perf_series AS
 SELECT p.run_id, i.run_time, i.label, p.identity, p.device, p.op_code, p.category, p.bound, p.flops_pct,
-       p.dram_pct, p.tflops, p.dram_gbs, p.device_time_us, p.op2op_us, p.cores, p.math_fidelity, i.rank
+       p.dram_pct, p.tflops, p.dram_gbs, p.device_time_us, p.op2op_us, p.cores, p.math_fidelity, p.sub_device,
+       p.available_cores, i.rank
 FROM op_perf p JOIN run_info i ON i.run_id = p.run_id"""),
+    ("perf_sub_device_series", "per run, device and sub-device (NULL: the full grid), as `perf` totals a "
+                               "partitioned grid: ops, device time and op-to-op summed (us), the least and most "
+                               "worker cores its ops were given", """
+CREATE VIEW perf_sub_device_series AS
+SELECT run_id, run_time, label, rank, device, sub_device, COUNT(*) AS ops,
+       SUM(COALESCE(device_time_us, 0)) AS device_time_us, SUM(COALESCE(op2op_us, 0)) AS op2op_us,
+       MIN(available_cores) AS worker_cores_min, MAX(available_cores) AS worker_cores_max
+FROM perf_series WHERE device IS NOT NULL
+GROUP BY run_id, run_time, label, rank, device, sub_device"""),
     ("csv_cell", "every cell of every stored row (ops and signposts) by its CSV column name: the text as in the "
                  "file and, when the whole cell is a number, the number", _CELL_SQL),
     *family_views(),
