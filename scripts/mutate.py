@@ -102,13 +102,17 @@ MUTATIONS = [
              ["tests/test_ranks.py::test_ranks_read_together_equal_tt_perf_report[sqlite-deepseek_2ranks]"]),
     Mutation("gate-window-mixes-ranks", "warehouse/history/select.py",
              "                and self.rank.get(r) == mine]\n", "                ]\n",
-             ["tests/test_ranks.py::test_the_gate_judges_each_rank_against_its_own_nights[sqlite]"]),
+             ["tests/test_ranks.py::"
+              "test_the_gate_judges_each_rank_against_its_own_nights_and_each_capture_whole[sqlite]"]),
     Mutation("interning-inside-the-file-transaction", "warehouse/store/dialect.py",
              '    return name(conn) == "postgresql"\n', "    return False\n",
              ["tests/test_interning.py::test_an_open_ingest_never_holds_the_values_it_interned"]),
     Mutation("changes-ranks-in-one-history", "warehouse/history/select.py",
-             "    if len(by_rank) < 2:\n        return []\n", "    if True:\n        return []\n",
-             ["tests/test_ranks.py::test_changes_judge_each_rank_and_name_it[sqlite]"]),
+             "        if len(by_rank) < 2:\n            return []\n", "        if True:\n            return []\n",
+             ["tests/test_ranks.py::test_changes_judge_each_rank_and_the_whole_capture[sqlite]"]),
+    Mutation("whole-capture-not-summed", "warehouse/history/wholecapture.py",
+             "        if fig in _SUMMED:\n", "        if fig in ():\n",
+             ["tests/test_ranks.py::test_a_whole_capture_night_is_its_ranks_merged[sqlite]"]),
 ]
 
 

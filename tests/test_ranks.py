@@ -184,6 +184,7 @@ def rank_history(request, tmp_path_factory):
 
 def test_changes_judge_each_rank_and_the_whole_capture(rank_history):
     from warehouse.api import Warehouse
+    from warehouse.history.causes import cause_id
 
     wh, url = rank_history
     r = wh("changes", "--label", "mh", "--format", "json")
@@ -201,6 +202,8 @@ def test_changes_judge_each_rank_and_the_whole_capture(rank_history):
     assert 1.5 < whole["change_pct"] < 2.6, whole
     assert runs[whole["run_id"]].tags["rank"] == "0" and whole["tags"]["host"] == str(whole["run_id"])
     assert whole["id"] != mine["id"] and len(doc["runs"]) == 60  # (each run once)
+    # an id of its own: never the one rank 0's same cause would have (triage tells them apart)
+    assert whole["id"] != cause_id("c", "mh", "step", "section", "all", whole["run_id"], True)
     text_ = wh("changes", "--label", "mh").output
     assert "rank 1 whole run" in text_ and "all ranks whole run: +" in text_ and "rank 0" not in text_, text_
     # one rank asked for: its history alone
@@ -313,6 +316,32 @@ def test_the_gate_judges_each_rank_against_its_own_nights_and_each_capture_whole
     assert len(wholes) == len([c for c in doc["findings"] if c["tags"]["rank"] == "all"]) > 0, named
     assert all(n.startswith("all ranks ") for n in wholes)
     assert not [n for s, cases in named.items() if "rank=all" not in s for n in cases if "all ranks" in n]
+
+
+def test_a_capture_is_an_invalid_night_when_one_of_its_ranks_is(wh, tmp_path):
+    """The newest night's rank 1 file lost its device timings: rank 1's night and the capture's are invalid
+    captures (never judged, never a baseline), rank 0's is judged as usual."""
+    from csvedit import read_dicts, write_rows
+
+    nights = multi_host_nights(tmp_path / "n", 10, 99, 1.0)
+    (newest,) = (nights / "night09").rglob("rank1/*/*.csv")
+    rows = read_dicts(newest)
+    for r in rows:
+        r["DEVICE KERNEL DURATION [ns]"] = r["DEVICE FW DURATION [ns]"] = ""
+    write_rows(newest, rows)
+    assert wh("ingest", nights, "--label", "cut").exit_code == 0
+    r = wh("regressions", "--label", "cut", "--format", "json")
+    doc = json.loads(r.stdout)
+    assert r.exit_code == 4, r.output
+    bad = {x["tags"]["rank"]: x for x in doc["invalid"]}
+    assert sorted(bad) == ["1", "all"], doc["invalid"]
+    assert bad["all"]["problems"] and all(p.startswith("rank 1: ") for p in bad["all"]["problems"])
+    assert [c["tags"]["rank"] for c in doc["checked"]] == ["0"]
+    # changes: the night left out of the capture's history as of rank 1's
+    r = wh("changes", "--label", "cut", "--format", "json")
+    got = json.loads(r.stdout)
+    assert r.exit_code == 4 and got["newest_invalid"], r.output
+    assert {x["tags"]["rank"] for x in got["invalid"]} == {"1", "all"}
 
 
 def test_the_lake_keeps_the_rank(wh, tmp_path):
