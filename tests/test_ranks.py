@@ -120,9 +120,12 @@ def test_a_tt_run_folder_is_one_capture(wh, tmp_path, name):
     got = json.loads(r.stdout)
     assert [(x["rank"], x["device"]) for x in got] == [(k, d) for k in (0, 1) for d in range(4)], got
     # ... and as a column of the views over runs (NULL for a run of one host)
-    for view, device in (("series_device", "device"), ("perf_series", "device")):
+    for view, device in (("series_device", "device"), ("perf_series", "device"), ("op_detail", "device_id"),
+                         ("op_perf", "device"), ("op_history", "device_id"), ("op_tensor", "device"),
+                         ("op_kernel", "device"), ("rollup", "device")):
         r = wh("sql", f"SELECT DISTINCT s.rank, s.{device} AS device FROM {view} s JOIN run_info i ON i.run_id = "
-                      f"s.run_id WHERE i.capture_id = {int(ids[0])} ORDER BY 1, 2", "--format", "json")
+                      f"s.run_id WHERE i.capture_id = {int(ids[0])} AND s.{device} >= 0 ORDER BY 1, 2",
+               "--format", "json")
         got = json.loads(r.stdout)
         assert [(x["rank"], x["device"]) for x in got] == [(k, d) for k in (0, 1) for d in range(4)], (view, got)
     r = wh("sql", "SELECT run_id, capture_id, rank FROM run_info ORDER BY run_id", "--format", "json")
@@ -359,8 +362,9 @@ def test_the_lake_keeps_the_rank(wh, tmp_path):
     con = lake.connect_duckdb(tmp_path / "lake")
     assert con.execute("SELECT run_id, capture_id, rank FROM run_info ORDER BY run_id").fetchall() == [
         (1, 1, 0), (2, 1, 1), (3, None, None)]
-    assert con.execute("SELECT DISTINCT rank FROM series_device ORDER BY 1 NULLS LAST").fetchall() == [
-        (0,), (1,), (None,)]
+    for view in ("series_device", "op_detail", "op_perf", "op_history", "rollup"):
+        assert con.execute(f"SELECT DISTINCT run_id, rank FROM {view} ORDER BY 1").fetchall() == [
+            (1, 0), (2, 1), (3, None)], view
 
 
 def test_the_timeline_of_a_capture_has_a_process_per_rank_and_device(wh, tmp_path):

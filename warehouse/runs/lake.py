@@ -38,6 +38,7 @@ from warehouse.errors import WarehouseError
 from warehouse.store.view_types import VIEW_TYPES, generic
 from warehouse import __version__
 from warehouse.store.db import read_snapshot
+from warehouse.store.dialect import rank_of
 from warehouse.store.views import VIEWS, view_sql
 
 LAKE_SCHEMA = 1  # bump when a dataset's columns change meaning; readers check ``warehouse.lake_schema``
@@ -99,7 +100,8 @@ def _view_columns(view: str, names: Sequence[str], rename: dict[str, str] | None
 
 # The op dataset: op_detail, the history attribution and replay iteration of op_history, tt-perf-report's figures
 # of op_perf (names that op_detail has already get a perf_ prefix), and the typed ns values as stored.
-_DETAIL = [n for n in VIEW_TYPES["op_detail"] if n not in ("op_id", "op_code_id")]
+_DETAIL = [n for n in VIEW_TYPES["op_detail"] if n not in ("op_id", "op_code_id", "rank")]  # (rank: a run's tags)
+_ROLLUP = [n for n in VIEW_TYPES["rollup"] if n != "rank"]
 _HISTORY = ["iteration", "iter_pos", "hist_block", "hist_layer", "hist_how"]
 _PERF = ["identity", "is_host", "device_time_us", "invalid_duration", "dram_gbs", "dram_pct", "tflops", "flops_pct",
          "bound", "bound_analysis", "math_fidelity", "dram_bytes", "host_duration_ns", "label", "category",
@@ -139,8 +141,8 @@ DATASETS: tuple[Dataset, ...] = (
             tuple(_view_columns("op_detail", _DETAIL) + _view_columns("op_history", _HISTORY)
                   + _view_columns("op_perf", _PERF, _PERF_RENAME) + _RAW), read=_op_rows),
     Dataset("rollups", "the rollup view: per-iteration metrics per section, grouping, key and device",
-            tuple(_view_columns("rollup", list(VIEW_TYPES["rollup"]))),
-            sql="SELECT " + ", ".join(VIEW_TYPES["rollup"]) + " FROM rollup WHERE run_id = :run "
+            tuple(_view_columns("rollup", _ROLLUP)),
+            sql="SELECT " + ", ".join(_ROLLUP) + " FROM rollup WHERE run_id = :run "
                 "ORDER BY section, grouping, key, device"),
     _table_dataset("runs", "one row per run: the run table (label in the partition)", t.run),
 )
@@ -498,7 +500,7 @@ def _cols(ds: str, skip: Sequence[str] = ()) -> str:
 
 
 # The warehouse views that read only other views and tables the lake has: created over the lake from the same SQL.
-LAKE_VIEWS = ("capture_rank", "run_info", "series", "series_section", "series_block", "series_layer", "series_op_code",
+LAKE_VIEWS = ("run_info", "series", "series_section", "series_block", "series_layer", "series_op_code",
               "series_category", "series_device", "op_identity", "perf_series", "perf_sub_device_series")
 
 
@@ -508,10 +510,12 @@ def duckdb_sql(lake: str) -> str:
     :data:`LAKE_VIEWS` from the warehouse's own definitions), so its SQL runs unchanged; ``ops`` is every op
     column. Change the first line to point at a copy of the lake elsewhere (``s3://bucket/lake``)."""
 
-    detail = [n for n in VIEW_TYPES["op_detail"] if n not in ("op_id", "op_code_id")]
-    history = [n for n in VIEW_TYPES["op_history"] if n != "op_id"]
-    perf = [f"{_PERF_RENAME.get(n, n)} AS {n}" if n in _PERF_RENAME else
+    rank = rank_of("ops")  # (a run's rank is its tags': read from the lake's run_tag as the warehouse reads it)
+    detail = [rank if n == "rank" else n for n in VIEW_TYPES["op_detail"] if n not in ("op_id", "op_code_id")]
+    history = [rank if n == "rank" else n for n in VIEW_TYPES["op_history"] if n != "op_id"]
+    perf = [f"{_PERF_RENAME.get(n, n)} AS {n}" if n in _PERF_RENAME else rank if n == "rank" else
             ("device_id AS device" if n == "device" else n) for n in VIEW_TYPES["op_perf"]]
+    by_name = {name: sql for name, _, sql in VIEWS}
     # a run's rows are read once its runs file is there, which is written last (an export killed half-way through
     # a run never shows part of it)
     whole = " WHERE run_id IN (SELECT id FROM run)"
@@ -519,18 +523,22 @@ def duckdb_sql(lake: str) -> str:
            f"CREATE OR REPLACE VIEW run AS SELECT run_id AS id, {_cols('runs', ['run_id'])}, label "
            f"FROM {_scan('runs')};",
            f"CREATE OR REPLACE VIEW run_tag AS SELECT {_cols('run_tags')} FROM {_scan('run_tags')}{whole};",
+           _lake_view(by_name["capture_rank"]),
            f"CREATE OR REPLACE VIEW section AS SELECT {_cols('sections')} FROM {_scan('sections')}{whole};",
            f"CREATE OR REPLACE VIEW signpost AS SELECT {_cols('signposts')} FROM {_scan('signposts')}{whole};",
-           f"CREATE OR REPLACE VIEW rollup AS SELECT {_cols('rollups')} FROM {_scan('rollups')}{whole};",
+           f"CREATE OR REPLACE VIEW rollup AS SELECT {_cols('rollups')}, {rank_of('rr')} "
+           f"FROM {_scan('rollups')} rr{whole};",
            f"CREATE OR REPLACE VIEW ops AS SELECT * FROM {_scan('ops')}{whole};",
            f"CREATE OR REPLACE VIEW op_detail AS SELECT {', '.join(detail)} FROM ops;",
            f"CREATE OR REPLACE VIEW op_history AS SELECT {', '.join(history)} FROM ops;",
            f"CREATE OR REPLACE VIEW op_perf AS SELECT {', '.join(perf)} FROM ops;"]
-    by_name = {name: sql for name, _, sql in VIEWS}
-    for name in LAKE_VIEWS:
-        out.append(view_sql(by_name[name], "postgresql").strip().replace("CREATE VIEW", "CREATE OR REPLACE VIEW", 1)
-                   + ";")
+    out += [_lake_view(by_name[name]) for name in LAKE_VIEWS]
     return "\n".join(out) + "\n"
+
+
+def _lake_view(sql: str | dict[str, str]) -> str:
+    """A warehouse view's statement for DuckDB (PostgreSQL's SQL, which DuckDB reads)."""
+    return view_sql(sql, "postgresql").strip().replace("CREATE VIEW", "CREATE OR REPLACE VIEW", 1) + ";"
 
 
 def connect_duckdb(lake: str | Path) -> Any:

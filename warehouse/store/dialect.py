@@ -449,3 +449,10 @@ def explain(e: BaseException) -> str:
     if state.startswith("08"):
         return f"the database connection failed ({msg}); is the server running?"
     return f"database error: {msg}"
+
+
+def rank_of(alias: str) -> str:
+    """A view's column ``rank``: the rank of the multi-host capture the row's run is (view ``capture_rank``; NULL
+    for a run of one host). A scalar subquery: a query that does not ask for the column never evaluates it (the
+    ops' views feed the report at ingest), one that does seeks the run's two tags."""
+    return f"(SELECT cr.rank FROM capture_rank cr WHERE cr.run_id = {alias}.run_id) AS rank"

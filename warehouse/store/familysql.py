@@ -3,7 +3,7 @@ header put it, typed as the family says (the families themselves are :mod:`wareh
 from __future__ import annotations
 
 from warehouse.registry.families import FAMILIES, NUMBER, TEXT, Family
-from warehouse.store.dialect import AS_NUMBER, CHUNK_ROWS, JSON_CELL, STATIC_CELLS
+from warehouse.store.dialect import AS_NUMBER, CHUNK_ROWS, JSON_CELL, STATIC_CELLS, rank_of
 
 
 def _typed(kind: str, cell: str, backend: str) -> str:
@@ -40,7 +40,8 @@ WITH rc AS (
   {CHUNK_ROWS[backend]}),
 s AS (SELECT run_id, {slots} FROM run_column GROUP BY run_id)
 SELECT o.run_id, o.row_no, o.device_id AS device, oc.name AS op_code,
-       {out}
+       {out},
+       {rank_of("o")}
 FROM rc JOIN s ON s.run_id = rc.run_id JOIN op o ON o.run_id = rc.run_id AND o.row_no = rc.row_no
 JOIN op_code oc ON oc.id = o.op_code_id JOIN cell_tuple t ON t.id = rc.static_id{STATIC_CELLS[backend]}
 {joins}"""

@@ -3,6 +3,7 @@ Python for ``warehouse perf``) for every op row of every run, in SQL that runs o
 from __future__ import annotations
 
 from warehouse.capture.perffacts import ARCHS, BOUND_PCT, FIDELITIES, INVALID_GAP_NS
+from warehouse.store.dialect import rank_of
 
 
 def bound_sql(dram: str, flops: str) -> str:
@@ -68,5 +69,5 @@ SELECT g.run_id, g.row_no, COALESCE(sec.name, '') AS section, COALESCE(g.block, 
             ELSE '' END AS bound,
        g.analysis AS bound_analysis, g.math_fidelity,
        CASE WHEN g.analysis = 'full' AND g.dur_s IS NOT NULL THEN g.dram_bytes END AS dram_bytes,
-       g.host_end_ns - g.host_start_ns AS host_duration_ns, g.sub_device, g.available_cores
+       g.host_end_ns - g.host_start_ns AS host_duration_ns, g.sub_device, g.available_cores, {rank_of("g")}
 FROM g JOIN op_code c ON c.id = g.op_code_id LEFT JOIN section sec ON sec.id = g.section_id"""

@@ -9,17 +9,19 @@ from collections.abc import Iterable
 from sqlalchemy import Connection, text
 
 from warehouse.registry.measures import METRICS
+from warehouse.store.dialect import rank_of
 
 
-def rollup_select() -> str:
+def rollup_select(rank: bool = False) -> str:
     """The SELECT of the view ``rollup`` (every stored rollup row with its grouping and key as text, its times
-    in us)."""
+    in us; ``rank``: with the rank of a multi-host capture's run, as the view has it)."""
     metrics = []
     for m in METRICS:
         for stored, shown in ((m.stored_column, m.column), (m.stored_spread_column, m.spread_column)):
             metrics.append(f"r.{stored} / {m.scale:.1f} AS {shown}" if m.scale != 1 else f"r.{stored} AS {shown}")
     return (f"SELECT r.run_id, r.section, k.grouping, k.key, r.device, r.iterations, r.ops, "
-            f"{', '.join(metrics)}\nFROM rollup_row r JOIN rollup_key k ON k.id = r.key_id")
+            f"{', '.join(metrics)}{', ' + rank_of('r') if rank else ''}\n"
+            "FROM rollup_row r JOIN rollup_key k ON k.id = r.key_id")
 
 
 def rollup_of(groupings: Iterable[str] = (), *, bind: str | None = None) -> str:
@@ -51,4 +53,4 @@ def sql_list(values: Iterable[str]) -> str:
 
 def rollup_view_sql() -> str:
     """The view ``rollup``: every stored row with its grouping and key as text and its times in us."""
-    return f"CREATE VIEW rollup AS\n{rollup_select()}"
+    return f"CREATE VIEW rollup AS\n{rollup_select(rank=True)}"

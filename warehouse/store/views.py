@@ -120,6 +120,18 @@ FROM series WHERE grouping = 'section' AND device >= 0"""))
 
 # (name, one line for the README, SQL), in creation order: a view may read only the views above it.
 VIEWS: list[tuple[str, str, str | dict[str, str]]] = [
+    ("capture_rank", "the runs of multi-host captures (tt-run --tracy: a file per rank): each run's capture (the "
+                     "id of rank 0's run) and rank, from its host and rank tags; join on run_id for (rank, device)",
+     {"sqlite": """
+CREATE VIEW capture_rank AS
+SELECT r.run_id, CAST(h.value AS INTEGER) AS capture_id, CAST(r.value AS INTEGER) AS rank
+FROM run_tag r JOIN run_tag h ON h.run_id = r.run_id AND h.key = 'host'
+WHERE r.key = 'rank' AND r.value GLOB '[0-9]*' AND r.value NOT GLOB '*[^0-9]*'
+  AND h.value GLOB '[0-9]*' AND h.value NOT GLOB '*[^0-9]*'""", "postgresql": """
+CREATE VIEW capture_rank AS
+SELECT r.run_id, CAST(h.value AS INTEGER) AS capture_id, CAST(r.value AS INTEGER) AS rank
+FROM run_tag r JOIN run_tag h ON h.run_id = r.run_id AND h.key = 'host'
+WHERE r.key = 'rank' AND r.value ~ '^[0-9]{1,9}$' AND h.value ~ '^[0-9]{1,9}$'"""}),
     ("rollup", "per run, section, grouping, key and device: per-iteration kernel / op-to-op / FW / span us and "
                "their spread over replays (what history reads; stored in `rollup_row` and `rollup_key`)",
      rollup_view_sql()),
@@ -136,7 +148,8 @@ SELECT o.id AS op_id, o.run_id, o.row_no, s.name AS section, s.kind AS section_k
        o.fw_start_cycle, o.fw_end_cycle, o.host_start_ns, o.host_end_ns, COALESCE(o.cores, 0) AS cores,
        COALESCE(ps.fidelity, '') AS fidelity, COALESCE(o.trace_id, '') AS trace_id,
        COALESCE(o.replay_session, '') AS replay_session, COALESCE(ps.input0_shape, '') AS input0_shape,
-       COALESCE(ps.input0_memory, '') AS input0_memory, COALESCE(ps.output0_memory, '') AS output0_memory
+       COALESCE(ps.input0_memory, '') AS input0_memory, COALESCE(ps.output0_memory, '') AS output0_memory,
+       __RANK__
 FROM op o
 JOIN op_code c ON c.id = o.op_code_id
 LEFT JOIN section s ON s.id = o.section_id
@@ -203,18 +216,6 @@ SELECT o.id AS op_id, o.run_id, o.row_no, s.id AS section_id, s.name AS section,
 FROM op o
 JOIN section s ON s.run_id = o.run_id AND s.kind = 'custom' AND o.row_no > s.start_row
               AND (s.end_row IS NULL OR o.row_no < s.end_row)"""),
-    ("capture_rank", "the runs of multi-host captures (tt-run --tracy: a file per rank): each run's capture (the "
-                     "id of rank 0's run) and rank, from its host and rank tags; join on run_id for (rank, device)",
-     {"sqlite": """
-CREATE VIEW capture_rank AS
-SELECT r.run_id, CAST(h.value AS INTEGER) AS capture_id, CAST(r.value AS INTEGER) AS rank
-FROM run_tag r JOIN run_tag h ON h.run_id = r.run_id AND h.key = 'host'
-WHERE r.key = 'rank' AND r.value GLOB '[0-9]*' AND r.value NOT GLOB '*[^0-9]*'
-  AND h.value GLOB '[0-9]*' AND h.value NOT GLOB '*[^0-9]*'""", "postgresql": """
-CREATE VIEW capture_rank AS
-SELECT r.run_id, CAST(h.value AS INTEGER) AS capture_id, CAST(r.value AS INTEGER) AS rank
-FROM run_tag r JOIN run_tag h ON h.run_id = r.run_id AND h.key = 'host'
-WHERE r.key = 'rank' AND r.value ~ '^[0-9]{1,9}$' AND h.value ~ '^[0-9]{1,9}$'"""}),
     ("run_info", "runs with their time (capture, else ingest), label, file, op count, frequency and arch; a rank "
                  "of a multi-host capture: its capture (rank 0's run id) and rank (else NULL)", """
 CREATE VIEW run_info AS
@@ -228,7 +229,7 @@ CREATE VIEW op_history AS
 SELECT o.id AS op_id, o.run_id, o.row_no, s.name AS section, o.pos, o.iteration, o.iter_pos,
        COALESCE(pl.block, '') AS block, COALESCE(pl.layer, '') AS layer, COALESCE(hp.block, '') AS hist_block,
        COALESCE(hp.layer, '') AS hist_layer, __HIST_HOW__ AS hist_how, c.name AS op_code, o.device_id,
-       COALESCE(o.kernel_ns, 0) / 1000.0 AS kernel_us
+       COALESCE(o.kernel_ns, 0) / 1000.0 AS kernel_us, __RANK__
 FROM op o JOIN op_code c ON c.id = o.op_code_id LEFT JOIN section s ON s.id = o.section_id
      LEFT JOIN place pl ON pl.id = o.place_id LEFT JOIN place hp ON hp.id = o.hist_place_id"""),
     ("op_perf", "every op with tt-perf-report's per-op analysis (unmerged, one row per device): device time, "
@@ -258,7 +259,7 @@ GROUP BY run_id, run_time, label, rank, device, sub_device"""),
                   "datatype, memory", """
 CREATE VIEW op_tensor AS
 SELECT o.run_id, o.row_no, o.device_id AS device, p.io, p.idx, p.w, p.z, p.y, p.x, p.w_pad, p.z_pad, p.y_pad,
-       p.x_pad, p.layout, p.datatype, p.memory
+       p.x_pad, p.layout, p.datatype, p.memory, __RANK__
 FROM op o JOIN perf_tensor p ON p.perf_shape_id = o.perf_shape_id"""),
     ("op_identity", "every op with its identity across runs: section / block / layer / op code #occurrence", """
 CREATE VIEW op_identity AS
@@ -274,12 +275,13 @@ FROM op_detail d JOIN run_info i ON i.run_id = d.run_id"""),
 def _contract(sql: str | dict[str, str]) -> str | dict[str, str]:
     """The oracle's vocabulary (warehouse.registry.contract) put into a view's SQL: ``__SECTIONS__`` (its two sections),
     ``__FEW_CORES__`` (the core count it counts ops below), ``__NOT_POST__`` (a layer that is no ``|post`` glue);
-    and the texts of the op table's codes (warehouse.registry.codes): ``__ATTRIBUTION__``, ``__HIST_HOW__``."""
+    and the texts of the op table's codes (warehouse.registry.codes): ``__ATTRIBUTION__``, ``__HIST_HOW__``; an op's
+    rank (``__RANK__``, :func:`warehouse.store.dialect.rank_of`)."""
     if isinstance(sql, dict):
         return {k: str(_contract(v)) for k, v in sql.items()}
     return (sql.replace("__SECTIONS__", SQL_SECTIONS).replace("__FEW_CORES__", str(FEW_CORES))
             .replace("__NOT_POST__", SQL_NOT_POST).replace("__ATTRIBUTION__", text_sql("o.attribution", ATTRIBUTION))
-            .replace("__HIST_HOW__", text_sql("o.hist_how", HIST_HOW)))
+            .replace("__HIST_HOW__", text_sql("o.hist_how", HIST_HOW)).replace("__RANK__", dialect.rank_of("o")))
 
 
 VIEWS = [(name, doc, _contract(sql)) for name, doc, sql in VIEWS]
