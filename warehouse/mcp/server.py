@@ -175,7 +175,7 @@ class Tools:
         res = self.wh.regressions(label=label, run=run, baseline_tags=tags)
         doc = res.to_json()
         findings = [{k: f.get(k) for k in ("id", "kind", "by", "key", "change_pct", "before", "after", "delta_us",
-                                            "sections", "metrics", "evidence", "run_id", "time")}
+                                            "sections", "metrics", "evidence", "run_id", "time", "tags")}
                     | {"inside": [(c.get("by"), c.get("key"), c.get("change_pct")) for c in f.get("contributors", [])
                                   ][:5]} for f in doc["findings"]]
         return _text({"regressed": res.regressed,
