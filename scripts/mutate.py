@@ -111,7 +111,7 @@ MUTATIONS = [
              "        if len(by_rank) < 2:\n            return []\n", "        if True:\n            return []\n",
              ["tests/test_ranks.py::test_changes_judge_each_rank_and_the_whole_capture[sqlite]"]),
     Mutation("whole-capture-not-summed", "warehouse/history/wholecapture.py",
-             "        if fig in _SUMMED:\n", "        if fig in ():\n",
+             "np.where(np.isnan(v), got, got + v))", "np.where(np.isnan(v), got, np.fmax(got, v)))",
              ["tests/test_ranks.py::test_a_whole_capture_night_is_its_ranks_merged[sqlite]"]),
 ]
 

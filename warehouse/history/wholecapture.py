@@ -127,27 +127,40 @@ def merge(parts: list[Part], members: dict[int, list[int]]) -> list[Part]:
 
 
 def _merged(head: int, section: str, grouping: str, ranks: list[Part]) -> Part:
-    """One part from the ranks' parts of one section and grouping, all devices together."""
+    """One part from the ranks' parts of one section and grouping, all devices together. Ranks that hold the same
+    keys (a model's hosts run the same program: the common case) are merged row by row; others by key."""
+    first = ranks[0]
     if len(ranks) == 1:
-        p = ranks[0]
-        return Part(head, section, grouping, p.key_ids, p.devices, p.values)
-    uniq, at = np.unique(np.concatenate([p.key_ids for p in ranks]), return_inverse=True)
-    at = at.reshape(-1)
-    values = {}
-    for fig in ranks[0].values:
-        v = np.concatenate([p.values[fig] for p in ranks])
-        got = np.full(len(uniq), np.nan)
-        if fig in _SUMMED:
-            seen = np.zeros(len(uniq))
-            np.add.at(seen, at, ~np.isnan(v))
-            got = np.zeros(len(uniq))
-            np.add.at(got, at, np.nan_to_num(v))
-            got[seen == 0] = np.nan  # (no rank has the figure)
-        elif fig in _LONGEST:
-            np.fmax.at(got, at, v)
-        values[fig] = got
+        return Part(head, section, grouping, first.key_ids, first.devices, first.values)
+    if all(np.array_equal(p.key_ids, first.key_ids) for p in ranks[1:]):
+        uniq, at = first.key_ids, None
+    else:
+        uniq, at = np.unique(np.concatenate([p.key_ids for p in ranks]), return_inverse=True)
+        at = at.reshape(-1)
+    values = {fig: _joined(fig, [p.values[fig] for p in ranks], at, len(uniq)) for fig in first.values}
     return Part(head, section, grouping, uniq.astype(np.int64), np.full(len(uniq), ALL_DEVICES, dtype=np.int32),
                 values)
+
+
+def _joined(fig: str, vs: list[np.ndarray], at: np.ndarray | None, keys: int) -> np.ndarray:
+    """One figure of the ranks' rows joined by key (``at``: each concatenated row's key; None: row by row)."""
+    if fig not in _SUMMED and fig not in _LONGEST:
+        return np.full(keys, np.nan)
+    if at is None:  # (added in rank order, as the path by key adds them: the same doubles)
+        got = vs[0]
+        for v in vs[1:]:
+            # (a rank without the figure adds nothing; no rank with it: NaN)
+            got = np.fmax(got, v) if fig in _LONGEST else np.where(
+                np.isnan(got), v, np.where(np.isnan(v), got, got + v))
+        return got
+    v = np.concatenate(vs)
+    if fig in _LONGEST:
+        order = np.argsort(at, kind="stable")
+        starts = np.flatnonzero(np.r_[True, at[order][1:] != at[order][:-1]])
+        return np.fmax.reduceat(v[order], starts)
+    got = np.bincount(at, weights=np.nan_to_num(v), minlength=keys)
+    got[np.bincount(at, weights=~np.isnan(v), minlength=keys) == 0] = np.nan
+    return got
 
 
 def as_wholes(tags: dict[int, dict[str, str]]) -> None:
