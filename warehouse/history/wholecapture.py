@@ -118,12 +118,14 @@ def merge(parts: list[Part], members: dict[int, list[int]]) -> list[Part]:
     """The parts of whole captures from their ranks' parts (``parts``: every rank's, any order): per night,
     section and grouping one part of all devices together, run id the night's, rows in the stored order (key
     id); see the module for how figures merge. Parts of runs that are no night's rank are dropped."""
-    night_of = {r: head for head, ranks in members.items() for r in ranks}
-    grouped: dict[tuple[int, str, str], list[Part]] = defaultdict(list)
+    night_of = {r: (head, k) for head, ranks in members.items() for k, r in enumerate(ranks)}
+    grouped: dict[tuple[int, str, str], list[tuple[int, Part]]] = defaultdict(list)
     for p in parts:
         if p.run_id in night_of:
-            grouped[(night_of[p.run_id], p.section, p.grouping)].append(p.only(p.devices == ALL_DEVICES))
-    return [_merged(*at, mine) for at, mine in sorted(grouped.items())]
+            head, k = night_of[p.run_id]
+            grouped[(head, p.section, p.grouping)].append((k, p.only(p.devices == ALL_DEVICES)))
+    # (each night's ranks in rank order: the order their figures are added in)
+    return [_merged(*at, [p for _, p in sorted(mine, key=lambda x: x[0])]) for at, mine in sorted(grouped.items())]
 
 
 def _merged(head: int, section: str, grouping: str, ranks: list[Part]) -> Part:
