@@ -65,7 +65,11 @@ class OpReads:
         ranks = (self.members or {}).get(night, [night])
         if len(ranks) == 1:
             return _ops(self.conn, self.cache, ranks[0], section, *src)
+        ck = ("capture-ops", tuple(ranks), section, *src)  # (a night is read as a baseline of several others)
+        if ck in self.cache:
+            return self.cache[ck]
         out: Ops = {}
+        self.cache[ck] = out
         for r in ranks:
             alldev = {k: its for (k, dev), its in _ops(self.conn, self.cache, r, section, *src).items() if dev == -1}
             for k, its in alldev.items():

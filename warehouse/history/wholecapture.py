@@ -25,12 +25,12 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection
 
 from warehouse.capture.ranklayout import HOST_TAG, RANK_TAG
 from warehouse.history.causes import cause_id
+from warehouse.runs.ranks import run_hosts
 from warehouse.registry.measures import METRIC, METRICS
-from warehouse.store import schema as t
 from warehouse.store.runseries import Part
 
 ALL_DEVICES = -1
@@ -75,21 +75,13 @@ class WholeCapture(set[int]):
 def captures(conn: Connection, runs: list[int]) -> dict[int, list[int]]:
     """The nights of ``runs`` as wholes: each capture's first rank among ``runs`` -> its ranks among ``runs``
     in rank order; a run of one host is a night of itself alone. In the order of ``runs``' first ranks."""
-    tg = t.run_tag.c
-    host: dict[int, str] = {}
-    rank: dict[int, int] = {}
-    for rid, k, v in conn.execute(select(tg.run_id, tg.key, tg.value).where(
-            tg.run_id.in_(runs), tg.key.in_([HOST_TAG, RANK_TAG]))):
-        if k == HOST_TAG:
-            host[rid] = v
-        elif v.isdigit():
-            rank[rid] = int(v)
+    hosts = {r: (host, int(rank)) for r, (host, rank) in run_hosts(conn, runs).items() if rank.isdigit()}
     groups: dict[str, list[int]] = defaultdict(list)
     for r in runs:
-        groups[host[r] if r in host and r in rank else f"run {r}"].append(r)
+        groups[hosts[r][0] if r in hosts else f"run {r}"].append(r)
     out = {}
     for g in groups.values():
-        g.sort(key=lambda r: rank.get(r, 0))
+        g.sort(key=lambda r: hosts[r][1] if r in hosts else 0)
         out[g[0]] = g
     return {r: out[r] for r in runs if r in out}
 
@@ -139,12 +131,12 @@ def _merged(head: int, section: str, grouping: str, ranks: list[Part]) -> Part:
     else:
         uniq, at = np.unique(np.concatenate([p.key_ids for p in ranks]), return_inverse=True)
         at = at.reshape(-1)
-    values = {fig: _joined(fig, [p.values[fig] for p in ranks], at, len(uniq)) for fig in first.values}
+    values = {fig: _join_figure(fig, [p.values[fig] for p in ranks], at, len(uniq)) for fig in first.values}
     return Part(head, section, grouping, uniq.astype(np.int64), np.full(len(uniq), ALL_DEVICES, dtype=np.int32),
                 values)
 
 
-def _joined(fig: str, vs: list[np.ndarray], at: np.ndarray | None, keys: int) -> np.ndarray:
+def _join_figure(fig: str, vs: list[np.ndarray], at: np.ndarray | None, keys: int) -> np.ndarray:
     """One figure of the ranks' rows joined by key (``at``: each concatenated row's key; None: row by row)."""
     if fig not in _SUMMED and fig not in _LONGEST:
         return np.full(keys, np.nan)

@@ -64,11 +64,18 @@ def rank_run(conn: Connection, run_id: int, rank: int) -> int:
 def run_ranks(conn: Connection, runs: list[int]) -> dict[int, str]:
     """The rank of each of ``runs`` that is a rank of a multi-host capture (tagged ``host`` and ``rank``): each
     rank of a multi-host label is a history of its own."""
+    return {r: rank for r, (_, rank) in run_hosts(conn, runs).items()}
+
+
+def run_hosts(conn: Connection, runs: list[int]) -> dict[int, tuple[str, str]]:
+    """(capture, rank) of each of ``runs`` that is a rank of a multi-host capture: its ``host`` tag (the id of rank
+    0's run) and its ``rank`` tag."""
     if not runs:
         return {}
     tg, h = t.run_tag.c, t.run_tag.alias("h")
-    return dict(conn.execute(select(tg.run_id, tg.value).join(h, (h.c.run_id == tg.run_id) & (h.c.key == HOST_TAG))
-                             .where(tg.key == RANK_TAG, tg.run_id.in_(runs))).all())
+    return {rid: (host, rank) for rid, host, rank in conn.execute(
+        select(tg.run_id, h.c.value, tg.value).join(h, (h.c.run_id == tg.run_id) & (h.c.key == HOST_TAG))
+        .where(tg.key == RANK_TAG, tg.run_id.in_(runs)))}
 
 
 def capture_outcomes(writer: Callable[[], Engine], groups: list[list[Path]], done: Callable[[Any], None]
