@@ -12,7 +12,7 @@ from sqlalchemy import text
 
 from corpus import cases
 from warehouse.store import dialect
-from warehouse.workers.fork import Aside, streamed
+from warehouse.workers.fork import Aside
 from warehouse.store.db import open_db, write_tx
 from warehouse.errors import WarehouseError
 from warehouse.runs.ingest import ingest_file
@@ -53,62 +53,6 @@ def test_leaving_early_stops_the_child():
     assert pid is not None and time.monotonic() - t0 < 30
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)  # reaped
-
-
-def test_streamed_items_are_made_in_a_forked_process_in_order():
-    parent = os.getpid()
-    got = list(streamed(lambda: ((k, os.getpid()) for k in range(50))))
-    assert [k for k, _ in got] == list(range(50))
-    assert {pid for _, pid in got} != {parent} and parent not in {pid for _, pid in got}
-
-
-def test_a_child_that_fails_midway_leaves_the_rest_to_this_process():
-    """Items the child made are given once; the ones after its failure are made here (the same items)."""
-    parent = os.getpid()
-
-    def make():
-        for k in range(20):
-            if k == 7 and os.getpid() != parent:
-                raise RuntimeError("the child fails")
-            yield k, os.getpid()
-    got = list(streamed(make))
-    assert [k for k, _ in got] == list(range(20))
-    assert all(pid != parent for _, pid in got[:7]) and all(pid == parent for _, pid in got[7:])
-
-
-def test_a_child_that_dies_midway_leaves_the_rest_to_this_process():
-    parent = os.getpid()
-
-    def make():
-        for k in range(20):
-            if k == 5 and os.getpid() != parent:
-                os._exit(9)  # (killed, say: no exception, no end mark)
-            yield k
-    assert list(streamed(make)) == list(range(20))
-
-
-def test_leaving_a_stream_early_stops_its_child():
-    import psutil
-
-    me = psutil.Process()
-    before = {p.pid for p in me.children()}  # (a test runner's worker may have children of its own)
-    it = streamed(lambda: iter(range(10 ** 9)))
-    assert next(it) == 0
-    mine = {p.pid for p in me.children()} - before
-    assert mine, "the stream's child"
-    it.close()  # (the child is killed and reaped: neither running nor a zombie, which psutil would still list)
-    assert not {p.pid for p in me.children()} & mine
-
-
-def test_nothing_is_streamed_from_a_process_that_runs_threads():
-    stop = threading.Event()
-    t = threading.Thread(target=stop.wait)
-    t.start()
-    try:
-        assert list(streamed(lambda: (os.getpid() for _ in range(3)))) == [os.getpid()] * 3
-    finally:
-        stop.set()
-        t.join()
 
 
 def test_ingest_inserts_without_per_row_key_checks_yet_every_key_holds(tmp_path, corpus_copy):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from warehouse.workers import collector, threads
-from warehouse.workers.fork import Aside, Child, can_fork, streamed
+from warehouse.workers.fork import Aside, Child, can_fork
 from warehouse.workers.pool import worker_pool
 
 
@@ -51,7 +51,8 @@ def test_a_child_freezes_its_own_objects_and_never_the_parents():
 def test_children_may_end_in_any_order_inside_one_pause():
     with collector.paused():
         with Aside(lambda: os.getpid()) as outer:
-            items = list(streamed(lambda: iter(range(5))))
+            with Aside(lambda: list(range(5))) as inner:
+                items = inner.result()
             got = outer.result()
         assert items == [0, 1, 2, 3, 4] and got not in (None, os.getpid())
         assert not gc.isenabled()

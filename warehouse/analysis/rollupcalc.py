@@ -24,7 +24,6 @@ from sqlalchemy import Connection, text
 from warehouse.capture import plan
 
 from warehouse.registry.measures import BLOCK_KEY, GROUPINGS, KEY_TEXTS, LAYER_KEY, METRICS, Grouping, Metric
-from warehouse.workers.fork import streamed
 
 # The by-id rows' columns, in the order rollups' _BY_ID_SQL selects them after (custom, section, iteration,
 # device, place_id, op_code_id).
@@ -359,14 +358,11 @@ def _nulls(a: np.ndarray) -> list[float | None]:
 
 
 def run_rows(conn: Connection, run_id: int, freq_mhz: float, by_id_sql: str, captured: OpCapture | None = None,
-             aside: bool = False, ids: dict[tuple[str, str], int | None] | None = None) -> Iterator[Any] | None:
+             ids: dict[tuple[str, str], int | None] | None = None) -> Iterator[Any] | None:
     """The stored rollup rows of one run as :func:`warehouse.analysis.rollups.build_sql` gives them (run, section,
     grouping, key, device, iterations, ops, stored metric columns...), in batches, from ``by_id_sql`` (the SQL's
     by-id rows, parameter ``run``); None when a stored grouping or metric is not mirrored here, or the run is
     one this does not mirror. ``captured``: the run's ops as ingest kept them (else the by-id SQL reads them).
-    ``aside``: a run of :data:`~warehouse.capture.plan.ASIDE_ROWS` by-id rows or more has its batches made in a
-    forked process (:func:`warehouse.workers.fork.streamed`) while the caller writes each one (the database is read
-    here first).
     ``ids``: the ``rollup_key`` ids known of (grouping, key text): the batches are then :class:`Keyed`. A run of
     more ops than :data:`warehouse.capture.plan.NUMPY_MAX_OPS` (counted exactly here) is left to the SQL."""
     groupings = [g for g in GROUPINGS if g.stored]
@@ -391,7 +387,7 @@ def run_rows(conn: Connection, run_id: int, freq_mhz: float, by_id_sql: str, cap
             f"SELECT id, block, layer FROM place WHERE id IN ({part})"))})
     codes = {cid: (name, cat) for cid, name, cat in conn.execute(text("SELECT id, name, category FROM op_code"))}
 
-    def batches() -> Iterator[list[tuple[Any, ...]]]:  # (no database: it may run in a forked process)
+    def batches() -> Iterator[list[tuple[Any, ...]]]:  # (no database: it is read above)
         # durations near the float limit (1e308, a damaged capture) sum to inf, and inf - inf is NaN: stored as the
         # SQL computes them, without numpy's warnings on stderr
         with np.errstate(over="ignore", invalid="ignore"):
@@ -406,6 +402,4 @@ def run_rows(conn: Connection, run_id: int, freq_mhz: float, by_id_sql: str, cap
             for rows, whole in ((fine.kept, False), (fine.whole, True)):
                 for per_device in (False, True):
                     yield from _grouping_rows(run_id, fine, g, key, texts, rows, whole, per_device, kids)
-    if aside and len(fine.sec) >= plan.ASIDE_ROWS:
-        return streamed(batches)
     return batches()

@@ -331,13 +331,12 @@ def build_rollups(conn: Connection, run_id: int, freq_mhz: float, key_conn: Conn
     time are added to ``rollup_key`` on ``key_conn`` (ingest's interning connection: on PostgreSQL one that
     commits at once, so that concurrent ingests never wait on each other's keys), else on ``conn``.
     ``captured``: the run's ops as ingest kept them, so that they need not be read back; ``known``: the keys
-    ingest interned already; ``meanwhile`` is called once the rows are being made (on the other core, for a big
-    run), before they are written (it must not change the run's ops)."""
+    ingest interned already; ``meanwhile`` is called once the run's ops are read, before the rows are written (it
+    must not change the run's ops)."""
     conn.execute(text("DELETE FROM rollup_row WHERE run_id = :run"), {"run": run_id})
-    # (big runs' batches are made on the other core while this process writes them, with the ids of the keys
-    # ingest interned already: rows ready to insert)
+    # (the batches come with the ids of the keys ingest interned already: rows ready to insert)
     ids: dict[tuple[str, str], int | None] = known.ids if known is not None else {}
-    batches = rollupcalc.run_rows(conn, run_id, float(freq_mhz), _BY_ID_SQL, captured, aside=True,
+    batches = rollupcalc.run_rows(conn, run_id, float(freq_mhz), _BY_ID_SQL, captured,
                                   ids=ids if known is not None else None)
     if meanwhile is not None:
         meanwhile()

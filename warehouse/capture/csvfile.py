@@ -528,7 +528,30 @@ def cells_getter(indexes: list[int]) -> Callable[[list[str]], tuple[str, ...]]:
 
 
 def write_rows(out: IO[str], header: list[str], rows: Iterator[list[str]], newline: str) -> None:
-    """Write a CSV as tt-metal does (minimal quoting) with the given line ends."""
-    w = csv.writer(out, lineterminator=newline)
-    w.writerow(header)
-    w.writerows(rows)
+    """Write a CSV as tt-metal does (minimal quoting) with the given line ends, in slices of a few thousand rows.
+    A row whose cells need no quoting (no separator, quote or line end in any) is joined as it is; the others, as
+    the csv module writes them (a row of one cell, say, whose empty cell it quotes)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator=newline)
+
+    def quoted(row: list[str]) -> str:
+        buf.seek(0)
+        buf.truncate()
+        w.writerow(row)
+        return buf.getvalue()
+    commas = len(header) - 1
+    lines = [quoted(header)]
+    for row in rows:
+        try:
+            line = ",".join(row)
+        except TypeError:  # (a cell that is not text: the csv module prints it)
+            lines.append(quoted(row))
+            continue
+        if commas < 1 or line.count(",") != commas or '"' in line or "\n" in line or "\r" in line:
+            lines.append(quoted(row))
+        else:
+            lines.append(line + newline)
+        if len(lines) >= 4096:
+            out.write("".join(lines))
+            lines.clear()
+    out.write("".join(lines))

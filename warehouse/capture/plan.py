@@ -1,19 +1,22 @@
 """How one file goes in, decided once from its scan and passed down: every size cut-off of ingest in one place.
 
-A capture's size decides four things, each with its own reason:
+Every decision below holds one budget: an ingest's processes together stay under 150 MiB of memory (PSS summed,
+every size from 10,000 to 1,000,000 ops: `scripts/bench.py --only-memory`), at the least CPU that allows. A
+capture's size decides five things, each with its own reason:
 
 - **worker** - whether the parse runs in a forked worker process on the other core. Decided from the file's size
   before anything is read (the worker itself scans the file, so this one decision cannot wait for the scan).
-- **columnar** - whether pyarrow's columnar reader parses it (plain files of a few MiB to :data:`BIG_ROWS` rows) or
-  the line reader does (small files, where pyarrow's import costs more than it saves; odd files; big ones).
-- **big** - a file past :data:`BIG_ROWS` rows holds its memory flat: the line reader (pyarrow's buffers are larger),
-  freed heap given back as it streams, and no per-op state kept for the run's end (the report's section scans,
-  the rollups' keys and inputs are read back from the database there instead).
-- **what the run's end keeps in memory** - below big, each end step keeps per-op state only while its bytes an op
-  times the ops fit the ingest's memory budget: the report's section scans (~60 bytes an op) up to
-  :data:`FEED_MAX_OPS`, the rollups' by-id inputs (96 bytes an op) up to :data:`CAPTURE_MAX_OPS`. The rollups,
-  made once the run's op count is exact, are computed in numpy up to :data:`NUMPY_MAX_OPS` ops (beyond, by SQL
-  alone: numpy's arrays grow with the run).
+- **columnar** - whether pyarrow's columnar reader parses it (plain files of :data:`COLUMNAR_MIN_BYTES` or more,
+  up to :data:`BIG_ROWS` rows) or the line reader does. Off by default: pyarrow's reader holds 25-95 MiB more.
+- **big** - a file past :data:`BIG_ROWS` rows holds its memory flat: freed heap given back as it streams, and no
+  per-op state kept for the run's end (the report's section scans, the rollups' keys and inputs are read back from
+  the database there instead).
+- **what the run's end keeps in memory** - below big, each end step keeps per-op state only while it fits the
+  budget: the report's section scans (~60 bytes an op, and the fork that computes the report's parts from them
+  while the rollups are written) up to :data:`FEED_MAX_OPS`, the rollups' by-id inputs (96 bytes an op) up to
+  :data:`CAPTURE_MAX_OPS`.
+- **rollups in numpy or in SQL** - made once the run's op count is exact: in numpy up to :data:`NUMPY_MAX_OPS`
+  ops, beyond by SQL alone (numpy's arrays grow with the run, SQLite's sorter spills to disk).
 
 A wrong guess (the scan counts lines, which a quoted cell may span) costs time or memory, never a different run.
 Tests set the module's cut-offs small to take a path on a small file; the plan reads them when it is made.
@@ -28,19 +31,27 @@ from warehouse.capture.csvfile import FileScan
 from warehouse.workers.fork import can_fork
 
 WORKER_MIN_BYTES = 4 << 20  # smaller files: a fork and a pipe cost more than the other core saves
-# Files of this many bytes or more are read by the columnar path (warehouse.capture.arrowprep); None: never. A whole
-# ingest of a realistic 100k-op capture: 3.5 s against 4.0 s by lines (the writer waits less for its batches);
-# smaller files gain less than pyarrow's import costs (~65 ms). Tests hold the two paths to the same batches on
-# every corpus file.
-COLUMNAR_MIN_BYTES: int | None = 4 << 20
+# Files of this many bytes or more are read by the columnar path (warehouse.capture.arrowprep); None: never. Whole
+# ingests of realistic captures (mkbig --unique), line path against columnar, wall / CPU / peak PSS of every
+# process: dlv3 10k ops (16 MiB) 1.0 s / 1.4 s / 98 MiB against 1.1 s / 1.6 s / 191 MiB; 30k (49 MiB) 1.6 / 2.5 /
+# 157 against 1.8 / 2.7 / 201; 60k (97 MiB) 2.9-3.0 s against 3.0-3.1 s; dlv3 100k (162 MiB) equal within noise;
+# OFT 100k (149 MiB) 4.0-4.1 s against 3.8 s, 285 MiB against 310. pyarrow's reader holds 25-95 MiB more at every
+# size (its libraries and its pool: 124 MiB of PSS at 100k against ~50) and gains under 10 % of the wall past
+# ~100 MiB: no size fits the budget with it. Tests hold the two paths to the same batches on every corpus file.
+COLUMNAR_MIN_BYTES: int | None = None
 # Past this many rows a file is big: the process that writes is the slower half whichever way the file is read (a
-# 1,000,000-op capture's stream: 15 s either way), and the line path's reader holds 50 MiB where pyarrow's held
-# 110-130 MiB (its libraries and buffers).
+# 1,000,000-op capture's stream: 15 s either way).
 BIG_ROWS = 300_000
-FEED_MAX_OPS = 150_000  # the report's section scans kept while the ops stream (~60 bytes an op); beyond: read back
+# The report's section scans kept while the ops stream, and their parts computed in a fork while the rollups are
+# written; beyond, read back at the end in this process. Measured (line path, dlv3; wall / peak PSS): 20k ops
+# 1.51 s / 131 MiB kept against 1.44 s / 100 MiB read back; 30k 1.79 / 156 against 2.03 / 106; 60k 2.89 / 227
+# against 3.28 / 120; OFT 100k 4.23 / 286 against 4.54 / 130 (CPU 6.36 against 5.98 s).
+FEED_MAX_OPS = 20_000
 CAPTURE_MAX_OPS = 200_000  # the rollups' by-id inputs kept (96 bytes an op); beyond, the by-id SQL reads the ops back
-NUMPY_MAX_OPS = 400_000  # rollups computed in numpy (arrays grow with the run); beyond, by SQL alone
-ASIDE_ROWS = 10_000  # by-id rollup rows from which their batches are made in a forked process (fewer: not worth one)
+# Rollups computed in numpy up to this many ops, beyond by SQL alone (no fork and no per-op state: in the measures
+# below, the 300k tail's batches made in a fork peaked at 212 MiB, in this process at 171, by SQL alone at 121 in
+# 21.3 s against 17.2 s; 200k in numpy at 126 MiB).
+NUMPY_MAX_OPS = 200_000
 
 
 def wants_worker(path: Path) -> bool:

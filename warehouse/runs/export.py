@@ -5,14 +5,15 @@ import hashlib
 import io
 import json
 from itertools import islice
+from operator import itemgetter
 from typing import IO, Any
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from sqlalchemy import Connection, Engine, select
 
 from warehouse.store import schema as t
 from warehouse.store.cells import iter_chunk_rows
-from warehouse.registry.columns import StoredOnce, stored_once, typed_text
+from warehouse.registry.columns import StoredOnce, stored_once
 from warehouse.capture.cellcodec import decode_volatile
 from warehouse.capture.csvfile import write_rows
 from warehouse.store.db import read_snapshot
@@ -58,9 +59,15 @@ def iter_numbered_rows(conn: Connection, run_id: int, width: int, static_idx: li
     needs the run's ``header``."""
     static = set(static_idx)
     volatile_idx = [i for i in range(width) if i not in static]
-    nv = len(volatile_idx)
+    ns, nv = len(static_idx), len(volatile_idx)
     once = stored_once(header, volatile_idx) if header is not None else []
     by_slot = {o.slot: k for k, o in enumerate(once)}
+    slots = sorted((j, k + 1) for j, k in by_slot.items())  # (k + 1: a typed row starts with its row_no)
+    # a row is its static cells then its volatile ones, put in file order by one C-level permutation
+    where = {c: k for k, c in enumerate(static_idx)} | {c: ns + k for k, c in enumerate(volatile_idx)}
+    order = [where[c] for c in range(width)]
+    place: Callable[[list], Sequence[str]] = (itemgetter(*order) if width > 1
+                                              else (lambda cells: [cells[0]] if width else []))
     tuples = _Tuples(conn)
     if source is None:
         source = iter_chunk_rows(conn, run_id)
@@ -71,41 +78,43 @@ def iter_numbered_rows(conn: Connection, run_id: int, width: int, static_idx: li
         tuples.load({r[1] for r in rows})
         typed: dict[int, tuple] | None = None
         for row_no, static_id, cells in rows:
-            row = [""] * width
-            for i, v in zip(static_idx, tuples.cache[static_id]):
-                row[i] = v
+            fixed = tuples.cache[static_id]
+            if len(fixed) != ns:
+                fixed = (fixed + [""] * ns)[:ns]
             if isinstance(cells, str):
                 cells = decode_volatile(cells, nv)
+            elif len(cells) != nv:
+                cells = (cells + [""] * nv)[:nv]
             if None in cells:
                 if typed is None:
                     typed = _typed_values(conn, run_id, once, rows[0][0], rows[-1][0])
-                cells = _fill(cells, typed.get(row_no), by_slot, run_id, row_no)
-            for i, v in zip(volatile_idx, cells):
-                row[i] = v
-            yield row_no, row
+                cells = _fill(cells, typed.get(row_no), slots, run_id, row_no)
+            yield row_no, list(place(fixed + cells))
 
 
 def _typed_values(conn: Connection, run_id: int, once: list[StoredOnce], first: int, last: int
                   ) -> dict[int, tuple]:
-    """The stored-once typed values of the run's ops in rows ``first`` .. ``last``, by row."""
+    """The stored-once typed values of the run's ops in rows ``first`` .. ``last``, by row: ``(row_no, *values)``."""
     if not once:
         return {}
     cols = [t.op.c.row_no] + [t.op.c[o.column.name] for o in once]
-    return {r[0]: r[1:] for r in conn.execute(select(*cols).where(
-        t.op.c.run_id == run_id, t.op.c.row_no >= first, t.op.c.row_no <= last))}
+    rows = conn.execute(select(*cols).where(t.op.c.run_id == run_id, t.op.c.row_no >= first,
+                                            t.op.c.row_no <= last)).all()  # (one fetch, not a row at a time)
+    return {r[0]: r for r in rows}  # (each row's values after its row_no: see _fill)
 
 
-def _fill(cells: list, values: tuple | None, by_slot: dict[int, int], run_id: int, row_no: int) -> list:
-    """A row's volatile cells with its nulls printed from its op's typed values (``by_slot``: a volatile slot ->
-    its index in ``values``)."""
-    cells = list(cells)
-    for j, v in enumerate(cells):
-        if v is None:
-            k = by_slot.get(j)
-            if k is None or values is None or values[k] is None:
-                raise WarehouseError(f"run {run_id}, row {row_no}: a cell stored as its op's typed value has no "
-                                     "value in the op table (the run is damaged); `warehouse check` lists damage")
-            cells[j] = typed_text(values[k])
+def _fill(cells: list, values: tuple | None, slots: list[tuple[int, int]], run_id: int, row_no: int) -> list:
+    """A row's volatile cells with its nulls printed from its op's typed values (``slots``: (a volatile slot, its
+    index in ``values``) for every stored-once column; ``values`` as :func:`_typed_values` gives them)."""
+    if not isinstance(cells, list):
+        cells = list(cells)  # (a chunk's rows are its own lists: filled in place)
+    if values is not None:
+        for j, k in slots:
+            if cells[j] is None and (v := values[k]) is not None:
+                cells[j] = str(int(v))  # (what typed_text prints)
+    if None in cells:
+        raise WarehouseError(f"run {run_id}, row {row_no}: a cell stored as its op's typed value has no "
+                             "value in the op table (the run is damaged); `warehouse check` lists damage")
     return cells
 
 

@@ -511,7 +511,7 @@ def _ingest_once(engine: Engine, req: _Request, source: RowSource, scan: FileSca
             if job.plan.big:
                 trim_heap()  # (what the stream's state held goes back before the rollups and report are made)
 
-            def meanwhile() -> None:  # (while the rollup rows are made on the other core)
+            def meanwhile() -> None:  # (once the rollups have read the run's ops)
                 job.warnings = finish_warnings(conn, run_id, job.warnings, exact=job.exact, capture=job.capture,
                                                path=path, meta=meta, warnings=warnings)
                 attribution.summarize(conn, run_id)

@@ -2,8 +2,8 @@
 
 One mechanism forks every child (:class:`Child`): a pipe from the child, the child's collector kept off what it
 shares with this process, the child dying with its parent and leaving without running any of the parent's
-clean-up. On it: the file's reader during the stream (:class:`warehouse.capture.rowprep.RowSource`), one result
-computed aside (:class:`Aside`), and items made one at a time aside (:func:`streamed`).
+clean-up. On it: the file's reader during the stream (:class:`warehouse.capture.rowprep.RowSource`) and one result
+computed aside (:class:`Aside`).
 
 An ingest's stream uses both cores (:mod:`warehouse.capture.rowprep` reads in a worker), but its tail is serial: the
 rollups, then the report parts. The report parts' heavy half is pure Python over what the report feed holds
@@ -21,8 +21,7 @@ import signal
 import struct
 import threading
 from typing import BinaryIO
-from collections.abc import Callable, Iterator
-from itertools import islice
+from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from warehouse.workers import collector
@@ -169,46 +168,3 @@ class Aside(Generic[T]):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def streamed(make: Callable[[], Iterator[T]]) -> Iterator[T]:
-    """The items of ``make()``, computed in a forked child and handed over one at a time as each is made, so
-    that this process works on one item while the child makes the next. ``make`` must give the same items each
-    time it is called: when nothing may be forked, or the child fails or dies after some items, this process
-    calls it again and gives the rest itself (never an item twice, never one missing). Leaving the loop early
-    stops the child."""
-    if not can_fork():
-        yield from make()
-        return
-
-    def produce(out: BinaryIO) -> None:
-        for made in make():
-            send_item(out, made)
-            out.flush()  # (the parent works on it while the next is made)
-        send_end(out)
-    with collector.paused():  # (while the child shares this process's memory; see Child)
-        yield from _from_child(Child(produce, buffering=1 << 20), make)
-
-
-def _from_child(child: Child, make: Callable[[], Iterator[T]]) -> Iterator[T]:
-    """:func:`streamed`'s items as ``child`` sends them, then the rest from ``make`` if it died."""
-    given = 0
-    complete = False
-    try:
-        while True:
-            try:
-                item = recv_item(child.pipe)
-            except StreamEnded:
-                break  # (the child died)
-            if ended(item):
-                complete = True
-                break
-            yield item
-            given += 1
-    finally:
-        if complete:
-            child.wait()
-        else:
-            child.stop()
-    if not complete:
-        yield from islice(make(), given, None)
