@@ -113,6 +113,12 @@ MUTATIONS = [
     Mutation("whole-capture-not-summed", "warehouse/history/wholecapture.py",
              "np.where(np.isnan(v), got, got + v))", "np.where(np.isnan(v), got, np.fmax(got, v)))",
              ["tests/test_ranks.py::test_a_whole_capture_night_is_its_ranks_merged[sqlite]"]),
+    Mutation("export-quotes-unchecked", "warehouse/capture/csvfile.py",
+             "line.count(\",\") != commas or '\"' in line or", "line.count(\",\") != commas or",
+             ["tests/test_export.py::test_rows_are_written_as_the_csv_module_writes_them[lf]"]),
+    Mutation("new-warehouse-made-in-process", "warehouse/store/db.py",
+             "    if _seen_by_a_new_connection(url) and can_fork():", "    if False:",
+             ["tests/test_migrations.py::test_a_new_warehouse_is_created_in_a_fork_that_loads_alembic_for_it"]),
 ]
 
 

@@ -101,3 +101,28 @@ def test_quote_free_file_round_trip(wh, tmp_path):
     with open(out, newline="", encoding="utf-8") as f:
         assert list(csv.reader(f)) == want
     assert json.loads(wh("runs", "--json").output)[0]["export_exact"] is False
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"], ids=["lf", "crlf"])
+def test_rows_are_written_as_the_csv_module_writes_them(newline):
+    """Rows are joined as they are when no cell needs quoting; any other row (a separator, a quote or a line end
+    in a cell, a row of one empty cell, a cell that is not text, a short row) is the csv module's own."""
+    import io as _io
+
+    from warehouse.capture.csvfile import write_rows
+
+    header = ["A", "B", "C"]
+    rows = [["1", "2", "3"], ["a,b", "x", ""], ['say "hi"', "", ""], ["line\nbreak", "cr\r", "y"], ["", "", ""],
+            ["z", None, 7], ["short"], ["a", "b", "c", "d"], [" lead", "trail ", "\x1f"]] * 300  # (past a slice)
+    got = _io.StringIO()
+    write_rows(got, header, iter(rows), newline)
+    want = _io.StringIO()
+    w = csv.writer(want, lineterminator=newline)
+    w.writerow(header)
+    w.writerows(rows)
+    assert got.getvalue() == want.getvalue()
+    one = _io.StringIO()
+    write_rows(one, ["ONLY"], iter([[""], ["x"], ["a,b"]]), newline)  # (one column: an empty cell is quoted)
+    want = _io.StringIO()
+    csv.writer(want, lineterminator=newline).writerows([["ONLY"], [""], ["x"], ["a,b"]])
+    assert one.getvalue() == want.getvalue()

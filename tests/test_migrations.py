@@ -334,3 +334,33 @@ def test_every_earlier_revision_upgrades_with_data(db_url, tmp_path):
                 assert inv(url, "export", rid).stdout_bytes == csv_bytes, (rev, rid)
             if rev == revs[0]:  # (up from the first revision: the whole way)
                 assert inv(url, "check").exit_code == 0
+
+
+def test_a_new_warehouse_is_created_in_a_fork_that_loads_alembic_for_it(tmp_path):
+    """An ingest into a new warehouse never loads Alembic and the migrations itself (19 MiB of its memory budget):
+    the schema is made by a forked child. A database only this process can see (SQLite in memory) is made here."""
+    probe = ("import sys\nfrom sqlalchemy import text\nfrom warehouse.store.db import open_db, head_revision_fast\n"
+             "e = open_db(sys.argv[1])\n"
+             "with e.connect() as c:\n"
+             "    rev = c.execute(text('SELECT version_num FROM alembic_version')).scalar()\n"
+             "print(rev == head_revision_fast(), 'alembic' in sys.modules)\n")
+    for db, loaded in ((str(tmp_path / "new.db"), "False"), ("sqlite://", "True")):
+        out = subprocess.run([sys.executable, "-c", probe, db], capture_output=True, text=True, check=True)
+        assert out.stdout.split() == ["True", loaded], (db, out.stdout, out.stderr)
+
+
+def test_a_failed_creation_fork_leaves_it_to_this_process(tmp_path, monkeypatch):
+    """When the child fails (or nothing may be forked), the schema is created here: the same warehouse."""
+    import warehouse.store.db as dbmod
+
+    class Failed:
+        def __init__(self, fn):
+            pass
+
+        def result(self):
+            return None
+    monkeypatch.setattr(dbmod, "Aside", Failed)
+    eng = open_db(str(tmp_path / "here.db"))
+    with eng.connect() as c:
+        assert c.execute(text("SELECT version_num FROM alembic_version")).scalar() == head_revision()
+    eng.dispose()
