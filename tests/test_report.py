@@ -230,7 +230,8 @@ def _sectioned_odd(path):
     return path
 
 
-@pytest.mark.parametrize("order", ["eager_first", "trace_first", "differ", "capped", "sql_keys", "small_batches"])
+@pytest.mark.parametrize("order", ["eager_first", "trace_first", "differ", "capped", "capped_one_pass", "sql_keys",
+                                   "small_batches"])
 def test_report_parts_fed_at_ingest_equal_parts_read_back(db_url, tmp_path, corpus_copy, monkeypatch, order):
     """Ingest computes the report parts from the ops as it writes them (report.ReportFeed), reading none back:
     they equal the parts computed from the database, on both back ends, for the corpus and odd values (the
@@ -265,8 +266,11 @@ def test_report_parts_fed_at_ingest_equal_parts_read_back(db_url, tmp_path, corp
         read_back.append(a[2])
         return real_scan(*a, **k)
     monkeypatch.setattr(report, "_scan", counting)
-    if order == "capped":  # a run past the feed's memory budget is read back, as before
+    if order.startswith("capped"):  # a run past the feed's memory budget is read back, as before
         monkeypatch.setattr(reportscan.ReportFeed, "MAX_OPS", 10)
+        if order == "capped":  # (and past the one-pass budget: read in two passes)
+            from warehouse.capture import plan
+            monkeypatch.setattr(plan, "REPORT_ONE_PASS_MAX_OPS", 10)
     # the fed parts' database-free half is computed in a forked process (warehouse.workers.fork): record its results
     from warehouse.workers import fork as aside
     from warehouse.runs import ingest
@@ -280,9 +284,10 @@ def test_report_parts_fed_at_ingest_equal_parts_read_back(db_url, tmp_path, corp
     monkeypatch.setattr(ingest, "Aside", Recorded)
     eng = open_db(db_url)
     ids = [ingest_file(eng, x, worker=True if order == "small_batches" else None).run_id for x in files]
-    # (a run past the feed's budget is read back twice a section: its layers, then its group tables)
-    assert read_back == {"trace_first": ["eager", "trace"], "capped": ["eager", "eager", "trace", "trace"]}.get(
-        order, [])
+    # (a run past the feed's budget is read back, and past the one-pass budget twice a section: its layers, then
+    # its group tables)
+    assert read_back == {"trace_first": ["eager", "trace"], "capped": ["eager", "eager", "trace", "trace"],
+                         "capped_one_pass": ["eager", "trace"]}.get(order, [])
     assert forked == ([] if read_back else [True] * len(files))
     with eng.connect() as c:
         for r in ids:

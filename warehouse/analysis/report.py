@@ -24,6 +24,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, func, select, text
 
 from warehouse.registry.contract import FEW_CORES, SECTIONS, TOP
+from warehouse.capture import plan
 from warehouse.store import dialect
 from warehouse.store import schema as t
 
@@ -59,11 +60,12 @@ def _scan(conn: Connection, run_id: int, section: str, compute: dict[int, bool],
 
 def _read_back(conn: Connection, run_id: int, section: str, compute: dict[int, bool],
                raw: bool) -> tuple[_SectionScan, _Pure]:
-    """A section's scan and its :func:`_pure` part from the database; a big run's (over ReportFeed.MAX_OPS ops)
-    in two reads of its ops, the sums, tops and layer split first, then the group tables, so that a million-op
-    run's ~80,000 layers and its group tables' keys (15 MB each) are never held together."""
+    """A section's scan and its :func:`_pure` part from the database; a big run's (over
+    :data:`~warehouse.capture.plan.REPORT_ONE_PASS_MAX_OPS` ops) in two reads of its ops, the sums, tops and layer
+    split first, then the group tables, so that a million-op run's ~80,000 layers and its group tables' keys
+    (15 MB each) are never held together."""
     big = conn.execute(select(func.count()).select_from(t.op).where(t.op.c.run_id == run_id)).scalar_one() \
-        > ReportFeed.MAX_OPS
+        > plan.REPORT_ONE_PASS_MAX_OPS
     if not big:
         x = _scan(conn, run_id, section, compute)
         return x, _pure(x, raw)
@@ -251,7 +253,7 @@ def store_parts(conn: Connection, run_id: int, scans: dict[str, _SectionScan] | 
     with dialect.small_sorts(conn):  # (a small page cache: a million-op ingest stays within its memory budget)
         pieces = _pieces(_parts(conn, run_id, freq, scans, raw=True, pure=pure, trace_ids=trace_ids))
         big = scans is None and conn.execute(select(func.count()).select_from(t.op).where(
-            t.op.c.run_id == run_id)).scalar_one() > ReportFeed.MAX_OPS
+            t.op.c.run_id == run_id)).scalar_one() > plan.REPORT_ONE_PASS_MAX_OPS
         if big and compresses(conn):  # (a big run's document, compressed as it is made: the same bytes again)
             packed, size = pack_pieces(pieces)
         else:  # (a 100,000-op run's parts: 4.3 MB of JSON, 0.4 MB packed)

@@ -14,7 +14,7 @@ capture's size decides five things, each with its own reason:
 - **what the run's end keeps in memory** - below big, each end step keeps per-op state only while it fits the
   budget: the report's section scans (~60 bytes an op, and the fork that computes the report's parts from them
   while the rollups are written) up to :data:`FEED_MAX_OPS`, the rollups' by-id inputs (96 bytes an op) up to
-  :data:`CAPTURE_MAX_OPS`.
+  :data:`CAPTURE_MAX_OPS`; the report's parts read back in one pass up to :data:`REPORT_ONE_PASS_MAX_OPS`.
 - **rollups in numpy or in SQL** - made once the run's op count is exact: in numpy up to :data:`NUMPY_MAX_OPS`
   ops, beyond by SQL alone (numpy's arrays grow with the run, SQLite's sorter spills to disk).
 
@@ -47,7 +47,15 @@ BIG_ROWS = 300_000
 # 1.51 s / 131 MiB kept against 1.44 s / 100 MiB read back; 30k 1.79 / 156 against 2.03 / 106; 60k 2.89 / 227
 # against 3.28 / 120; OFT 100k 4.23 / 286 against 4.54 / 130 (CPU 6.36 against 5.98 s).
 FEED_MAX_OPS = 20_000
-CAPTURE_MAX_OPS = 200_000  # the rollups' by-id inputs kept (96 bytes an op); beyond, the by-id SQL reads the ops back
+# A run of more ops has its report's parts read back in two passes (sums and tops, then the group tables: a
+# million-op run's ~80,000 layers and its group tables are never held together) and its document compressed as it
+# is made; up to this many, in one pass (OFT 100k, under cProfile: 1.30 s against 1.88 for two passes; the peak
+# is not the report's at 149k ops: 162 MiB either way, 132 with the rollups' inputs read back).
+REPORT_ONE_PASS_MAX_OPS = 150_000
+# The rollups' by-id inputs kept as the ops stream (96 bytes an op, and numpy's groupings of them at the end);
+# beyond, the by-id SQL reads the ops back. Peak PSS kept against read back: dlv3 108k ops (119k lines) 141 MiB;
+# 149k ops 163 MiB against 132 (in 9.4 s against 11.2); 200k ops read back: 126 MiB.
+CAPTURE_MAX_OPS = 120_000
 # Rollups computed in numpy up to this many ops, beyond by SQL alone (no fork and no per-op state: in the measures
 # below, the 300k tail's batches made in a fork peaked at 212 MiB, in this process at 171, by SQL alone at 121 in
 # 21.3 s against 17.2 s; 200k in numpy at 126 MiB).
