@@ -20,6 +20,7 @@ import argparse
 import csv
 import shutil
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -104,9 +105,24 @@ def _sql(url: URL) -> str:
 
 def _run(cmd: list[str], server: Callable[[], float] | None) -> tuple[float, float, float | None]:
     """Wall seconds, the client tree's CPU seconds and the server's CPU seconds (None: not measurable) of ``cmd``."""
-    before = server() if server else None
+    before = _settled(server) if server else None
     wall, cpu, _ = measured(cmd)
-    return wall, cpu, (server() - before) if server and before is not None else None
+    return wall, cpu, (_settled(server) - before) if server and before is not None else None
+
+
+def _settled(server: Callable[[], float]) -> float:
+    """The server's CPU once the backend of a client that just ended is reaped: read until two readings 0.1 s
+    apart agree (at most 3 s). A backend ends after its client, and until the postmaster reaps it its CPU is in
+    neither the postmaster's children's count nor, once it has exited, a live backend's: read at once, `\\copy`'s
+    server CPU read 0.04 s."""
+    last = server()
+    for _ in range(30):
+        time.sleep(0.1)
+        now = server()
+        if now == last:
+            return now
+        last = now
+    return last
 
 
 def ingest_runs(url: URL, nights: list[Path], server: Callable[[], float] | None
