@@ -7,8 +7,10 @@ computed aside (:class:`Aside`).
 
 An ingest's stream uses both cores (:mod:`warehouse.capture.rowprep` reads in a worker), but its tail is serial: the
 rollups, then the report parts. The report parts' heavy half is pure Python over what the report feed holds
-(no database), so a fork computes it while this process builds the rollups, and hands the result back pickled
-through a pipe. Where forking is unsafe or impossible (no ``fork``; a process that runs threads, say a web app
+(no database), so for a run small enough to keep its feed (:data:`warehouse.capture.plan.FEED_MAX_OPS`) a fork
+computes it while this process builds the rollups, and hands the result back pickled through a pipe. A new
+warehouse's schema is made in a fork too (:func:`warehouse.store.db.open_db`: the migrations' libraries stay out
+of this process). Where forking is unsafe or impossible (no ``fork``; a process that runs threads, say a web app
 calling the API: a forked child could wait forever on a lock another thread held) nothing is forked and the
 caller computes in-process; a child that fails or dies is also answered by computing in-process, so the result
 never depends on whether the fork happened.
