@@ -289,7 +289,7 @@ class ReportFeed:
     op ahead of the eager section) :meth:`scans` gives None and the parts are read from the database as before.
     ``warehouse check`` computes the parts from the database and compares."""
 
-    MAX_OPS = FEED_MAX_OPS  # beyond, the scans' ~60 bytes an op would break an ingest's memory budget: read back
+    MAX_OPS = FEED_MAX_OPS  # beyond, read back: the scans and the fork that computes their parts cost memory
 
     def __init__(self, conn: Connection):
         self.conn = conn

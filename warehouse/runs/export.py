@@ -66,8 +66,8 @@ def iter_numbered_rows(conn: Connection, run_id: int, width: int, static_idx: li
     # a row is its static cells then its volatile ones, put in file order by one C-level permutation
     where = {c: k for k, c in enumerate(static_idx)} | {c: ns + k for k, c in enumerate(volatile_idx)}
     order = [where[c] for c in range(width)]
-    place: Callable[[list], Sequence[str]] = (itemgetter(*order) if width > 1
-                                              else (lambda cells: [cells[0]] if width else []))
+    # (itemgetter of one index gives the item itself, not a tuple: a file of one column keeps its list as it is)
+    place: Callable[[list], Sequence[str]] = itemgetter(*order) if width > 1 else (lambda cells: cells[:width])
     tuples = _Tuples(conn)
     if source is None:
         source = iter_chunk_rows(conn, run_id)
